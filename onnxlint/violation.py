@@ -1,0 +1,164 @@
+"""The result types every front end shares: a finding, its position, and the fix it carries.
+
+The JSON shape of `Violation.to_json()` is a contract (other tools read it): lines and
+columns are 1-based, columns count Unicode code points, `end_column` is exclusive.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+DOCS_BASE_URL = "https://onnxlint.dev/rules/"
+
+
+class Severity(str, enum.Enum):
+    """How bad a finding is. The order matters: ERROR > WARNING > INFO."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 3, "warning": 2, "info": 1}[self.value]
+
+
+class FixSafety(str, enum.Enum):
+    """Whether applying a fix keeps behaviour (ruff's applicability classes)."""
+
+    SAFE = "safe"  # behaviour kept: applied by `--fix` and "Fix all"
+    UNSAFE = "unsafe"  # behaviour may change: a quick fix, or `--fix --unsafe-fixes`
+    DISPLAY = "display"  # shown as a suggestion only, never applied in batch
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """A range in a file: 1-based lines, 1-based columns (code points), end exclusive."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    def shifted(self, lines: int) -> Span:
+        return Span(self.line + lines, self.column, self.end_line + lines, self.end_column)
+
+    def contains(self, other: Span) -> bool:
+        return (self.line, self.column) <= (other.line, other.column) and (
+            other.end_line,
+            other.end_column,
+        ) <= (self.end_line, self.end_column)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text in `span` by `text` (an insertion when the span is empty)."""
+
+    span: Span
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.span
+        return {
+            "line": s.line,
+            "column": s.column,
+            "end_line": s.end_line,
+            "end_column": s.end_column,
+            "content": self.text,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Edit:
+        return cls(
+            Span(data["line"], data["column"], data["end_line"], data["end_column"]),
+            data["content"],
+        )
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A titled set of edits that together remove one finding."""
+
+    title: str
+    edits: tuple[Edit, ...]
+    safety: FixSafety = FixSafety.SAFE
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "safety": self.safety.value,
+            "edits": [e.to_json() for e in self.edits],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Fix:
+        return cls(
+            data["title"],
+            tuple(Edit.from_json(e) for e in data["edits"]),
+            FixSafety(data["safety"]),
+        )
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One finding at one place in one file."""
+
+    path: str
+    span: Span
+    code: str
+    message: str
+    severity: Severity
+    fix: Fix | None = None
+    source: str = "static"  # "static" (OLX0xx-5xx) or "deep" (OLX8xx)
+    deprecated: bool = False  # the finding is about a deprecated API (LSP tag)
+    notes: tuple[str, ...] = field(default=())  # extra lines: hints, workarounds
+
+    @property
+    def url(self) -> str:
+        return f"{DOCS_BASE_URL}{self.code}/"
+
+    @property
+    def line(self) -> int:
+        return self.span.line
+
+    @property
+    def column(self) -> int:
+        return self.span.column
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.span.line, self.span.column, self.code)
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.span
+        out: dict[str, Any] = {
+            "path": self.path,
+            "line": s.line,
+            "column": s.column,
+            "end_line": s.end_line,
+            "end_column": s.end_column,
+            "code": self.code,
+            "severity": self.severity.value,
+            "message": self.message,
+            "source": self.source,
+            "url": self.url,
+            "fix": self.fix.to_json() if self.fix else None,
+        }
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Violation:
+        return cls(
+            path=data["path"],
+            span=Span(data["line"], data["column"], data["end_line"], data["end_column"]),
+            code=data["code"],
+            message=data["message"],
+            severity=Severity(data["severity"]),
+            fix=Fix.from_json(data["fix"]) if data.get("fix") else None,
+            source=data.get("source", "static"),
+            deprecated=bool(data.get("deprecated", False)),
+            notes=tuple(data.get("notes", ())),
+        )
