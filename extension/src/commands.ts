@@ -1,0 +1,9 @@
+// Command ids shared by the client and its tests. Pure (no `vscode` import).
+
+/** Commands the extension registers itself; sent to the server so it leaves them out of executeCommandProvider. */
+export const CLIENT_COMMANDS = ['onnxlint.restart', 'onnxlint.showLogs', 'onnxlint.selectInterpreter'] as const;
+
+/** Commands the server advertises; vscode-languageclient registers them, so the extension must not. */
+export const SERVER_COMMANDS = ['onnxlint.analyzeExport', 'onnxlint.fixAll', 'onnxlint.showReport'] as const;
+
+export const TRUST_MESSAGE = 'Deep analysis runs your code; trust this workspace to use it.';

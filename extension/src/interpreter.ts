@@ -1,0 +1,141 @@
+// Which Python runs the server. Pure apart from filesystem lookups, so node:test can run it.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+export type InterpreterSource = 'setting' | 'python-extension' | 'path';
+
+/** A command that starts Python: `command` plus leading `args` (e.g. `conda run -n ml python`). */
+export interface Interpreter {
+    command: string;
+    args: string[];
+    source: InterpreterSource;
+}
+
+export interface ResolveInputs {
+    /** `onnxlint.interpreter`, already normalised to a list (empty when unset). */
+    setting: string[];
+    /** The Python extension's active environment executable, if that extension is installed. */
+    pythonExtension: () => Promise<string | undefined>;
+    /** Finds an executable on PATH. */
+    which: (name: string) => string | undefined;
+    workspaceFolder: string | undefined;
+    home: string;
+    env: Record<string, string | undefined>;
+}
+
+/** Expands `${workspaceFolder}`, `${userHome}`, `${env:NAME}` and a leading `~`. */
+export function expandVariables(
+    value: string,
+    workspaceFolder: string | undefined,
+    home: string,
+    env: Record<string, string | undefined>,
+): string {
+    let out = value.replace(/\$\{(workspaceFolder|userHome|env:([^}]+))\}/g, (whole: string, name: string, envName?: string) => {
+        if (name === 'workspaceFolder') {
+            return workspaceFolder ?? whole;
+        }
+        if (name === 'userHome') {
+            return home;
+        }
+        return env[envName ?? ''] ?? '';
+    });
+    if (out === '~' || out.startsWith('~/') || out.startsWith('~\\')) {
+        out = home + out.slice(1);
+    }
+    return out;
+}
+
+/**
+ * The setting wins, then the Python extension's environment, then `python3` on PATH (the order the
+ * VS Code Python-tool template and ruff-vscode use). Returns undefined when nothing is found.
+ */
+export async function resolveInterpreter(inputs: ResolveInputs): Promise<Interpreter | undefined> {
+    const setting = inputs.setting.map((part) => part.trim()).filter((part) => part !== '');
+    if (setting.length > 0) {
+        const [first, ...rest] = setting.map((part) =>
+            expandVariables(part, inputs.workspaceFolder, inputs.home, inputs.env),
+        ) as [string, ...string[]];
+        // A relative path like `.venv/bin/python` is relative to the workspace, not to VS Code's cwd.
+        const command =
+            inputs.workspaceFolder !== undefined && !path.isAbsolute(first) && /[\\/]/.test(first)
+                ? path.join(inputs.workspaceFolder, first)
+                : first;
+        return { command, args: rest, source: 'setting' };
+    }
+    let fromExtension: string | undefined;
+    try {
+        fromExtension = await inputs.pythonExtension();
+    } catch {
+        fromExtension = undefined; // an extension failing to answer is the same as no answer
+    }
+    if (fromExtension !== undefined && fromExtension !== '') {
+        return { command: fromExtension, args: [], source: 'python-extension' };
+    }
+    const onPath = inputs.which(process.platform === 'win32' ? 'python' : 'python3');
+    if (onPath !== undefined) {
+        return { command: onPath, args: [], source: 'path' };
+    }
+    return undefined;
+}
+
+/** Looks `name` up on `PATH` like a shell would. */
+export function which(
+    name: string,
+    envPath: string | undefined = process.env.PATH,
+    isExecutable: (file: string) => boolean = defaultIsExecutable,
+): string | undefined {
+    const extensions = process.platform === 'win32' ? ['.exe', '.cmd', '.bat', ''] : [''];
+    for (const dir of (envPath ?? '').split(path.delimiter)) {
+        if (dir === '') {
+            continue;
+        }
+        for (const ext of extensions) {
+            const candidate = path.join(dir, name + ext);
+            if (isExecutable(candidate)) {
+                return candidate;
+            }
+        }
+    }
+    return undefined;
+}
+
+function defaultIsExecutable(file: string): boolean {
+    try {
+        fs.accessSync(file, fs.constants.X_OK);
+        return fs.statSync(file).isFile();
+    } catch {
+        return false;
+    }
+}
+
+export const CHECK_SCRIPT = 'import onnxlint, sys; print(onnxlint.__version__)';
+
+/** The argv that starts the server. */
+export function serverArgs(interpreter: Interpreter, extraArgs: readonly string[]): string[] {
+    return [...interpreter.args, '-m', 'onnxlint', 'server', ...extraArgs];
+}
+
+/** The argv that checks onnxlint is importable and prints its version. */
+export function checkArgs(interpreter: Interpreter): string[] {
+    return [...interpreter.args, '-c', CHECK_SCRIPT];
+}
+
+/** How the interpreter is named in messages. */
+export function describe(interpreter: Interpreter): string {
+    return [interpreter.command, ...interpreter.args].join(' ');
+}
+
+function quote(arg: string, windows: boolean): string {
+    if (/^[\w@%+=:,./\\-]+$/.test(arg)) {
+        return arg;
+    }
+    return windows ? `"${arg.replace(/"/g, '""')}"` : `'${arg.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The shell line that installs onnxlint into the interpreter's environment. */
+export function installCommandLine(interpreter: Interpreter, windows = process.platform === 'win32'): string {
+    const argv = [interpreter.command, ...interpreter.args, '-m', 'pip', 'install', 'onnxlint'];
+    const line = argv.map((arg) => quote(arg, windows)).join(' ');
+    // PowerShell (the Windows default) only runs a quoted program through the call operator.
+    return windows && line.startsWith('"') ? `& ${line}` : line;
+}
