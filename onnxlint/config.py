@@ -1,0 +1,261 @@
+"""`[tool.onnxlint]` in the nearest pyproject.toml: discovery, validation, rule selection.
+
+Every key is checked: an unknown key or a bad value is a `ConfigError` that names the file,
+the key and what is accepted, so a typo never silently turns a rule off.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from onnxlint.violation import Severity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+# The newest torch whose exporter behaviour the rules encode.
+NEWEST_TORCH = "2.13"
+EXPORTERS = ("auto", "dynamo", "torchscript")
+
+
+class ConfigError(Exception):
+    """A configuration problem, with a message meant for the user."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """The effective configuration for one run (CLI flags and editor settings on top)."""
+
+    select: tuple[str, ...] = ("OLX",)
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    target_torch: str = NEWEST_TORCH
+    exporter: str = "auto"
+    severity: tuple[tuple[str, Severity], ...] = ()  # code (or prefix) -> severity
+    large_model_parameters: int = 500_000_000  # OLX5xx: `external_data=False` above this
+    targets: tuple[dict[str, Any], ...] = ()  # [[tool.onnxlint.targets]], for the deep worker
+    deep: dict[str, Any] = field(default_factory=dict)  # [tool.onnxlint.deep] worker options
+    root: Path | None = None  # the folder of the pyproject.toml it came from
+    source: Path | None = None  # the pyproject.toml it came from
+
+    @property
+    def torch_version(self) -> tuple[int, int]:
+        major, minor = self.target_torch.split(".")[:2]
+        return int(major), int(minor)
+
+    def with_overrides(self, **changes: Any) -> Config:
+        return replace(self, **changes)
+
+    def severity_for(self, code: str, default: Severity) -> Severity:
+        best: tuple[int, Severity] | None = None
+        for prefix, sev in self.severity:
+            if code.startswith(prefix) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), sev)
+        return best[1] if best else default
+
+    def is_enabled(self, code: str, default_enabled: bool = True) -> bool:
+        """ruff's selection: the most specific select/ignore prefix wins."""
+        chosen = -1
+        enabled = False
+        for prefix in (*self.select, *self.extend_select):
+            if _matches(code, prefix) and len(prefix) > chosen:
+                chosen, enabled = len(prefix), True
+                if prefix in ("OLX", "ALL") and not default_enabled:
+                    enabled = False
+        for prefix in self.ignore:
+            if _matches(code, prefix) and len(prefix) >= chosen:
+                chosen, enabled = len(prefix), False
+        return enabled
+
+    def ignored_for_path(self, path: str) -> tuple[str, ...]:
+        out: list[str] = []
+        rel = self.relative(path)
+        for pattern, codes in self.per_file_ignores:
+            if _glob_match(rel, pattern):
+                out.extend(codes)
+        return tuple(out)
+
+    def is_excluded(self, path: str) -> bool:
+        rel = self.relative(path)
+        return any(_glob_match(rel, p) for p in (*self.exclude, *self.extend_exclude))
+
+    def relative(self, path: str) -> str:
+        p = Path(path)
+        if self.root is not None:
+            try:
+                return p.resolve().relative_to(self.root.resolve()).as_posix()
+            except (ValueError, OSError):
+                pass
+        return p.as_posix()
+
+
+def _matches(code: str, prefix: str) -> bool:
+    return prefix == "ALL" or code.startswith(prefix)
+
+
+def _glob_match(rel: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, f"{pattern}/*"):
+        return True
+    parts = rel.split("/")
+    return any(fnmatch.fnmatch(part, pattern) for part in parts)
+
+
+# --------------------------------------------------------------------------- loading
+
+_KEYS = {
+    "select",
+    "ignore",
+    "extend-select",
+    "per-file-ignores",
+    "exclude",
+    "extend-exclude",
+    "target-torch",
+    "exporter",
+    "severity",
+    "large-model-parameters",
+    "targets",
+    "deep",
+}
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml with a [tool.onnxlint] table, walking up from `start`."""
+    start = start.resolve()
+    here = start if start.is_dir() else start.parent
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = _read_toml(candidate)
+            except ConfigError:
+                raise
+            if "onnxlint" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from None
+
+
+def load_config(start: Path | None = None, pyproject: Path | None = None) -> Config:
+    """The configuration that applies at `start` (defaults when no table is found)."""
+    if pyproject is None:
+        pyproject = find_pyproject(start or Path.cwd())
+    if pyproject is None:
+        return Config(root=(start or Path.cwd()).resolve() if start else Path.cwd())
+    table = _read_toml(pyproject).get("tool", {}).get("onnxlint", {})
+    return parse_table(table, pyproject)
+
+
+def _codes(value: Any, key: str, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: `{key}` must be a list of rule codes, like [\"OLX2\"]")
+    for v in value:
+        if not (v == "ALL" or (v.startswith("OLX") and v[3:].isdigit() and len(v) <= 6)):
+            raise ConfigError(
+                f"{where}: `{key}` has {v!r}, which is not a rule code or prefix "
+                "(use e.g. \"OLX\", \"OLX2\", \"OLX201\")"
+            )
+    return tuple(value)
+
+
+def parse_table(table: dict[str, Any], source: Path | None) -> Config:
+    """Validate a `[tool.onnxlint]` table into a Config."""
+    where = f"{source} [tool.onnxlint]" if source else "[tool.onnxlint]"
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key {unknown[0]!r} (known keys: {', '.join(sorted(_KEYS))})"
+        )
+    kw: dict[str, Any] = {}
+    for key in ("select", "ignore", "extend-select"):
+        if key in table:
+            kw[key.replace("-", "_")] = _codes(table[key], key, where)
+    for key in ("exclude", "extend-exclude"):
+        if key in table:
+            value = table[key]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where}: `{key}` must be a list of glob patterns")
+            kw[key.replace("-", "_")] = tuple(value)
+    if "per-file-ignores" in table:
+        pfi = table["per-file-ignores"]
+        if not isinstance(pfi, dict):
+            raise ConfigError(f"{where}: `per-file-ignores` must be a table of glob = [codes]")
+        kw["per_file_ignores"] = tuple(
+            (pattern, _codes(codes, f"per-file-ignores.{pattern}", where))
+            for pattern, codes in pfi.items()
+        )
+    if "target-torch" in table:
+        kw["target_torch"] = parse_torch_version(table["target-torch"], where)
+    if "exporter" in table:
+        exp = table["exporter"]
+        if exp not in EXPORTERS:
+            raise ConfigError(f"{where}: `exporter` must be one of {', '.join(EXPORTERS)}")
+        kw["exporter"] = exp
+    if "severity" in table:
+        kw["severity"] = parse_severity_map(table["severity"], where)
+    if "large-model-parameters" in table:
+        n = table["large-model-parameters"]
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            raise ConfigError(f"{where}: `large-model-parameters` must be a positive integer")
+        kw["large_model_parameters"] = n
+    if "targets" in table:
+        targets = table["targets"]
+        if not isinstance(targets, list) or not all(isinstance(t, dict) for t in targets):
+            raise ConfigError(f"{where}: `targets` must be an array of tables [[tool.onnxlint.targets]]")
+        kw["targets"] = tuple(targets)
+    if "deep" in table:
+        if not isinstance(table["deep"], dict):
+            raise ConfigError(f"{where}: `deep` must be a table")
+        kw["deep"] = dict(table["deep"])
+    return Config(root=source.parent.resolve() if source else None, source=source, **kw)
+
+
+def parse_torch_version(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not _is_version(value):
+        raise ConfigError(f"{where}: `target-torch` must be a version string like \"2.13\"")
+    major, minor = (int(x) for x in value.split(".")[:2])
+    newest = tuple(int(x) for x in NEWEST_TORCH.split("."))
+    if (major, minor) < (2, 0):
+        raise ConfigError(f"{where}: `target-torch` {value!r} is older than 2.0, not supported")
+    if (major, minor) > newest:
+        # Newer than what the rules know: judge by the newest known behaviour.
+        return NEWEST_TORCH
+    return f"{major}.{minor}"
+
+
+def _is_version(value: str) -> bool:
+    parts = value.split(".")
+    return 2 <= len(parts) <= 3 and all(p.isdigit() for p in parts)
+
+
+def parse_severity_map(value: Any, where: str) -> tuple[tuple[str, Severity], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: `severity` must be a table of code = \"error|warning|info\"")
+    out = []
+    for code, sev in value.items():
+        _codes([code], "severity", where)
+        try:
+            out.append((code, Severity(sev)))
+        except ValueError:
+            raise ConfigError(
+                f"{where}: `severity.{code}` must be \"error\", \"warning\" or \"info\", not {sev!r}"
+            ) from None
+    return tuple(out)

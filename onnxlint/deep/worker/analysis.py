@@ -1,0 +1,846 @@
+"""One target's analysis, phase by phase, in a forked child of the warm worker.
+
+Phases: load (factory under fake mode) -> explain (graph breaks) -> export
+(non-strict torch.export, specialised dims) -> decompose (every node checked
+against the ONNX registry) -> translate (ONNX structure, checker, signature)
+-> verify (optional, real weights + onnxruntime). A phase that fails reports
+findings and the phases that need its output are skipped; nothing here may
+raise past `run`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import math
+import os
+import re
+import sys
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from . import frames, torch_internals, wire
+from .workarounds import workaround
+
+Emit = Callable[[str, int | None], None]
+
+DEFAULT_VERIFY_MAX_PARAMS = 50_000_000
+"""Verification allocates real weights; above this many parameters it is skipped."""
+
+_RAISED_AT = re.compile(r'The following call raised this error:\s*\n\s*File "([^"]+)", line (\d+)')
+
+
+def _finding(kind: str, message: str, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": kind, "message": message, "notes": [], "file": None, "line": None}
+    out.update(extra)
+    return out
+
+
+def _place(finding: dict[str, Any], fr: dict[str, Any] | None) -> dict[str, Any]:
+    if fr is not None:
+        finding["file"] = fr["file"]
+        finding["line"] = fr["line"]
+    return finding
+
+
+def _first_line(text: str) -> str:
+    for line in str(text).splitlines():
+        if line.strip():
+            return line.strip()
+    return str(text).strip()
+
+
+class Analysis:
+    """State shared by the phases of one target's analysis."""
+
+    def __init__(self, target: dict[str, Any], emit_progress: Emit) -> None:
+        self.target = target
+        self.root = os.path.realpath(target.get("root") or os.getcwd())
+        self.progress = emit_progress
+        self.findings: list[dict[str, Any]] = []
+        self.phases: dict[str, float] = {}
+        self.result: dict[str, Any] = {
+            "target": target.get("name"),
+            "torch": torch_internals.torch_version(),
+            "findings": self.findings,
+            "phases": self.phases,
+            "skipped": {},
+        }
+        self.fake_mode: Any = None
+        self.model: Any = None
+        self.args: tuple[Any, ...] = ()
+        self.kwargs: dict[str, Any] = {}
+        self.dynamic_shapes: Any = _json_dynamic_shapes(target.get("dynamic_shapes"))
+        self.opset: int | None = target.get("opset")
+        self.translation_table: dict[Any, Any] | None = None
+        self.ep: Any = None
+        self.decomposed: Any = None
+        self.onnx_program: Any = None
+
+    # ------------------------------------------------------------------ helpers
+
+    def add(self, finding: dict[str, Any]) -> None:
+        self.findings.append(finding)
+
+    def user_frame_of(self, exc: BaseException) -> dict[str, Any] | None:
+        """The user's line for an exception: torch's own pointer first, then the traceback."""
+        text = str(exc)
+        m = _RAISED_AT.search(text)
+        if m and not frames.is_library_file(m.group(1)):
+            return frames.frame_dict(m.group(1), int(m.group(2)))
+        stack: list[Any] = []
+        e: BaseException | None = exc
+        seen = set()
+        while e is not None and id(e) not in seen:
+            seen.add(id(e))
+            stack = list(traceback.extract_tb(e.__traceback__)) + stack
+            e = e.__cause__ or e.__context__
+        real_stack = getattr(exc, "real_stack", None)
+        if real_stack:
+            stack = stack + list(real_stack)
+        return frames.pick(frames.user_frames(stack), self.root)
+
+    def phase(self, name: str, percent: int) -> _Phase:
+        self.progress(name, percent)
+        return _Phase(self, name)
+
+    # ------------------------------------------------------------------ phases
+
+    def run(self) -> dict[str, Any]:
+        if not torch_internals.is_tested_version():
+            self.add(
+                _finding(
+                    wire.KIND_TORCH_UNSUPPORTED,
+                    f"onnxlint's deep analysis was written for torch "
+                    f"{', '.join(torch_internals.TESTED_TORCH)}; this is torch "
+                    f"{torch_internals.torch_version()}. Results may be incomplete.",
+                )
+            )
+        with self.phase("load", 0):
+            ok = self.load()
+        if not ok:
+            return self.finish()
+        with self.phase("explain", 10):
+            self.explain()
+        with self.phase("export", 30):
+            self.export()
+        if self.ep is not None:
+            with self.phase("decompose", 55):
+                self.decompose()
+        if self.decomposed is not None:
+            with self.phase("translate", 75):
+                self.translate()
+        if self.target.get("verify"):
+            with self.phase("verify", 90):
+                self.verify()
+        return self.finish()
+
+    def finish(self) -> dict[str, Any]:
+        self.result["project_files"] = sorted(
+            {
+                os.path.realpath(f)
+                for m in list(sys.modules.values())
+                if (f := getattr(m, "__file__", None)) and frames.is_project_file(f, self.root)
+            }
+        )
+        self.progress("done", 100)
+        return self.result
+
+    def load(self) -> bool:
+        factory = str(self.target.get("factory") or "")
+        name = self.target.get("name") or factory
+        root = self.root
+        for p in [root, *self.target.get("sys_path", [])]:
+            if p not in sys.path:
+                sys.path.insert(0, p)
+        with contextlib.suppress(OSError):
+            os.chdir(root)
+        os.environ["ONNXLINT_DEEP"] = "1"
+        mod_name, _, func_name = factory.partition(":")
+        if not mod_name or not func_name:
+            self.add(
+                _finding(
+                    wire.KIND_TARGET_ERROR,
+                    f"target {name!r}: factory {factory!r} must look like 'package.module:function'",
+                )
+            )
+            return False
+        try:
+            module = importlib.import_module(mod_name)
+        except BaseException as e:
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            fr = self.user_frame_of(e)
+            kind_msg = (
+                f"cannot import module {mod_name!r}"
+                if isinstance(e, ModuleNotFoundError) and e.name and mod_name.startswith(e.name)
+                else f"importing {mod_name!r} raised {type(e).__name__}: {_first_line(str(e))}"
+            )
+            self.add(
+                _place(
+                    _finding(
+                        wire.KIND_TARGET_ERROR,
+                        f"target {name!r}: {kind_msg}",
+                        notes=[f"sys.path starts with {root!r}; is the module under the project root?"],
+                    ),
+                    fr,
+                )
+            )
+            return False
+        fn = getattr(module, func_name, None)
+        if fn is None or not callable(fn):
+            self.add(
+                _finding(
+                    wire.KIND_TARGET_ERROR,
+                    f"target {name!r}: module {mod_name!r} has no callable {func_name!r}",
+                )
+            )
+            return False
+        self.result["factory_loc"] = _source_loc(fn)
+        table_ref = self.target.get("translation_table")
+        if table_ref:
+            self.translation_table = self._load_table(str(table_ref), name)
+        mode_cls = torch_internals.fake_mode_class()
+        self.fake_mode = mode_cls(allow_non_fake_inputs=True)
+        try:
+            with self.fake_mode:
+                out = fn()
+        except BaseException as e:
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            fr = self.user_frame_of(e) or self.result["factory_loc"]
+            notes = []
+            text = str(e)
+            if any(
+                s in text
+                for s in ("Cannot copy out of meta", "tensor subclasses", "FakeTensor", "fake")
+            ) or isinstance(e, (FileNotFoundError, OSError)):
+                notes.append(
+                    "The factory runs under fake tensors (no real data). Skip weight loading "
+                    "when the environment variable ONNXLINT_DEEP is set: the architecture is "
+                    "what the analysis needs."
+                )
+            self.add(
+                _place(
+                    _finding(
+                        wire.KIND_TARGET_ERROR,
+                        f"target {name!r}: factory {factory!r} raised "
+                        f"{type(e).__name__}: {_first_line(text)}",
+                        notes=notes,
+                    ),
+                    fr,
+                )
+            )
+            return False
+        problem = self._unpack(out)
+        if problem:
+            self.add(
+                _place(
+                    _finding(wire.KIND_TARGET_ERROR, f"target {name!r}: factory {factory!r} {problem}"),
+                    self.result["factory_loc"],
+                )
+            )
+            return False
+        self.result["model"] = self._summary()
+        return True
+
+    def _load_table(self, ref: str, name: str) -> dict[Any, Any] | None:
+        mod_name, _, attr = ref.partition(":")
+        try:
+            table = getattr(importlib.import_module(mod_name), attr)
+        except Exception as e:
+            self.add(
+                _finding(
+                    wire.KIND_TARGET_ERROR,
+                    f"target {name!r}: cannot load translation_table {ref!r}: "
+                    f"{type(e).__name__}: {_first_line(str(e))}",
+                )
+            )
+            return None
+        if not isinstance(table, dict):
+            self.add(
+                _finding(
+                    wire.KIND_TARGET_ERROR,
+                    f"target {name!r}: translation_table {ref!r} is a "
+                    f"{type(table).__name__}, not a dict",
+                )
+            )
+            return None
+        return table
+
+    def _unpack(self, out: Any) -> str | None:
+        """Accept (model, args), (model, args, kwargs) or (model, args, kwargs, dynamic_shapes)."""
+        if not isinstance(out, (tuple, list)) or not 2 <= len(out) <= 4:
+            return (
+                f"returned {type(out).__name__}; it must return (model, args), "
+                "(model, args, kwargs) or (model, args, kwargs, dynamic_shapes)"
+            )
+        model, args = out[0], out[1]
+        kwargs = out[2] if len(out) > 2 and out[2] is not None else {}
+        if not callable(model):
+            return f"returned a {type(model).__name__} as the model; expected a torch.nn.Module"
+        if isinstance(args, torch.Tensor):
+            args = (args,)
+        if not isinstance(args, (tuple, list)):
+            return f"returned args of type {type(args).__name__}; expected a tuple"
+        if not isinstance(kwargs, dict):
+            return f"returned kwargs of type {type(kwargs).__name__}; expected a dict"
+        if len(out) == 4 and out[3] is not None:
+            self.dynamic_shapes = out[3]
+        self.model, self.args, self.kwargs = model, tuple(args), dict(kwargs)
+        return None
+
+    def _summary(self) -> dict[str, Any]:
+        by_dtype: dict[str, dict[str, int]] = {}
+        if isinstance(self.model, torch.nn.Module):
+            seen: set[int] = set()
+            for t in [*self.model.parameters(), *self.model.buffers()]:
+                if id(t) in seen:
+                    continue
+                seen.add(id(t))
+                d = by_dtype.setdefault(str(t.dtype).replace("torch.", ""), {"count": 0, "bytes": 0})
+                d["count"] += int(t.numel())
+                d["bytes"] += int(t.numel()) * int(t.element_size())
+        cls = type(self.model)
+        return {
+            "class": f"{cls.__module__}.{cls.__qualname__}",
+            "class_loc": _source_loc(cls),
+            "params_by_dtype": by_dtype,
+            "params": sum(v["count"] for v in by_dtype.values()),
+            "weight_bytes": sum(v["bytes"] for v in by_dtype.values()),
+            "inputs": [_describe(a) for a in self.args]
+            + [f"{k}={_describe(v)}" for k, v in self.kwargs.items()],
+        }
+
+    def explain(self) -> None:
+        records: list[dict[str, Any]] = []
+        explain_out: Any = None
+        try:
+            with (
+                torch_internals.record_graph_breaks(records),
+                torch_internals.lenient_scalars(self.fake_mode),
+            ):
+                explain_out = torch_internals.explain(self.model, self.args, self.kwargs)
+        except torch_internals.Unsupported as e:
+            self.add(_finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
+            return
+        except Exception as e:
+            fr = self.user_frame_of(e)
+            text = _first_line(str(e))
+            self.add(
+                _place(
+                    _finding(
+                        wire.KIND_FAKE_MODE_LIMITATION,
+                        f"graph-break search stopped here: {type(e).__name__}: {text}",
+                        notes=[
+                            "This code cannot run on fake tensors (no data), so the breaks "
+                            "after it were not looked for. `.numpy()` and data-dependent "
+                            "Python values are the usual causes."
+                        ],
+                    ),
+                    fr,
+                )
+            )
+        finally:
+            with contextlib.suppress(Exception):
+                torch_internals.reset_dynamo()
+        seen: set[tuple[str, int, str]] = set()
+        for rec in records:
+            fr = frames.pick(frames.user_frames(rec["stack"]), self.root)
+            key = (fr["file"] if fr else "", fr["line"] if fr else 0, rec["gb_type"])
+            if key in seen:
+                continue
+            seen.add(key)
+            self.add(_place(_graph_break_finding(rec), fr))
+        if explain_out is not None:
+            self.result["explain"] = {
+                "graphs": int(getattr(explain_out, "graph_count", 0)),
+                "breaks": len(seen),
+                "ops": int(getattr(explain_out, "op_count", 0)),
+            }
+
+    def export(self) -> None:
+        requested = self.dynamic_shapes
+        events: list[dict[str, Any]] = []
+        try:
+            dims = torch_internals.to_export_dims(requested)
+            with torch_internals.record_specializations(events):
+                self.ep = torch_internals.export(self.model, self.args, self.kwargs, dims)
+        except torch_internals.Unsupported as e:
+            self.add(_finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
+            return
+        except Exception as e:
+            if requested is not None and torch_internals.is_constraint_violation(e):
+                events.clear()
+                try:
+                    dims = torch_internals.to_export_dims(requested, auto=True)
+                    with torch_internals.record_specializations(events):
+                        self.ep = torch_internals.export(self.model, self.args, self.kwargs, dims)
+                except Exception as e2:
+                    self._export_failure(e2)
+                    return
+                if not self._report_specialized(events, str(e)):
+                    self._export_failure(e)
+            else:
+                self._export_failure(e)
+                return
+        else:
+            self._report_specialized(events, None)
+        self._report_constraints()
+
+    def _export_failure(self, e: BaseException) -> None:
+        fr = self.user_frame_of(e)
+        text = str(e)
+        head = _first_line(text)
+        notes = []
+        if "Suggested fixes:" in text:
+            fix = text.split("Suggested fixes:", 1)[1].strip().split("\n\n")[0]
+            notes.append("torch suggests: " + " ".join(fix.split()))
+        if torch_internals.missing_fake_impl_error(e):
+            kind = wire.KIND_CUSTOM_OP_NO_FAKE
+            notes.append(
+                "Register a fake (meta) implementation with `@<op>.register_fake` so "
+                "torch.export can trace the op without running it."
+            )
+        elif torch_internals.is_data_dependent_error(e):
+            kind = wire.KIND_DATA_DEPENDENT
+            notes.append(
+                "Python control flow on a tensor value cannot be exported: use torch.cond "
+                "or torch.where, or tell export what holds with torch._check(...)."
+            )
+        else:
+            kind = wire.KIND_EXPORT_FAILURE
+        self.add(
+            _place(
+                _finding(kind, f"torch.export failed: {type(e).__name__}: {head}", notes=notes),
+                fr,
+            )
+        )
+
+    def _requested_dims(self) -> list[tuple[int, int, str, str]]:
+        """(flat input index, dim, dim name, input label) for every requested dynamic dim."""
+        spec = self.dynamic_shapes
+        if spec is None:
+            return []
+        per_input: list[tuple[str, Any, Any]] = []  # (label, value, spec)
+        try:
+            sig = inspect.signature(getattr(self.model, "forward", self.model))
+            bound = sig.bind(*self.args, **self.kwargs)
+            names = list(bound.arguments)
+        except (TypeError, ValueError):
+            names = [f"args[{i}]" for i in range(len(self.args))] + list(self.kwargs)
+        values = list(self.args) + list(self.kwargs.values())
+        labels = names[: len(values)] + [f"input{i}" for i in range(len(names), len(values))]
+        if isinstance(spec, dict):
+            for label, value in zip(labels, values, strict=False):
+                per_input.append((label, value, spec.get(label)))
+        elif isinstance(spec, (list, tuple)):
+            for i, (label, value) in enumerate(zip(labels, values, strict=False)):
+                per_input.append((label, value, spec[i] if i < len(spec) else None))
+        out = []
+        flat = 0
+        for label, value, s in per_input:
+            leaves = torch.utils._pytree.tree_leaves(value)
+            if isinstance(value, torch.Tensor) and s is not None:
+                items = s.items() if isinstance(s, dict) else enumerate(s)
+                for d, n in items:
+                    if n is None or isinstance(n, int):
+                        continue
+                    out.append((flat, int(d), n if isinstance(n, str) else str(n), label))
+            flat += len(leaves)
+        return out
+
+    def _report_specialized(self, events: list[dict[str, Any]], torch_error: str | None) -> bool:
+        """Compare the requested dynamic dims with the exported inputs; report each static one."""
+        if self.ep is None:
+            return False
+        placeholders = _user_input_vals(self.ep)
+        reported = False
+        for flat, dim, name, label in self._requested_dims():
+            if flat >= len(placeholders) or placeholders[flat] is None:
+                continue
+            shape = placeholders[flat].shape
+            if dim >= len(shape) or not isinstance(shape[dim], int):
+                continue
+            value = int(shape[dim])
+            fr = self._specialization_frame(events, label, dim, value)
+            notes = [
+                "torch.onnx.export would silently export this dim as static (it applies "
+                "torch's suggested fix), so the ONNX model would only accept this size."
+            ]
+            if torch_error:
+                notes.append("torch.export said: " + _first_line(torch_error.split("\n", 1)[-1]))
+            self.add(
+                _place(
+                    _finding(
+                        wire.KIND_DIM_SPECIALIZED,
+                        f"dim {name!r} ({label}.shape[{dim}]) was requested dynamic, but the "
+                        f"code forces it to {value}",
+                        notes=notes,
+                        dim={"input": label, "dim": dim, "name": name, "value": value},
+                    ),
+                    fr or self.result.get("model", {}).get("class_loc"),
+                )
+            )
+            reported = True
+        return reported
+
+    def _specialization_frame(
+        self, events: list[dict[str, Any]], label: str, dim: int, value: int
+    ) -> dict[str, Any] | None:
+        wanted = f"['{label}'].size()[{dim}]"
+        ranked = sorted(
+            events,
+            key=lambda ev: (
+                not any(s.endswith(wanted) for s in ev["sources"]),
+                ev["value"] != str(value),
+            ),
+        )
+        for ev in ranked:
+            fr = frames.pick(frames.user_frames(ev["stack"]), self.root)
+            if fr is not None and any(s.endswith(wanted) for s in ev["sources"]):
+                return fr
+        return None
+
+    def _report_constraints(self) -> None:
+        """Record the range constraints export inferred for dynamic dims (for the report)."""
+        rc = getattr(self.ep, "range_constraints", None) or {}
+        self.result["range_constraints"] = {str(k): str(v) for k, v in rc.items()}
+
+    def decompose(self) -> None:
+        opset = self._opset()
+        try:
+            reg = torch_internals.registry(opset, self.translation_table)
+            self.decomposed = torch_internals.decompose(self.ep, reg)
+        except torch_internals.Unsupported as e:
+            self.add(_finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
+            return
+        except Exception as e:
+            self.add(
+                _place(
+                    _finding(
+                        wire.KIND_TRANSLATION_FAILURE,
+                        f"ONNX decomposition (step 2/3) failed: {type(e).__name__}: "
+                        f"{_first_line(str(e))}",
+                    ),
+                    self.user_frame_of(e),
+                )
+            )
+            return
+        self.registry = reg
+        groups: dict[tuple[str, str | None, int | None], dict[str, Any]] = {}
+        fx_hist: Counter[str] = Counter()
+        for gm in self.decomposed.graph_module.modules():
+            graph = getattr(gm, "graph", None)
+            if graph is None:
+                continue
+            for node in graph.nodes:
+                if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+                    continue
+                name = str(node.target)
+                fx_hist[name] += 1
+                ok, message = torch_internals.dispatch(node, reg)
+                if ok:
+                    continue
+                stack = frames.parse_stack_trace(node.meta.get("stack_trace"))
+                fr = frames.pick(stack, self.root)
+                key = (name, fr["file"] if fr else None, fr["line"] if fr else None)
+                g = groups.setdefault(
+                    key,
+                    {
+                        "op": name,
+                        "custom": torch_internals.is_custom_op(node.target),
+                        "count": 0,
+                        "reason": message,
+                        "frame": fr,
+                        "stack": stack,
+                    },
+                )
+                g["count"] += 1
+        self.result["fx_op_histogram"] = dict(fx_hist.most_common())
+        unsupported = []
+        for g in groups.values():
+            times = f" ({g['count']} nodes)" if g["count"] > 1 else ""
+            if g["custom"]:
+                kind = wire.KIND_CUSTOM_OP_NO_TRANSLATION
+                msg = f"custom op {g['op']} has no ONNX translation{times}"
+                note = (
+                    "Pass custom_translation_table={torch.ops." + g["op"].rsplit(".", 1)[0]
+                    + ".default: onnxscript_fn} to torch.onnx.export (and name the table in "
+                    "the target's exporter.translation_table)."
+                )
+            else:
+                kind = wire.KIND_UNSUPPORTED_OP
+                msg = f"ATen op {g['op']} has no ONNX translation{times}"
+                note = workaround(g["op"])
+            self.add(
+                _place(_finding(kind, msg, notes=[note, g["reason"]], op=g["op"]), g["frame"])
+            )
+            unsupported.append(
+                {
+                    "op": g["op"],
+                    "count": g["count"],
+                    "file": g["frame"]["file"] if g["frame"] else None,
+                    "line": g["frame"]["line"] if g["frame"] else None,
+                    "workaround": note,
+                }
+            )
+        self.result["unsupported_ops"] = unsupported
+
+    def _opset(self) -> int:
+        try:
+            torchlib, default, _max = torch_internals.onnx_opset_bounds()
+        except torch_internals.Unsupported:
+            return int(self.opset or 18)
+        return int(self.opset or default)
+
+    def translate(self) -> None:
+        if self.result.get("unsupported_ops"):
+            self.result["skipped"]["translate"] = (
+                "skipped: torch.onnx.export stops at the first op without a translation"
+            )
+            return
+        try:
+            self.onnx_program = torch_internals.to_onnx(
+                self.decomposed, self.registry, self._opset(), self.dynamic_shapes
+            )
+        except torch_internals.Unsupported as e:
+            self.add(_finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
+            return
+        except Exception as e:
+            self.add(self._translation_failure(e))
+            return
+        self.result["onnx"] = _onnx_summary(self.onnx_program, self._opset(), self)
+
+    def _translation_failure(self, e: BaseException) -> dict[str, Any]:
+        text = str(e)
+        fr = None
+        m = re.search(r"translating node %(\w+)", text)
+        if m is not None:
+            for node in self.decomposed.graph.nodes:
+                if node.name == m.group(1):
+                    fr = frames.pick(frames.parse_stack_trace(node.meta.get("stack_trace")), self.root)
+                    break
+        cause = e.__cause__
+        detail = f"{type(cause).__name__}: {_first_line(str(cause))}" if cause else _first_line(text)
+        return _place(
+            _finding(
+                wire.KIND_TRANSLATION_FAILURE,
+                f"ONNX translation (step 3/3) failed: {detail}",
+                notes=[_first_line(text)],
+            ),
+            fr or self.user_frame_of(e),
+        )
+
+    def verify(self) -> None:
+        from . import verify as verify_mod
+
+        summary = self.result.get("model", {})
+        limit = int(self.target.get("verify_max_params") or DEFAULT_VERIFY_MAX_PARAMS)
+        if summary.get("params", 0) > limit:
+            self.result["skipped"]["verify"] = (
+                f"skipped: {summary.get('params'):,} parameters is above the verification "
+                f"limit of {limit:,} (real weights would be allocated)"
+            )
+            return
+        if any(f["kind"] in _BLOCKING for f in self.findings):
+            self.result["skipped"]["verify"] = "skipped: the model does not export"
+            return
+        verify_mod.run(self)
+
+
+_BLOCKING = {
+    wire.KIND_DATA_DEPENDENT,
+    wire.KIND_EXPORT_FAILURE,
+    wire.KIND_UNSUPPORTED_OP,
+    wire.KIND_CUSTOM_OP_NO_FAKE,
+    wire.KIND_CUSTOM_OP_NO_TRANSLATION,
+    wire.KIND_TRANSLATION_FAILURE,
+    wire.KIND_TARGET_ERROR,
+}
+
+
+class _Phase:
+    """Times a phase; an unexpected error becomes a finding, never a crash."""
+
+    def __init__(self, analysis: Analysis, name: str) -> None:
+        self.analysis = analysis
+        self.name = name
+        self.start = 0.0
+
+    def __enter__(self) -> _Phase:
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> bool:
+        self.analysis.phases[self.name] = round(time.perf_counter() - self.start, 3)
+        if ev is None or not isinstance(ev, Exception):
+            return False
+        self.analysis.add(
+            _place(
+                _finding(
+                    wire.KIND_EXPORT_FAILURE,
+                    f"onnxlint's {self.name} phase failed: {type(ev).__name__}: "
+                    f"{_first_line(str(ev))}",
+                    notes=["".join(traceback.format_exception(et, ev, tb))[-2000:]],
+                ),
+                self.analysis.user_frame_of(ev),
+            )
+        )
+        return True
+
+
+def _graph_break_finding(rec: dict[str, Any]) -> dict[str, Any]:
+    lines = [ln.strip() for ln in rec["reason"].splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith("Encountered graph break")]
+    title = lines[0] if lines else rec["gb_type"]
+    explanation = next((ln[len("Explanation:") :].strip() for ln in lines if ln.startswith("Explanation:")), "")
+    hints = [ln[len("Hint:") :].strip() for ln in lines if ln.startswith("Hint:")]
+    hints = [h for h in hints if "report an issue to PyTorch" not in h]
+    url = torch_internals.graph_break_doc_url(rec["gb_type"])
+    msg = f"graph break: {title}"
+    if explanation:
+        msg += f" ({explanation})"
+    notes = hints + ([url] if url else [])
+    return _finding(wire.KIND_GRAPH_BREAK, msg, notes=notes, gb_type=rec["gb_type"], url=url)
+
+
+def _json_dynamic_shapes(spec: Any) -> Any:
+    """JSON objects have string keys: `{"0": "batch"}` -> `{0: "batch"}`; lists stay tuples."""
+    if spec is None:
+        return None
+    if isinstance(spec, dict):
+        if spec and all(isinstance(k, str) and k.isdigit() for k in spec):
+            return {int(k): v for k, v in spec.items()}
+        return {k: _json_dynamic_shapes(v) for k, v in spec.items()}
+    if isinstance(spec, list):
+        return tuple(_json_dynamic_shapes(v) for v in spec)
+    return spec
+
+
+def _user_input_vals(ep: Any) -> list[Any]:
+    sig = ep.graph_signature
+    names = list(getattr(sig, "user_inputs", []))
+    by_name = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    return [by_name[n].meta.get("val") if n in by_name else None for n in names]
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        return f"Tensor[{str(v.dtype).replace('torch.', '')}]({', '.join(map(str, v.shape))})"
+    if isinstance(v, (list, tuple)):
+        return type(v).__name__ + "(" + ", ".join(_describe(x) for x in v) + ")"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_describe(x)}" for k, x in v.items()) + "}"
+    return repr(v)[:60]
+
+
+def _source_loc(obj: Any) -> dict[str, Any] | None:
+    try:
+        file = inspect.getsourcefile(obj)
+        _, line = inspect.getsourcelines(obj)
+    except (OSError, TypeError):
+        return None
+    if not file:
+        return None
+    return {"file": os.path.realpath(file), "line": int(line), "name": getattr(obj, "__qualname__", "")}
+
+
+def _dim_str(d: Any) -> str | int:
+    if isinstance(d, int):
+        return d
+    value = getattr(d, "value", None)
+    return str(value if value is not None else d)
+
+
+def _onnx_summary(program: Any, opset: int, analysis: Analysis) -> dict[str, Any]:
+    """Op histogram, opset, signature, checker and shape inference on the weightless graph."""
+    model = program.model
+    hist: Counter[str] = Counter()
+    nodes = 0
+    graphs = [model.graph, *model.functions.values()]
+    for g in graphs:
+        for node in _all_nodes(g):
+            nodes += 1
+            domain = node.domain or ""
+            hist[f"{domain}::{node.op_type}" if domain else node.op_type] += 1
+
+    def sig(values: Any) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": v.name,
+                "dtype": str(v.dtype).split(".")[-1] if v.dtype is not None else "?",
+                "shape": [_dim_str(d) for d in v.shape] if v.shape is not None else None,
+            }
+            for v in values
+        ]
+
+    out: dict[str, Any] = {
+        "opset": int(model.opset_imports.get("", 0)),
+        "requested_opset": opset,
+        "nodes": nodes,
+        "op_histogram": dict(hist.most_common()),
+        "inputs": sig(model.graph.inputs),
+        "outputs": sig(model.graph.outputs),
+        "initializers": len(model.graph.initializers),
+    }
+    checker_ok, problem = _check_structure(model)
+    out["checker"] = "ok" if checker_ok else problem
+    if not checker_ok:
+        analysis.add(
+            _finding(wire.KIND_CHECKER_FAILURE, f"the ONNX model fails the checker: {problem}")
+        )
+    return out
+
+
+def _all_nodes(graph: Any) -> Any:
+    for node in graph:
+        yield node
+        for attr in node.attributes.values():
+            sub = getattr(attr, "value", None)
+            if hasattr(sub, "__iter__") and hasattr(sub, "inputs") and hasattr(sub, "outputs"):
+                yield from _all_nodes(sub)
+            elif isinstance(sub, (list, tuple)):
+                for s in sub:
+                    if hasattr(s, "inputs") and hasattr(s, "outputs"):
+                        yield from _all_nodes(s)
+
+
+def _check_structure(model: Any) -> tuple[bool, str]:
+    """onnx.checker (full, with shape inference) on the graph with initializers as inputs.
+
+    Fake initializers cannot be serialized; turning them into graph inputs keeps
+    the structure valid and checkable.
+    """
+    try:
+        import onnx
+        import onnx_ir as ir
+    except ImportError as e:
+        return False, f"onnx/onnx_ir not importable: {e}"
+    inits = dict(model.graph.initializers)
+    saved_inputs = list(model.graph.inputs)
+    try:
+        model.graph.initializers.clear()
+        for v in inits.values():
+            model.graph.inputs.append(v)
+        proto = ir.serde.serialize_model(model)
+    finally:
+        model.graph.inputs.clear()
+        model.graph.inputs.extend(saved_inputs)
+        for k, v in inits.items():
+            model.graph.initializers[k] = v
+    try:
+        onnx.checker.check_model(proto, full_check=True)
+    except Exception as e:
+        return False, f"{type(e).__name__}: {_first_line(str(e))}"
+    return True, ""
+
+
+def finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None

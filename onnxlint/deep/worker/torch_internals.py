@@ -1,0 +1,365 @@
+"""Every use of torch's private APIs, in one place, guarded by version.
+
+torch.onnx's exporter modules (`_registration`, `_dispatching`, `_core`,
+`_dynamic_shapes`), dynamo's graph-break logging and the ShapeEnv are private
+and change every release. The rest of the worker calls only the functions
+here; each raises `Unsupported` (never AttributeError deep inside a phase)
+when this torch does not have what it needs, so the caller can report
+"not supported on torch X" and go on with the phases that still work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+TESTED_TORCH = ("2.13",)
+"""Minor versions whose internals this module was written against."""
+
+
+class Unsupported(RuntimeError):
+    """This torch lacks an internal API a phase needs."""
+
+
+def torch_version() -> str:
+    return str(torch.__version__).split("+")[0]
+
+
+def is_tested_version() -> bool:
+    return any(torch_version().startswith(v + ".") or torch_version() == v for v in TESTED_TORCH)
+
+
+def _exporter() -> Any:
+    try:
+        from torch.onnx._internal.exporter import (  # type: ignore[attr-defined]
+            _core,
+            _dispatching,
+            _dynamic_shapes,
+            _registration,
+        )
+    except ImportError as e:  # pragma: no cover - depends on the torch version
+        raise Unsupported(f"torch {torch_version()} has no dynamo ONNX exporter internals: {e}")
+    return _core, _dispatching, _dynamic_shapes, _registration
+
+
+# --------------------------------------------------------------------------- fake mode
+
+
+def fake_mode_class() -> type[Any]:
+    """A FakeTensorMode whose data-dependent scalars can be answered with a placeholder.
+
+    Under plain fake mode `.item()` raises, so `torch._dynamo.explain` stops at
+    the first data-dependent graph break. With `lenient_scalars` on, `.item()`
+    returns 1 (or True/1.0) and explain goes on to find the breaks after it.
+    The values are meaningless, so this is used for explain only.
+    """
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    class LenientFakeTensorMode(FakeTensorMode):  # type: ignore[misc]
+        lenient_scalars = False
+
+        def dispatch(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            if self.lenient_scalars and func in _data_dependent_scalar_ops():
+                t = args[0] if args else None
+                if func is torch.ops.aten.equal.default:
+                    return True
+                dtype = getattr(t, "dtype", torch.float32)
+                if dtype == torch.bool:
+                    return True
+                if dtype.is_floating_point or dtype.is_complex:
+                    return 1.0
+                return 1
+            return super().dispatch(func, types, args, kwargs)
+
+    return LenientFakeTensorMode
+
+
+def _data_dependent_scalar_ops() -> tuple[Any, ...]:
+    aten = torch.ops.aten
+    return (aten._local_scalar_dense.default, aten.is_nonzero.default, aten.equal.default)
+
+
+@contextlib.contextmanager
+def lenient_scalars(mode: Any) -> Iterator[None]:
+    old = getattr(mode, "lenient_scalars", False)
+    mode.lenient_scalars = True
+    try:
+        yield
+    finally:
+        mode.lenient_scalars = old
+
+
+# --------------------------------------------------------------------------- graph breaks
+
+
+@contextlib.contextmanager
+def record_graph_breaks(records: list[dict[str, Any]]) -> Iterator[None]:
+    """Record every graph break dynamo logs, with its reason, type and user stack.
+
+    `torch._dynamo.explain` drops a break whose preceding graph is empty; dynamo
+    still logs it, so we hook the logging method rather than read explain's list.
+    """
+    try:
+        from torch._dynamo import symbolic_convert
+    except ImportError as e:  # pragma: no cover
+        raise Unsupported(f"torch {torch_version()} has no dynamo: {e}")
+    cls = symbolic_convert.InstructionTranslatorBase
+    original = getattr(cls, "log_graph_break", None)
+    if original is None:
+        raise Unsupported(f"torch {torch_version()}: dynamo has no log_graph_break to hook")
+
+    def hooked(self: Any, code_options: Any, reason: str, exc: Any) -> Any:
+        if not getattr(exc, "logged", False):
+            stack = getattr(exc, "real_stack", None)
+            if not stack:
+                stack = torch._guards.TracingContext.extract_stack()
+            records.append(
+                {
+                    "gb_type": getattr(exc, "gb_type", None) or type(exc).__name__,
+                    "reason": str(reason),
+                    "stack": list(stack or ()),
+                }
+            )
+        return original(self, code_options, reason, exc)
+
+    cls.log_graph_break = hooked
+    try:
+        yield
+    finally:
+        cls.log_graph_break = original
+
+
+def graph_break_doc_url(gb_type: str | None) -> str | None:
+    if not gb_type:
+        return None
+    try:
+        from torch._dynamo.exc import get_gbid_documentation_link
+
+        url = get_gbid_documentation_link(gb_type)
+    except Exception:
+        return None
+    return str(url) if url else None
+
+
+def explain(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    return torch._dynamo.explain(model)(*args, **kwargs)
+
+
+def reset_dynamo() -> None:
+    import torch._dynamo
+
+    torch._dynamo.reset()
+
+
+# --------------------------------------------------------------------------- shapes
+
+
+@contextlib.contextmanager
+def record_specializations(records: list[dict[str, Any]]) -> Iterator[None]:
+    """Record each time the ShapeEnv replaces a size symbol by a constant, with the stack.
+
+    That is the moment user code forces a dimension static (`x.view(2, 12)`);
+    torch's own error names the dimension but not the line.
+    """
+    try:
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    except ImportError as e:  # pragma: no cover
+        raise Unsupported(f"torch {torch_version()} has no ShapeEnv: {e}")
+    original = getattr(ShapeEnv, "_set_replacement", None)
+    if original is None:
+        raise Unsupported(f"torch {torch_version()}: ShapeEnv has no _set_replacement")
+
+    def hooked(self: Any, a: Any, tgt: Any, msg: str) -> Any:
+        result = original(self, a, tgt, msg)
+        try:
+            if getattr(tgt, "is_number", False):
+                sources = []
+                for s in self.var_to_sources.get(a, []):
+                    name = s.name
+                    sources.append(name() if callable(name) else str(name))
+                records.append(
+                    {
+                        "symbol": str(a),
+                        "value": str(tgt),
+                        "sources": sources,
+                        "stack": traceback.extract_stack()[:-1],
+                    }
+                )
+        except Exception:  # recording must never change what export does
+            pass
+        return result
+
+    ShapeEnv._set_replacement = hooked
+    try:
+        yield
+    finally:
+        ShapeEnv._set_replacement = original
+
+
+def to_export_dims(dynamic_shapes: Any, *, auto: bool = False) -> Any:
+    """Strings (named dims, as torch.onnx accepts them) -> Dim.DYNAMIC, or Dim.AUTO.
+
+    With `auto`, every requested dim (string or Dim) becomes Dim.AUTO: export then
+    falls back to static where the code forces it, instead of failing, so the
+    rest of the analysis can go on and we can name each specialised dim.
+    """
+    from torch.export import Dim
+
+    target = Dim.AUTO if auto else Dim.DYNAMIC
+
+    def conv(v: Any) -> Any:
+        if isinstance(v, str) or (auto and v is not None and not isinstance(v, int)):
+            return target
+        return v
+
+    def walk(spec: Any) -> Any:
+        if spec is None:
+            return None
+        if isinstance(spec, dict):
+            if all(isinstance(k, int) for k in spec):
+                return {k: conv(v) for k, v in spec.items()}
+            return {k: walk(v) for k, v in spec.items()}
+        if isinstance(spec, (list, tuple)):
+            if spec and all(isinstance(v, (str, type(None))) or _is_dim(v) for v in spec):
+                return type(spec)(conv(v) for v in spec)
+            return type(spec)(walk(v) for v in spec)
+        return conv(spec)
+
+    return walk(dynamic_shapes)
+
+
+def _is_dim(v: Any) -> bool:
+    from torch.export import Dim
+
+    return isinstance(v, Dim) or type(v).__name__ in ("_DimHint", "Dim", "_Dim", "_DerivedDim")
+
+
+def is_constraint_violation(exc: BaseException) -> bool:
+    text = str(exc)
+    return "Constraints violated" in text or "specialized it to be a constant" in text or (
+        "user-specified" in text and "static shape" in text
+    )
+
+
+def is_data_dependent_error(exc: BaseException) -> bool:
+    names = {c.__name__ for c in type(exc).__mro__}
+    if names & {"GuardOnDataDependentSymNode", "DataDependentOutputException"}:
+        return True
+    text = str(exc)
+    return "data-dependent" in text or "data dependent" in text
+
+
+def export(
+    model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any
+) -> Any:
+    """Non-strict torch.export, as torch.onnx.export's first capture strategy does."""
+    return torch.export.export(
+        model, args, kwargs=kwargs or None, dynamic_shapes=dynamic_shapes, strict=False
+    )
+
+
+# --------------------------------------------------------------------------- ONNX registry
+
+
+def onnx_opset_bounds() -> tuple[int, int, int]:
+    """(torchlib opset, default opset, max opset) of this torch."""
+    try:
+        from torch.onnx import _constants as public_constants
+        from torch.onnx._internal.exporter import _constants
+    except ImportError as e:  # pragma: no cover
+        raise Unsupported(f"torch {torch_version()}: {e}")
+    return (
+        int(_constants.TORCHLIB_OPSET),
+        int(public_constants.ONNX_DEFAULT_OPSET),
+        int(public_constants.ONNX_MAX_OPSET),
+    )
+
+
+_REGISTRY_CACHE: dict[int, Any] = {}
+
+
+def registry(opset: int, custom_translation_table: dict[Any, Any] | None = None) -> Any:
+    """The ONNX registry torch.onnx.export would build (cached in the warm zygote)."""
+    _core, _dispatching, _dynamic_shapes, _registration = _exporter()
+    torchlib_opset, _, _ = onnx_opset_bounds()
+    reg_opset = max(opset, torchlib_opset)
+    if custom_translation_table:
+        reg = _registration.ONNXRegistry.from_torchlib(opset_version=reg_opset)
+        for op, fn in custom_translation_table.items():
+            reg.register_op(op, fn, is_complex=False)
+        return reg
+    if reg_opset not in _REGISTRY_CACHE:
+        _REGISTRY_CACHE[reg_opset] = _registration.ONNXRegistry.from_torchlib(
+            opset_version=reg_opset
+        )
+    return _REGISTRY_CACHE[reg_opset]
+
+
+def decompose(ep: Any, reg: Any) -> Any:
+    """The exporter's step 2/3: ONNX-friendly decompositions and type promotion."""
+    _core = _exporter()[0]
+    prepare = getattr(_core, "_prepare_exported_program_for_export", None)
+    if prepare is None:
+        raise Unsupported(f"torch {torch_version()}: no _prepare_exported_program_for_export")
+    return prepare(ep, registry=reg)
+
+
+def dispatch(node: Any, reg: Any) -> tuple[bool, str]:
+    """Whether the registry has an ONNX function for this FX node, and why not."""
+    _dispatching = _exporter()[1]
+    try:
+        fn, message = _dispatching.dispatch(node, reg)
+    except Exception as e:
+        return False, f"dispatcher error: {type(e).__name__}: {e}"
+    return fn is not None, str(message or "")
+
+
+def to_onnx(decomposed_ep: Any, reg: Any, opset: int, dynamic_shapes: Any) -> Any:
+    """The exporter's step 3/3 on an already decomposed program; optimize=False.
+
+    Skips a second decomposition (which costs tens of seconds on a 7B model).
+    Dim names given as strings become the ONNX dim names, as in torch.onnx.export.
+    """
+    _core, _dispatching, _dynamic_shapes, _registration = _exporter()
+    convert = getattr(_core, "_exported_program_to_onnx_program", None)
+    if convert is None:
+        raise Unsupported(f"torch {torch_version()}: no _exported_program_to_onnx_program")
+    program = convert(decomposed_ep, registry=reg)
+    torchlib_opset, _, _ = onnx_opset_bounds()
+    if opset < torchlib_opset:
+        # torch.onnx.export would version-convert; we analyse at the torchlib opset
+        # and the caller reports it.
+        pass
+    if dynamic_shapes is not None:
+        with contextlib.suppress(Exception):
+            program._rename_dynamic_axes(dynamic_shapes)
+    return program
+
+
+def is_custom_op(target: Any) -> bool:
+    ns = getattr(target, "namespace", None)
+    return ns not in (None, "aten", "prims", "_operator", "onnx", "higher_order")
+
+
+def op_name(target: Any) -> str:
+    name = getattr(target, "name", None)
+    if callable(name):
+        with contextlib.suppress(Exception):
+            return str(name())
+    return str(target)
+
+
+def missing_fake_impl_error(exc: BaseException) -> bool:
+    return "no fake impl registered" in str(exc) or "There was no fake impl" in str(exc)
+
+
+def opaque_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call a user callable; here only so tracebacks show one obvious boundary."""
+    return fn(*args, **kwargs)

@@ -1,0 +1,144 @@
+"""Optional verification: real random weights, torch.onnx.export, onnxruntime vs eager.
+
+Runs on the example inputs and on two other sizes of every dynamic dim (dims
+sharing a name change together). This is the only phase that allocates real
+weights, so `analysis.DEFAULT_VERIFY_MAX_PARAMS` bounds it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from . import wire
+
+if TYPE_CHECKING:
+    from .analysis import Analysis
+
+ATOL = 1e-4
+RTOL = 1e-3
+
+
+def run(a: Analysis) -> None:
+    from .analysis import _finding, _first_line
+
+    mod_name, _, func_name = str(a.target["factory"]).partition(":")
+    torch.manual_seed(0)
+    out = getattr(importlib.import_module(mod_name), func_name)()
+    model, args = out[0], out[1]
+    if isinstance(args, torch.Tensor):
+        args = (args,)
+    args = tuple(args)
+    kwargs = dict(out[2]) if len(out) > 2 and out[2] is not None else {}
+    if isinstance(model, torch.nn.Module):
+        model.eval()
+    dims = a._requested_dims()
+    cases: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [("example inputs", args, kwargs)]
+    names = sorted({d[2] for d in dims})
+    for name in names:
+        members = [d for d in dims if d[2] == name]
+        flat0, dim0, _, _ = members[0]
+        leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+        n = int(leaves[flat0].shape[dim0])
+        for size in (n + 1, n + 3):
+            new_args, new_kwargs = _resize((args, kwargs), {(f, d): size for f, d, _, _ in members})
+            cases.append((f"{name}={size}", new_args, new_kwargs))
+    report: list[dict[str, Any]] = []
+    a.result["verify"] = report
+    try:
+        program = torch.onnx.export(
+            model,
+            args,
+            kwargs=kwargs or None,
+            dynamic_shapes=a.dynamic_shapes,
+            opset_version=a.opset,
+            custom_translation_table=a.translation_table,
+            dynamo=True,
+            verbose=False,
+        )
+    except Exception as e:
+        a.add(
+            _finding(
+                wire.KIND_VERIFY_FAILURE,
+                f"torch.onnx.export with real weights failed: {type(e).__name__}: "
+                f"{_first_line(str(e))}",
+            )
+        )
+        return
+    for label, c_args, c_kwargs in cases:
+        entry: dict[str, Any] = {"case": label}
+        report.append(entry)
+        try:
+            with torch.no_grad():
+                expected = model(*c_args, **c_kwargs)
+        except Exception as e:
+            entry["status"] = f"eager failed at this size ({type(e).__name__}); not compared"
+            continue
+        try:
+            got = program(*c_args, **c_kwargs)
+        except Exception as e:
+            entry["status"] = "onnxruntime failed"
+            a.add(
+                _finding(
+                    wire.KIND_VERIFY_FAILURE,
+                    f"onnxruntime failed on {label}: {type(e).__name__}: {_first_line(str(e))}",
+                )
+            )
+            continue
+        exp_leaves = [
+            t for t in torch.utils._pytree.tree_leaves(expected) if isinstance(t, torch.Tensor)
+        ]
+        got_leaves = [torch.as_tensor(t) for t in got]
+        worst = (0.0, 0.0)
+        bad = None
+        if len(exp_leaves) != len(got_leaves):
+            bad = f"{len(got_leaves)} ONNX outputs vs {len(exp_leaves)} eager outputs"
+        for i, (e_t, g_t) in enumerate(zip(exp_leaves, got_leaves, strict=False)):
+            if tuple(e_t.shape) != tuple(g_t.shape):
+                bad = f"output {i} has shape {tuple(g_t.shape)}, eager {tuple(e_t.shape)}"
+                break
+            if not e_t.is_floating_point():
+                if not torch.equal(e_t, g_t.to(e_t.dtype)):
+                    bad = f"output {i} differs (integer output)"
+                    break
+                continue
+            diff = (e_t.double() - g_t.double()).abs()
+            max_abs = float(diff.max()) if diff.numel() else 0.0
+            ref = float(e_t.double().abs().max()) if e_t.numel() else 0.0
+            max_rel = max_abs / ref if ref > 0 else max_abs
+            worst = (max(worst[0], max_abs), max(worst[1], max_rel))
+            if max_abs > ATOL + RTOL * ref:
+                bad = f"output {i}: max abs diff {max_abs:.3g}, max rel diff {max_rel:.3g}"
+                break
+        entry.update({"max_abs": worst[0], "max_rel": worst[1], "status": bad or "ok"})
+        if bad:
+            a.add(
+                _finding(
+                    wire.KIND_VERIFY_MISMATCH,
+                    f"onnxruntime and eager PyTorch disagree on {label}: {bad}",
+                    notes=[f"tolerance: abs {ATOL} + rel {RTOL} x max|eager|"],
+                )
+            )
+
+
+def _resize(tree: Any, changes: dict[tuple[int, int], int]) -> Any:
+    leaves, spec = torch.utils._pytree.tree_flatten(tree)
+    out = []
+    for i, leaf in enumerate(leaves):
+        mine = {d: s for (f, d), s in changes.items() if f == i}
+        if not mine or not isinstance(leaf, torch.Tensor):
+            out.append(leaf)
+            continue
+        shape = list(leaf.shape)
+        for d, s in mine.items():
+            shape[d] = s
+        if leaf.is_floating_point():
+            out.append(torch.randn(shape, dtype=leaf.dtype))
+        elif leaf.dtype == torch.bool:
+            out.append(torch.randint(0, 2, shape).bool())
+        else:
+            high = int(leaf.max()) + 1 if leaf.numel() else 2
+            out.append(torch.randint(0, max(high, 1), shape, dtype=leaf.dtype))
+    return torch.utils._pytree.tree_unflatten(out, spec)

@@ -1,0 +1,255 @@
+"""`check_source(path, text, config)`: the one entry point of the CLI, the hook and the server.
+
+One check: split the file into top-level blocks (parsed once per distinct text and kept),
+index each block, build the file's semantic model, then walk each block once with every
+active rule's handlers. Results of rules that only look at their own block are kept with
+the block, keyed by the model's fingerprint, so re-checking after an edit only walks the
+edited block (plus the few blocks holding export calls, whose rules read the whole file).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from onnxlint.blocks import Block, ParseCache, split_blocks
+from onnxlint.config import Config
+from onnxlint.rule import Context, Rule, rule_handlers
+from onnxlint.rules import all_rules
+from onnxlint.semantic import BlockIndex, FileModel, FunctionInfo, index_block
+from onnxlint.suppression import apply_suppressions
+from onnxlint.violation import Edit, Fix, Severity, Span, Violation
+from onnxlint.walker import walk
+
+log = logging.getLogger("onnxlint")
+
+SYNTAX_ERROR_CODE = "OLX000"
+INTERNAL_ERROR_CODE = "OLX001"
+# A file none of whose text mentions these cannot hold anything the rules look for.
+PREFILTER_WORDS = ("torch", "forward", "onnx", "jit", "nn.", "Module")
+
+
+@dataclass
+class CheckStats:
+    """Counters for benchmarks and the server's log."""
+
+    blocks: int = 0
+    blocks_walked: int = 0
+    blocks_from_cache: int = 0
+    skipped_by_prefilter: bool = False
+    rule_errors: list[str] = field(default_factory=list)
+
+
+class Engine:
+    """Holds the parse cache; one per process (CLI) or per server."""
+
+    def __init__(self, cache_entries: int = 4096) -> None:
+        self.parse_cache = ParseCache(cache_entries)
+        self.last_stats = CheckStats()
+
+    def check(self, path: str, text: str, config: Config | None = None) -> list[Violation]:
+        config = config or Config()
+        stats = CheckStats()
+        self.last_stats = stats
+        if "\x00" in text:
+            return [_file_error(path, "the file contains NUL bytes: is it a binary file?")]
+        if not any(word in text for word in PREFILTER_WORDS):
+            stats.skipped_by_prefilter = True
+            return []
+        blocks = split_blocks(text, self.parse_cache)
+        stats.blocks = len(blocks)
+        rules = active_rules(config)
+        violations: list[Violation] = []
+        for b in blocks:
+            if b.error is not None:
+                violations.append(
+                    Violation(
+                        path,
+                        Span(b.error.line, b.error.column, b.error.line, b.error.column + 1),
+                        SYNTAX_ERROR_CODE,
+                        f"cannot parse: {b.error.message}",
+                        Severity.ERROR,
+                    )
+                )
+        parsed = [b for b in blocks if b.module is not None]
+        indexes = [_index(b) for b in parsed]
+        body: list[cst.BaseStatement] = []
+        for b in parsed:
+            assert b.module is not None
+            body.extend(b.module.body)
+        model = FileModel.build(indexes, body, config.exporter)
+        functions: dict[int, FunctionInfo] = {}
+        for idx in indexes:
+            for f in idx.functions:
+                functions[id(f.node)] = f
+            for c in idx.classes:
+                for m in c.methods.values():
+                    functions[id(m.node)] = m
+        ctx = Context(path, text, config, model, functions)
+        instances = [r(ctx) for r in rules]
+        cache_key = (_fingerprint(model), _config_key(config))
+        for block in parsed:
+            violations.extend(self._check_block(block, ctx, instances, cache_key, stats))
+        failed = {r.code for r in instances if r.failed is not None}
+        for r in instances:
+            if r.failed is not None:
+                stats.rule_errors.append(f"{r.code}: {r.failed!r}")
+                log.error("rule %s failed on %s: %r", r.code, path, r.failed)
+        violations = [v for v in violations if v.code not in failed]
+        ignored = config.ignored_for_path(path)
+        if ignored:
+            violations = [v for v in violations if not any(v.code.startswith(c) for c in ignored)]
+        violations = apply_suppressions(text, violations)
+        return sorted(set(violations), key=Violation.sort_key)
+
+    def _check_block(
+        self,
+        block: Block,
+        ctx: Context,
+        instances: list[Rule],
+        cache_key: tuple[Any, ...],
+        stats: CheckStats,
+    ) -> list[Violation]:
+        assert block.module is not None
+        text = block.text
+        wanted = [r for r in instances if not r.requires or any(w in text for w in r.requires)]
+        if not wanted:
+            return []
+        local = [r for r in wanted if not r.file_scope]
+        file_rules = [r for r in wanted if r.file_scope]
+        memo_key = ("results", cache_key, tuple(r.code for r in local))
+        cached: list[Violation] | None = block.memo.get(memo_key)  # type: ignore[assignment]
+        to_run = file_rules if cached is not None else wanted
+        out: list[Violation] = []
+        if cached is not None:
+            stats.blocks_from_cache += 1
+            out.extend(_place(v, ctx.path, block.start_line - 1) for v in cached)
+        if not to_run:
+            return out
+        stats.blocks_walked += 1
+        ctx.block = block
+        ctx.ancestors = []
+        ctx.function_stack = []
+        ctx.class_stack = []
+        ctx.found = []
+        enter, leave = _dispatch(ctx, to_run)
+        walk(block.module, enter, leave, ctx.ancestors)
+        found_local: list[Violation] = []
+        for rule, v in ctx.found:
+            out.append(v)
+            if not rule.file_scope:
+                found_local.append(_place(v, "", -(block.start_line - 1)))
+        if cached is None and not any(r.failed for r in local):
+            block.memo[memo_key] = found_local
+        return out
+
+
+def _index(block: Block) -> BlockIndex:
+    idx = block.memo.get("index")
+    if idx is None:
+        assert block.module is not None
+        idx = index_block(block.module)
+        block.memo["index"] = idx
+    return idx  # type: ignore[no-any-return]
+
+
+def _dispatch(
+    ctx: Context, rules: Sequence[Rule]
+) -> tuple[dict[type, list[Any]], dict[type, list[Any]]]:
+    enter: dict[type, list[Any]] = {
+        cst.FunctionDef: [ctx.enter_function],
+        cst.ClassDef: [ctx.enter_class],
+    }
+    leave: dict[type, list[Any]] = {}
+    for rule in rules:
+        for when, node_type, attr in _handlers(type(rule)):
+            table = enter if when == "visit" else leave
+            table.setdefault(node_type, []).append(_guarded(rule, getattr(rule, attr)))
+    leave.setdefault(cst.FunctionDef, []).append(ctx.leave_function)
+    leave.setdefault(cst.ClassDef, []).append(ctx.leave_class)
+    return enter, leave
+
+
+_HANDLERS: dict[type, list[tuple[str, type[cst.CSTNode], str]]] = {}
+
+
+def _handlers(rule_cls: type[Rule]) -> list[tuple[str, type[cst.CSTNode], str]]:
+    h = _HANDLERS.get(rule_cls)
+    if h is None:
+        h = _HANDLERS[rule_cls] = rule_handlers(rule_cls)
+    return h
+
+
+def _guarded(rule: Rule, handler: Any) -> Any:
+    """Run a handler; an exception disables that rule for this file, not the run."""
+
+    def call(node: cst.CSTNode) -> None:
+        if rule.failed is not None:
+            return
+        try:
+            handler(node)
+        except Exception as exc:  # noqa: BLE001 - a rule bug must not kill the check
+            rule.failed = exc
+
+    return call
+
+
+def active_rules(config: Config) -> list[type[Rule]]:
+    return [r for r in all_rules() if not r.deep and config.is_enabled(r.code, r.default_enabled)]
+
+
+def _fingerprint(model: FileModel) -> int:
+    """What block-local rules may depend on outside their block."""
+    return hash(
+        (
+            tuple(sorted(model.imports.items())),
+            tuple(
+                sorted(
+                    (c.name, c.is_module, c.bases, tuple(sorted(c.methods)))
+                    for c in model.classes.values()
+                )
+            ),
+            tuple(sorted(model.functions)),
+            tuple(sorted(model.reachable, key=lambda k: (k[0] or "", k[1]))),
+            model.uses_torchscript,
+            tuple(sorted(e.kind.value for e in model.export_calls)),
+            tuple(sorted(model.assigned_names)),
+        )
+    )
+
+
+def _config_key(config: Config) -> tuple[Any, ...]:
+    return (config.target_torch, config.exporter, config.severity, config.large_model_parameters)
+
+
+def _place(v: Violation, path: str, lines: int) -> Violation:
+    fix = v.fix
+    if fix is not None and lines:
+        fix = Fix(
+            fix.title,
+            tuple(Edit(e.span.shifted(lines), e.text) for e in fix.edits),
+            fix.safety,
+        )
+    span = v.span.shifted(lines) if lines else v.span
+    return dataclasses.replace(v, path=path, span=span, fix=fix)
+
+
+def _file_error(path: str, message: str) -> Violation:
+    return Violation(path, Span(1, 1, 1, 1), SYNTAX_ERROR_CODE, message, Severity.ERROR)
+
+
+_DEFAULT = Engine()
+
+
+def check_source(path: str, text: str, config: Config | None = None) -> list[Violation]:
+    """Check one file's text; never imports or runs it. See the module docstring."""
+    return _DEFAULT.check(path, text, config)
+
+
+def default_engine() -> Engine:
+    return _DEFAULT

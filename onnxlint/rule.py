@@ -1,0 +1,357 @@
+"""The unit of onnxlint: one rule class per module, carrying its docs and its test cases.
+
+A rule subclasses `Rule`, sets `code`, `name`, `severity`, `since`, writes a docstring with
+the sections What it does / Why is this bad? / Example / Use instead / Fix safety /
+References, lists `VALID` and `INVALID` cases, and implements `visit_<Node>` /
+`leave_<Node>` methods for the libcst node types it cares about. The engine walks each
+block once and calls every active rule's handlers (no rule parses or walks on its own).
+
+Inside a handler, `self.ctx` answers the semantic questions (`qualname`, `kind`,
+`in_forward`, the file's export calls) and `self.report(node, message, fix=...)` reports.
+`tests/rules/test_rule_cases.py` runs every rule's cases; `onnxlint rule CODE` and
+`docs/rules/CODE.md` are generated from the class.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import libcst as cst
+
+from onnxlint.violation import Edit, Fix, FixSafety, Severity, Span, Violation
+
+if TYPE_CHECKING:
+    from onnxlint.blocks import Block
+    from onnxlint.config import Config
+    from onnxlint.semantic import ClassInfo, ExportCall, FileModel, FunctionInfo, Kind, Kinds
+
+
+@dataclass(frozen=True)
+class Valid:
+    """Code on which the rule must report nothing."""
+
+    code: str
+    config: dict[str, Any] = field(default_factory=dict)  # [tool.onnxlint] overrides
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Code on which the rule must report, where, what, and (optionally) how it is fixed.
+
+    `fixed` is the whole text after applying this rule's fixes (unsafe ones included);
+    leave it None for a rule without a fix.
+    """
+
+    code: str
+    line: int  # 1-based line of the first finding
+    message: str  # a part of the first finding's message
+    fixed: str | None = None
+    severity: Severity | None = None  # expected severity when it differs by context
+    count: int | None = None  # expected number of findings, when it matters
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+def dedent(code: str) -> str:
+    return textwrap.dedent(code).lstrip("\n")
+
+
+class Rule:
+    """Base class of every rule (see the module docstring)."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]  # kebab-case, reads as what is wrong: `missing-eval-before-export`
+    severity: ClassVar[Severity] = Severity.WARNING
+    fix_safety: ClassVar[FixSafety | None] = None  # None: the rule offers no fix
+    since: ClassVar[str] = "0.1.0"
+    default_enabled: ClassVar[bool] = True
+    deep: ClassVar[bool] = False  # reported by the deep worker, never by the static walk
+    deprecated_api: ClassVar[bool] = False  # findings get the LSP `Deprecated` tag
+    # Words the block must contain for the rule to run on it (empty: always run).
+    requires: ClassVar[tuple[str, ...]] = ()
+    # True when findings depend on other blocks of the file (never cached per block).
+    file_scope: ClassVar[bool] = False
+
+    VALID: ClassVar[list[Valid]] = []
+    INVALID: ClassVar[list[Invalid]] = []
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.failed: BaseException | None = None
+
+    # -- reporting
+
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        fix: Fix | None = None,
+        severity: Severity | None = None,
+        notes: tuple[str, ...] = (),
+        code: str | None = None,
+    ) -> None:
+        self.ctx.add(
+            self,
+            node,
+            message,
+            fix=fix,
+            severity=severity or self.severity,
+            notes=notes,
+            code=code or self.code,
+        )
+
+    # -- metadata helpers for docs, CLI and server
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first line of the docstring's "What it does" section."""
+        doc = cls.doc_sections().get("What it does", "")
+        return doc.strip().split("\n\n")[0].replace("\n", " ") if doc else cls.name
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        doc = inspect.cleandoc(cls.__doc__ or "")
+        sections: dict[str, str] = {}
+        current = None
+        lines: list[str] = []
+        for line in doc.splitlines():
+            m = re.match(r"^## (.+)$", line)
+            if m:
+                if current is not None:
+                    sections[current] = "\n".join(lines).strip()
+                current, lines = m.group(1).strip(), []
+            else:
+                lines.append(line)
+        if current is not None:
+            sections[current] = "\n".join(lines).strip()
+        return sections
+
+    @classmethod
+    def family(cls) -> str:
+        return cls.code[:4] + "xx"
+
+
+HANDLER_RE = re.compile(r"^(visit|leave)_([A-Z][A-Za-z]+)$")
+
+
+def rule_handlers(rule_cls: type[Rule]) -> list[tuple[str, type[cst.CSTNode], str]]:
+    """(`visit`|`leave`, node type, method name) for each handler a rule defines."""
+    out = []
+    for attr in dir(rule_cls):
+        m = HANDLER_RE.match(attr)
+        if m:
+            node_type = getattr(cst, m.group(2), None)
+            if not (isinstance(node_type, type) and issubclass(node_type, cst.CSTNode)):
+                raise TypeError(f"{rule_cls.__name__}.{attr}: libcst has no node {m.group(2)}")
+            out.append((m.group(1), node_type, attr))
+    return out
+
+
+class Context:
+    """What a rule sees while the engine walks one file (one instance per check)."""
+
+    def __init__(
+        self,
+        path: str,
+        text: str,
+        config: Config,
+        model: FileModel,
+        functions: dict[int, FunctionInfo],
+    ) -> None:
+        self.path = path
+        self.text = text
+        self.config = config
+        self.model = model
+        self._functions = functions
+        self._lines: list[str] | None = None
+        self.block: Block | None = None
+        self.ancestors: list[cst.CSTNode] = []
+        self.function_stack: list[FunctionInfo] = []
+        self.class_stack: list[ClassInfo | None] = []
+        self._kinds: dict[int, Kinds] = {}
+        self._nested_parent: dict[int, FunctionInfo] = {}
+        self.found: list[tuple[Rule, Violation]] = []
+
+    # -- scope, maintained by the engine's own handlers
+
+    def enter_function(self, node: cst.FunctionDef) -> None:
+        from onnxlint.semantic import FunctionInfo
+
+        info = self._functions.get(id(node))
+        if info is None:  # a nested def: it belongs to its enclosing function
+            parent = self.function_stack[-1] if self.function_stack else None
+            info = FunctionInfo(node.name.value, node, parent.class_name if parent else None)
+            if parent is not None:
+                self._functions[id(node)] = info
+                self._nested_parent[id(node)] = parent
+        self.function_stack.append(info)
+
+    def leave_function(self, node: cst.FunctionDef) -> None:
+        self.function_stack.pop()
+
+    def enter_class(self, node: cst.ClassDef) -> None:
+        info = self.model.classes.get(node.name.value)
+        self.class_stack.append(info if info is not None and info.node is node else None)
+
+    def leave_class(self, node: cst.ClassDef) -> None:
+        self.class_stack.pop()
+
+    @property
+    def parent(self) -> cst.CSTNode | None:
+        return self.ancestors[-1] if self.ancestors else None
+
+    @property
+    def function(self) -> FunctionInfo | None:
+        """The innermost top-level function or method being walked."""
+        for f in reversed(self.function_stack):
+            if id(f.node) not in self._nested_parent:
+                return f
+        return None
+
+    @property
+    def class_info(self) -> ClassInfo | None:
+        return self.class_stack[-1] if self.class_stack else None
+
+    @property
+    def in_forward(self) -> bool:
+        """True inside code that runs when an nn.Module's forward runs."""
+        return self.model.is_reachable(self.function)
+
+    @property
+    def uses_torchscript(self) -> bool:
+        return self.model.uses_torchscript
+
+    # -- semantic queries
+
+    def qualname(self, expr: cst.BaseExpression) -> str | None:
+        return self.model.qualname(expr)
+
+    def kinds(self) -> Kinds:
+        from onnxlint.semantic import Kinds
+
+        func = self.function
+        key = id(func.node) if func is not None else 0
+        k = self._kinds.get(key)
+        if k is None:
+            k = Kinds(self.model, func)
+            self._kinds[key] = k
+        return k
+
+    def kind(self, expr: cst.BaseExpression) -> Kind:
+        return self.kinds().of(expr)
+
+    def export_call(self, call: cst.Call) -> ExportCall | None:
+        return self.model.export_call_for(call)
+
+    def enclosing(self, *types: type[cst.CSTNode]) -> cst.CSTNode | None:
+        for node in reversed(self.ancestors):
+            if isinstance(node, types):
+                return node
+        return None
+
+    def statement(self) -> cst.CSTNode | None:
+        """The innermost statement containing the current node."""
+        return self.enclosing(cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
+    # -- text and positions
+
+    def code_of(self, node: cst.CSTNode) -> str:
+        return cst.Module([]).code_for_node(node)
+
+    def span(self, node: cst.CSTNode) -> Span:
+        from onnxlint.positions import node_span
+
+        assert self.block is not None
+        span = node_span(self.block, node)
+        if span is None:
+            raise LookupError("node is not in the block being checked")
+        return span
+
+    def line_text(self, line: int) -> str:
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+
+    # -- edits for fixes
+
+    def replace(self, node: cst.CSTNode, text: str) -> Edit:
+        return Edit(self.span(node), text)
+
+    def insert_before_statement(self, stmt: cst.CSTNode, line_text: str) -> Edit:
+        """Insert `line_text` as a new line before `stmt`, with the same indentation."""
+        span = self.span(stmt)
+        current = self.line_text(span.line)
+        indent = current[: len(current) - len(current.lstrip())]
+        return Edit(Span(span.line, 1, span.line, 1), f"{indent}{line_text}\n")
+
+    def remove_arg(self, call: cst.Call, arg: cst.Arg) -> Edit:
+        """Delete one argument of a call with its separator, leaving valid code."""
+        return self.remove_args(call, [arg])[0]
+
+    def remove_args(self, call: cst.Call, remove: Sequence[cst.Arg]) -> list[Edit]:
+        """Delete several arguments of one call as non-overlapping edits."""
+        args = list(call.args)
+        gone = [any(a is r for r in remove) for a in args]
+        edits: list[Edit] = []
+        i = 0
+        while i < len(args):
+            if not gone[i]:
+                i += 1
+                continue
+            j = i
+            while j + 1 < len(args) and gone[j + 1]:
+                j += 1
+            first, last = self.span(args[i]), self.span(args[j])
+            if j + 1 < len(args):  # up to the next kept argument
+                nxt = self.span(args[j + 1])
+                edits.append(Edit(Span(first.line, first.column, nxt.line, nxt.column), ""))
+            elif i > 0:  # a tail: from the end of the last kept argument
+                prev = self.span(args[i - 1])
+                edits.append(
+                    Edit(Span(prev.end_line, prev.end_column, last.end_line, last.end_column), "")
+                )
+            else:  # every argument: up to the closing parenthesis
+                end = self.span(call)
+                edits.append(
+                    Edit(Span(first.line, first.column, end.end_line, end.end_column - 1), "")
+                )
+            i = j + 1
+        return edits
+
+    # -- collection
+
+    def add(
+        self,
+        rule: Rule,
+        node: cst.CSTNode,
+        message: str,
+        *,
+        fix: Fix | None,
+        severity: Severity,
+        notes: tuple[str, ...],
+        code: str,
+    ) -> None:
+        severity = self.config.severity_for(code, severity)
+        v = Violation(
+            path=self.path,
+            span=self.span(node),
+            code=code,
+            message=message,
+            severity=severity,
+            fix=fix,
+            deprecated=rule.deprecated_api,
+            notes=notes,
+        )
+        self.found.append((rule, v))
+
+
+def make_fix(title: str, *edits: Edit, safety: FixSafety = FixSafety.SAFE) -> Fix:
+    return Fix(title, tuple(edits), safety)
+
+
+Handler = Callable[[Any], None]

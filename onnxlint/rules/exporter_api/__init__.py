@@ -1,0 +1,1 @@
+"""OLX4xx: removed, ignored and deprecated exporter APIs and arguments."""

@@ -1,0 +1,113 @@
+"""A fast, read-only walk over a libcst tree.
+
+libcst's own `visit` rebuilds every node on the way back up (it is built for transformers),
+which costs as much as parsing. Rules only read the tree, so the engine walks the dataclass
+fields directly, skipping whitespace and punctuation, and calls the rules' `visit_<Node>`
+and `leave_<Node>` handlers with the ancestor stack. That is ~10x cheaper than `visit`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import libcst as cst
+
+_SKIP_FIELDS = frozenset(
+    {
+        "lpar",
+        "rpar",
+        "leading_lines",
+        "lines_after_decorators",
+        "header",
+        "footer",
+        "comma",
+        "semicolon",
+        "trailing_whitespace",
+        "empty_lines",
+        "newline",
+        "dot",
+        "colon",
+        "equal",
+        "star",
+        "walrus",
+        "arrow",
+        "asynchronous",
+        "indent",
+        "encoding",
+        "default_indent",
+        "default_newline",
+        "has_trailing_newline",
+    }
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(tp: type) -> tuple[str, ...]:
+    """Field names of a node type that can hold child nodes worth visiting."""
+    names = _FIELDS.get(tp)
+    if names is None:
+        names = tuple(
+            f.name
+            for f in dataclasses.fields(tp)
+            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
+        )
+        _FIELDS[tp] = names
+    return names
+
+
+def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The meaningful children of `node`, in source order."""
+    for name in child_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def iter_descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """All meaningful nodes under `node` (not `node` itself), in source order."""
+    stack = list(iter_children(node))
+    stack.reverse()
+    while stack:
+        current = stack.pop()
+        yield current
+        children = list(iter_children(current))
+        children.reverse()
+        stack.extend(children)
+
+
+Handler = Callable[[Any], None]
+
+
+def walk(
+    root: cst.CSTNode,
+    enter: dict[type, list[Handler]],
+    leave: dict[type, list[Handler]],
+    ancestors: list[cst.CSTNode],
+) -> None:
+    """Depth-first walk calling `enter[type]` before and `leave[type]` after the children.
+
+    `ancestors` is maintained in place (the parent of the node being handled is
+    `ancestors[-1]`), so handlers can look up the tree without parent metadata.
+    """
+    stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+    while stack:
+        node, leaving = stack.pop()
+        tp = type(node)
+        if leaving:
+            ancestors.pop()
+            for handler in leave.get(tp, ()):
+                handler(node)
+            continue
+        for handler in enter.get(tp, ()):
+            handler(node)
+        stack.append((node, True))
+        ancestors.append(node)
+        children = list(iter_children(node))
+        for child in reversed(children):
+            stack.append((child, False))
