@@ -146,7 +146,9 @@ class Analysis:
             {
                 os.path.realpath(f)
                 for m in list(sys.modules.values())
-                if (f := getattr(m, "__file__", None)) and frames.is_project_file(f, self.root)
+                if (f := getattr(m, "__file__", None))
+                and os.path.isabs(f)
+                and frames.is_project_file(f, self.root)
             }
         )
         self.progress("done", 100)
@@ -366,33 +368,84 @@ class Analysis:
             }
 
     def export(self) -> None:
+        """Non-strict torch.export; then, if it fails, the retries that let us go on.
+
+        A constraint violation is retried with Dim.AUTO (each static dim is then
+        reported where the code forces it); a data-dependent guard is reported
+        and retried assuming every such condition holds, which finds the other
+        conditions and yields a graph for the op checks.
+        """
         requested = self.dynamic_shapes
-        events: list[dict[str, Any]] = []
-        try:
-            dims = torch_internals.to_export_dims(requested)
-            with torch_internals.record_specializations(events):
-                self.ep = torch_internals.export(self.model, self.args, self.kwargs, dims)
-        except torch_internals.Unsupported as e:
-            self.add(_finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
-            return
-        except Exception as e:
-            if requested is not None and torch_internals.is_constraint_violation(e):
-                events.clear()
-                try:
-                    dims = torch_internals.to_export_dims(requested, auto=True)
-                    with torch_internals.record_specializations(events):
-                        self.ep = torch_internals.export(self.model, self.args, self.kwargs, dims)
-                except Exception as e2:
-                    self._export_failure(e2)
-                    return
-                if not self._report_specialized(events, str(e)):
-                    self._export_failure(e)
-            else:
-                self._export_failure(e)
+        auto = False
+        lenient = False
+        first_error: BaseException | None = None
+        for _attempt in range(3):
+            events: list[dict[str, Any]] = []
+            assumed: list[dict[str, Any]] = []
+            try:
+                dims = torch_internals.to_export_dims(requested, auto=auto)
+                with contextlib.ExitStack() as stack:
+                    stack.enter_context(torch_internals.record_specializations(events))
+                    if lenient:
+                        stack.enter_context(torch_internals.assume_data_dependent(assumed))
+                    self.ep = torch_internals.export(self.model, self.args, self.kwargs, dims)
+            except torch_internals.Unsupported as e:
+                self.add(_finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
                 return
-        else:
-            self._report_specialized(events, None)
+            except Exception as e:
+                if first_error is None:
+                    first_error = e
+                if not auto and requested is not None and torch_internals.is_constraint_violation(e):
+                    auto = True
+                    continue
+                if not lenient and torch_internals.is_data_dependent_error(e):
+                    self._export_failure(e)
+                    lenient = True
+                    continue
+                if not (lenient and e is not first_error and torch_internals.is_data_dependent_error(e)):
+                    self._export_failure(e)
+                elif not any(f["kind"] == wire.KIND_DATA_DEPENDENT for f in self.findings):
+                    self._export_failure(e)
+                self.ep = None
+                return
+            break
+        if self.ep is None:
+            return
+        torch_error = str(first_error) if auto and first_error is not None else None
+        if not self._report_specialized(events, torch_error) and auto and first_error is not None:
+            self._export_failure(first_error)
+        if lenient:
+            self._report_assumed(assumed)
+            self.result["assumed_branches"] = True
         self._report_constraints()
+
+    def _report_assumed(self, assumed: list[dict[str, Any]]) -> None:
+        """Each further data-dependent condition found while assuming the first ones held."""
+        known = {
+            (f["file"], f["line"]) for f in self.findings if f["kind"] == wire.KIND_DATA_DEPENDENT
+        }
+        for rec in assumed:
+            fr = frames.pick(frames.user_frames(rec["stack"]), self.root)
+            key = (fr["file"], fr["line"]) if fr else (None, None)
+            if key in known:
+                continue
+            known.add(key)
+            self.add(
+                _place(
+                    _finding(
+                        wire.KIND_DATA_DEPENDENT,
+                        f"torch.export cannot decide the data-dependent condition {rec['expr']}",
+                        notes=[
+                            "Python control flow on a tensor value cannot be exported: use "
+                            "torch.cond or torch.where, or tell export what holds with "
+                            "torch._check(...).",
+                            "Found by tracing on as if the earlier data-dependent conditions "
+                            "held.",
+                        ],
+                    ),
+                    fr,
+                )
+            )
 
     def _export_failure(self, e: BaseException) -> None:
         fr = self.user_frame_of(e)
@@ -466,9 +519,11 @@ class Analysis:
             if flat >= len(placeholders) or placeholders[flat] is None:
                 continue
             shape = placeholders[flat].shape
-            if dim >= len(shape) or not isinstance(shape[dim], int):
+            if dim >= len(shape):
                 continue
-            value = int(shape[dim])
+            value = torch_internals.static_int(shape[dim])
+            if value is None:
+                continue
             fr = self._specialization_frame(events, label, dim, value)
             notes = [
                 "torch.onnx.export would silently export this dim as static (it applies "

@@ -203,6 +203,58 @@ def record_specializations(records: list[dict[str, Any]]) -> Iterator[None]:
         ShapeEnv._set_replacement = original
 
 
+@contextlib.contextmanager
+def assume_data_dependent(records: list[dict[str, Any]]) -> Iterator[None]:
+    """Let export go on past data-dependent conditions, assuming each is True.
+
+    Plain export stops at the first `if tensor_value:`; with this, every such
+    condition is recorded (expression and stack) and traced as if it held, the
+    way `guard_or_true` does. The graph is then that of one branch, enough to
+    check the ops after it. Only boolean conditions can be assumed.
+    """
+    import sympy
+
+    try:
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    except ImportError as e:  # pragma: no cover
+        raise Unsupported(f"torch {torch_version()} has no ShapeEnv: {e}")
+    orig_eval = getattr(ShapeEnv, "_evaluate_expr", None)
+    orig_log = getattr(ShapeEnv, "_log_suppressed_dde", None)
+    if orig_eval is None or orig_log is None:
+        raise Unsupported(f"torch {torch_version()}: ShapeEnv cannot suppress data-dependent errors")
+    boolean = (sympy.logic.boolalg.Boolean, sympy.core.relational.Relational)
+
+    def evaluate(
+        self: Any,
+        orig_expr: Any,
+        hint: Any = None,
+        fx_node: Any = None,
+        size_oblivious: bool = False,
+        fallback_value: Any = None,
+        **kw: Any,
+    ) -> Any:
+        if fallback_value is None and isinstance(orig_expr, boolean):
+            self._onnxlint_assuming = True
+            try:
+                return orig_eval(self, orig_expr, hint, fx_node, size_oblivious, True, **kw)
+            finally:
+                self._onnxlint_assuming = False
+        return orig_eval(self, orig_expr, hint, fx_node, size_oblivious, fallback_value, **kw)
+
+    def log(self: Any, a: Any, assumed: Any) -> Any:
+        if getattr(self, "_onnxlint_assuming", False):
+            records.append({"expr": str(a), "stack": traceback.extract_stack()[:-1]})
+        return orig_log(self, a, assumed)
+
+    ShapeEnv._evaluate_expr = evaluate
+    ShapeEnv._log_suppressed_dde = log
+    try:
+        yield
+    finally:
+        ShapeEnv._evaluate_expr = orig_eval
+        ShapeEnv._log_suppressed_dde = orig_log
+
+
 def to_export_dims(dynamic_shapes: Any, *, auto: bool = False) -> Any:
     """Strings (named dims, as torch.onnx accepts them) -> Dim.DYNAMIC, or Dim.AUTO.
 
@@ -239,6 +291,23 @@ def _is_dim(v: Any) -> bool:
     from torch.export import Dim
 
     return isinstance(v, Dim) or type(v).__name__ in ("_DimHint", "Dim", "_Dim", "_DerivedDim")
+
+
+def static_int(d: Any) -> int | None:
+    """The value of a dim that is a constant (an int, or a SymInt specialised to one)."""
+    if isinstance(d, int):
+        return d
+    try:
+        from torch.fx.experimental.symbolic_shapes import is_concrete_int
+
+        if is_concrete_int(d):
+            return int(d)
+    except ImportError:  # pragma: no cover
+        pass
+    node = getattr(d, "node", None)
+    maybe = getattr(node, "maybe_as_int", None)
+    value = maybe() if callable(maybe) else None
+    return int(value) if value is not None else None
 
 
 def is_constraint_violation(exc: BaseException) -> bool:
@@ -358,8 +427,3 @@ def op_name(target: Any) -> str:
 
 def missing_fake_impl_error(exc: BaseException) -> bool:
     return "no fake impl registered" in str(exc) or "There was no fake impl" in str(exc)
-
-
-def opaque_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call a user callable; here only so tracebacks show one obvious boundary."""
-    return fn(*args, **kwargs)
