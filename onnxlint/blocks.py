@@ -14,6 +14,7 @@ syntax error: it is reported (OLX000) and the rest of the file is still checked.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -172,6 +173,14 @@ def split_blocks(text: str, cache: ParseCache) -> list[Block]:
 
 
 def _error_info(err: Any, start_line: int, chunk: str) -> SyntaxErrorInfo:
+    # CPython's own message and position are the ones users know ("expected ':'").
+    try:
+        ast.parse(chunk)
+    except SyntaxError as exc:
+        if exc.lineno is not None:
+            return SyntaxErrorInfo(start_line + exc.lineno - 1, max(exc.offset or 1, 1), exc.msg)
+    except (ValueError, RecursionError, MemoryError):
+        pass
     if isinstance(err, cst.ParserSyntaxError):
         # libcst reports 1-based lines and 0-based columns within the chunk.
         message = err.message.strip().splitlines()[0] if err.message else "invalid syntax"

@@ -1,0 +1,359 @@
+"""Analysis targets: what model to build and with which example inputs.
+
+Two sources: `[[tool.onnxlint.targets]]` tables in pyproject.toml (validated
+here, each error naming the target and the key), and module-level zero-argument
+functions marked `# onnxlint: target` (on the line above the `def`, or at the
+end of the `def` line). A factory returns `(model, args)`, `(model, args,
+kwargs)` or `(model, args, kwargs, dynamic_shapes)`.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_MEMORY_LIMIT_MB = 6144
+MARKER_RE = re.compile(r"#\s*onnxlint:\s*target\b(?P<opts>[^#\n]*)")
+FACTORY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_KEYS = {
+    "name",
+    "factory",
+    "dynamic_shapes",
+    "exporter",
+    "verify",
+    "timeout",
+    "memory_limit_mb",
+    "verify_max_params",
+}
+_EXPORTER_KEYS = {"opset", "translation_table"}
+
+
+class TargetError(ValueError):
+    """A target entry is invalid; the message names the target and the key."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One model to analyse. `decl_path`/`decl_line` is where it is declared (for findings
+    that belong to no line of the model, and for the code lens)."""
+
+    name: str
+    factory: str
+    root: Path
+    dynamic_shapes: Any = None
+    opset: int | None = None
+    translation_table: str | None = None
+    verify: bool = False
+    timeout: float = DEFAULT_TIMEOUT_S
+    memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB
+    verify_max_params: int | None = None
+    decl_path: Path | None = None
+    decl_line: int = 1
+    origin: str = "pyproject"  # or "marker"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def module(self) -> str:
+        return self.factory.partition(":")[0]
+
+    def to_wire(self, *, verify: bool | None = None) -> dict[str, Any]:
+        """The JSON the worker receives."""
+        return {
+            "name": self.name,
+            "factory": self.factory,
+            "root": str(self.root),
+            "dynamic_shapes": _jsonable_shapes(self.dynamic_shapes),
+            "opset": self.opset,
+            "translation_table": self.translation_table,
+            "verify": self.verify if verify is None else verify,
+            "verify_max_params": self.verify_max_params,
+        }
+
+    def key(self) -> str:
+        """A stable digest of everything about the target that changes the analysis."""
+        data = json.dumps(self.to_wire(), sort_keys=True, default=str)
+        return hashlib.sha256(data.encode()).hexdigest()[:24]
+
+
+def _jsonable_shapes(spec: Any) -> Any:
+    if isinstance(spec, dict):
+        return {str(k): _jsonable_shapes(v) for k, v in spec.items()}
+    if isinstance(spec, (list, tuple)):
+        return [_jsonable_shapes(v) for v in spec]
+    return spec
+
+
+def _where(index: int, raw: Mapping[str, Any]) -> str:
+    name = raw.get("name")
+    return f"target {name!r}" if isinstance(name, str) else f"targets[{index}]"
+
+
+def _check_dims(where: str, key: str, dims: Any) -> dict[int, str | None]:
+    """One input's dims: `{0 = "batch"}` (TOML keys are strings) -> {0: "batch"}."""
+    if isinstance(dims, list):
+        dims = {i: v for i, v in enumerate(dims)}
+    if not isinstance(dims, dict):
+        raise TargetError(
+            f"{where}: `{key}` must be a table of dim index to dim name, e.g. {{0 = \"batch\"}}"
+        )
+    out: dict[int, str | None] = {}
+    for k, v in dims.items():
+        try:
+            idx = int(k)
+        except (TypeError, ValueError):
+            raise TargetError(f"{where}: `{key}` has dim index {k!r}; use an integer") from None
+        if idx < 0:
+            raise TargetError(f"{where}: `{key}` has negative dim index {idx}")
+        if v in ("", False):
+            v = None
+        if v is not None and not (isinstance(v, str) and re.fullmatch(r"[A-Za-z_]\w*", v)):
+            raise TargetError(
+                f"{where}: `{key}.{idx}` must be a dim name like \"batch\", got {v!r}"
+            )
+        out[idx] = v
+    return out
+
+
+def _check_dynamic_shapes(where: str, spec: Any) -> Any:
+    if spec is None:
+        return None
+    if isinstance(spec, list):
+        return tuple(
+            None if d in (None, False, {}) else _check_dims(where, f"dynamic_shapes[{i}]", d)
+            for i, d in enumerate(spec)
+        )
+    if isinstance(spec, dict):
+        return {
+            str(arg): None if d in (None, False, {}) else _check_dims(
+                where, f"dynamic_shapes.{arg}", d
+            )
+            for arg, d in spec.items()
+        }
+    raise TargetError(
+        f"{where}: `dynamic_shapes` must be a table keyed by forward() argument name or an "
+        "array in argument order"
+    )
+
+
+def validate_target(raw: Mapping[str, Any], root: Path, index: int = 0) -> Target:
+    """One `[[tool.onnxlint.targets]]` table -> Target, or TargetError naming the key."""
+    where = _where(index, raw)
+    if not isinstance(raw, Mapping):
+        raise TargetError(f"targets[{index}] must be a table")
+    unknown = sorted(set(raw) - _KEYS)
+    if unknown:
+        raise TargetError(
+            f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})"
+        )
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise TargetError(f"{where}: `name` is required and must be a non-empty string")
+    factory = raw.get("factory")
+    if not isinstance(factory, str) or not FACTORY_RE.match(factory):
+        raise TargetError(
+            f"{where}: `factory` must be \"package.module:function\", got {factory!r}"
+        )
+    exporter = raw.get("exporter", {})
+    if not isinstance(exporter, Mapping):
+        raise TargetError(f"{where}: `exporter` must be a table, e.g. {{opset = 18}}")
+    unknown = sorted(set(exporter) - _EXPORTER_KEYS)
+    if unknown:
+        raise TargetError(
+            f"{where}: unknown key `exporter.{unknown[0]}` "
+            f"(known: {', '.join(sorted(_EXPORTER_KEYS))})"
+        )
+    opset = exporter.get("opset")
+    if opset is not None and (isinstance(opset, bool) or not isinstance(opset, int) or not 7 <= opset <= 30):
+        raise TargetError(f"{where}: `exporter.opset` must be an integer opset (e.g. 18), got {opset!r}")
+    table = exporter.get("translation_table")
+    if table is not None and (not isinstance(table, str) or not FACTORY_RE.match(table)):
+        raise TargetError(
+            f"{where}: `exporter.translation_table` must be \"package.module:NAME\", got {table!r}"
+        )
+    verify = raw.get("verify", False)
+    if not isinstance(verify, bool):
+        raise TargetError(f"{where}: `verify` must be true or false, got {verify!r}")
+    timeout = raw.get("timeout", DEFAULT_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise TargetError(f"{where}: `timeout` must be a positive number of seconds, got {timeout!r}")
+    memory = raw.get("memory_limit_mb", DEFAULT_MEMORY_LIMIT_MB)
+    if isinstance(memory, bool) or not isinstance(memory, int) or memory < 64:
+        raise TargetError(f"{where}: `memory_limit_mb` must be an integer >= 64, got {memory!r}")
+    vmax = raw.get("verify_max_params")
+    if vmax is not None and (isinstance(vmax, bool) or not isinstance(vmax, int) or vmax < 0):
+        raise TargetError(f"{where}: `verify_max_params` must be a non-negative integer")
+    return Target(
+        name=name.strip(),
+        factory=factory,
+        root=root,
+        dynamic_shapes=_check_dynamic_shapes(where, raw.get("dynamic_shapes")),
+        opset=opset,
+        translation_table=table,
+        verify=verify,
+        timeout=float(timeout),
+        memory_limit_mb=memory,
+        verify_max_params=vmax,
+        decl_path=root / "pyproject.toml",
+        decl_line=_pyproject_line(root / "pyproject.toml", name),
+        origin="pyproject",
+    )
+
+
+def _pyproject_line(pyproject: Path, name: str) -> int:
+    """The line of `name = "<name>"` inside a targets table, for placing findings."""
+    try:
+        lines = pyproject.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return 1
+    pat = re.compile(r"^\s*name\s*=\s*[\"']" + re.escape(name) + r"[\"']")
+    for i, line in enumerate(lines, 1):
+        if pat.match(line):
+            return i
+    for i, line in enumerate(lines, 1):
+        if "tool.onnxlint.targets" in line:
+            return i
+    return 1
+
+
+def load_targets(raw: Iterable[Mapping[str, Any]], root: Path) -> list[Target]:
+    """Validate every table; names must be unique. Raises TargetError on the first problem."""
+    out: list[Target] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(raw):
+        t = validate_target(entry, Path(root), i)
+        if t.name in seen:
+            raise TargetError(f"target {t.name!r}: `name` is used by two targets")
+        seen.add(t.name)
+        out.append(t)
+    return out
+
+
+def module_name_for(path: Path, root: Path) -> str | None:
+    """The dotted module name of `path` when `root` is on sys.path."""
+    try:
+        rel = path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return None
+    parts = list(rel.with_suffix("").parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    if not parts or not all(p.isidentifier() for p in parts):
+        return None
+    return ".".join(parts)
+
+
+def marked_functions(text: str) -> list[tuple[str, int, str]]:
+    """(function name, def line, marker options) for each `# onnxlint: target` function."""
+    if "onnxlint" not in text:
+        return []
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    lines = text.splitlines()
+    out = []
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        candidates = [lines[node.lineno - 1]] if node.lineno - 1 < len(lines) else []
+        if first >= 2:
+            candidates.append(lines[first - 2])
+        for line in candidates:
+            m = MARKER_RE.search(line)
+            if m:
+                out.append((node.name, node.lineno, m.group("opts").strip()))
+                break
+    return out
+
+
+def discover_targets(paths: Iterable[Path], root: Path) -> list[Target]:
+    """`# onnxlint: target` functions in these files (folders are walked for *.py)."""
+    root = Path(root)
+    out: list[Target] = []
+    for path in _python_files(paths):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        mod = module_name_for(path, root)
+        if mod is None:
+            continue
+        for func, line, opts in marked_functions(text):
+            out.append(
+                Target(
+                    name=f"{mod}:{func}",
+                    factory=f"{mod}:{func}",
+                    root=root,
+                    verify="verify" in opts.split(),
+                    decl_path=path.resolve(),
+                    decl_line=line,
+                    origin="marker",
+                )
+            )
+    return out
+
+
+def _python_files(paths: Iterable[Path]) -> Iterable[Path]:
+    skip = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", "build", "dist"}
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            for f in sorted(p.rglob("*.py")):
+                if not skip.intersection(f.parts):
+                    yield f
+        elif p.suffix == ".py":
+            yield p
+
+
+def factory_location(target: Target) -> tuple[Path, int] | None:
+    """Where the factory function is defined, found without importing anything."""
+    mod_path = _module_path(target.module, target.root)
+    if mod_path is None:
+        return None
+    func = target.factory.partition(":")[2]
+    try:
+        tree = ast.parse(mod_path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func:
+            return mod_path.resolve(), node.lineno
+    return None
+
+
+def _module_path(module: str, root: Path) -> Path | None:
+    base = Path(root).joinpath(*module.split("."))
+    for cand in (base.with_suffix(".py"), base / "__init__.py"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def classes_built_by(target: Target) -> list[tuple[Path, int]]:
+    """Classes defined in the factory's module that the factory calls (code lens anchors)."""
+    loc = factory_location(target)
+    if loc is None:
+        return []
+    path, _ = loc
+    func = target.factory.partition(":")[2]
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return []
+    classes = {n.name: n.lineno for n in tree.body if isinstance(n, ast.ClassDef)}
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
+                    if sub.func.id in classes:
+                        out.append((path, classes[sub.func.id]))
+    return sorted(set(out))

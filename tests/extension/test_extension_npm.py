@@ -1,0 +1,80 @@
+"""The extension's own build, lint, type check, unit tests and package, as CI runs them."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+NpmRunner = Callable[..., subprocess.CompletedProcess[str]]
+
+pytestmark = pytest.mark.editor
+
+
+def _output(result: object) -> str:
+    return f"{getattr(result, 'stdout', '')}\n{getattr(result, 'stderr', '')}"
+
+
+def test_compile_bundles_one_file(npm: NpmRunner) -> None:
+    result = npm("compile")
+    assert result.returncode == 0, _output(result)
+    bundle = REPO / "dist" / "extension.js"
+    text = bundle.read_text(encoding="utf8")
+    # vscode-languageclient is bundled in (the .vsix ships no node_modules); vscode stays external.
+    assert "onnxlint/analysisState" in text
+    assert 'require("vscode")' in text
+    assert "require(\"vscode-languageclient" not in text
+
+
+def test_lint_has_no_warnings(npm: NpmRunner) -> None:
+    result = npm("lint")
+    assert result.returncode == 0, _output(result)
+
+
+def test_typecheck(npm: NpmRunner) -> None:
+    result = npm("check")
+    assert result.returncode == 0, _output(result)
+
+
+def test_unit_tests_pass(npm: NpmRunner) -> None:
+    result = npm("test")
+    out = _output(result)
+    assert result.returncode == 0, out
+    passed = re.search(r"^# pass (\d+)$", out, re.M)
+    failed = re.search(r"^# fail (\d+)$", out, re.M)
+    assert passed and failed, out
+    assert int(failed.group(1)) == 0, out
+    # Guards against the runner silently finding no test files.
+    assert int(passed.group(1)) >= 30, out
+
+
+# What the .vsix may hold: vsce's own two files, and the .vscodeignore allow-list.
+REQUIRED = {
+    "[Content_Types].xml",
+    "extension.vsixmanifest",
+    "extension/package.json",
+    "extension/dist/extension.js",
+    "extension/LICENSE.txt",
+}
+OPTIONAL = {"extension/readme.md", "extension/changelog.md"}
+
+
+def test_vsix_holds_only_what_the_extension_needs(vsix: Path) -> None:
+    with zipfile.ZipFile(vsix) as archive:
+        names = set(archive.namelist())
+        manifest = json.loads(archive.read("extension/package.json"))
+    unexpected = names - REQUIRED - OPTIONAL
+    assert not unexpected, f"unexpected files in {vsix.name}: {sorted(unexpected)}"
+    missing = REQUIRED - names
+    assert not missing, f"missing from {vsix.name}: {sorted(missing)}"
+    assert manifest["main"] == "./dist/extension.js"
+    assert manifest["capabilities"]["untrustedWorkspaces"]["supported"] == "limited"
+    # The Python server is not bundled: it runs from the user's environment.
+    assert not any(n.endswith(".py") for n in names)
+    assert vsix.stat().st_size < 1_000_000

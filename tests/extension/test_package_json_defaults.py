@@ -1,0 +1,62 @@
+"""The server accepts every default the extension's package.json declares.
+
+Builds the settings object the extension sends (camelCase, without the `onnxlint.` prefix) from the
+`default` of each contributed setting, as ruff-vscode's tests/client/package_json.py does, and hands it
+to the server's own settings parser.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from onnxlint.server.settings import parse_settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+# The settings object agreed between the extension and the server.
+CONTRACT: dict[str, Any] = {
+    "enable": True,
+    "select": [],
+    "ignore": [],
+    "severity": {},
+    "debounceMs": 150,
+    "deep": {"onSave": False, "timeout": 300, "interpreter": None},
+    "interpreter": [],
+    "args": [],
+    "trace": {"server": "off"},
+}
+
+
+def settings_from_package_json() -> dict[str, Any]:
+    manifest = json.loads((REPO / "package.json").read_text(encoding="utf8"))
+    properties = manifest["contributes"]["configuration"]["properties"]
+    settings: dict[str, Any] = {}
+    for key, prop in properties.items():
+        assert key.startswith("onnxlint."), key
+        assert "default" in prop, f"{key} has no default"
+        *parents, leaf = key.removeprefix("onnxlint.").split(".")
+        node = settings
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = prop["default"]
+    return settings
+
+
+def test_package_json_defaults_are_the_agreed_settings_object() -> None:
+    assert settings_from_package_json() == CONTRACT
+
+
+def test_server_accepts_every_default() -> None:
+    settings, errors = parse_settings(settings_from_package_json())
+    assert errors == []
+    assert settings is not None
+
+
+def test_server_rejects_a_bad_value_with_a_clear_error() -> None:
+    # Without this, "no errors" above could come from a parser that checks nothing.
+    bad = {**settings_from_package_json(), "debounceMs": "soon"}
+    _, errors = parse_settings(bad)
+    assert errors, "parse_settings accepted debounceMs='soon'"
+    assert any("debounceMs" in e or "debounce" in e for e in errors), errors
