@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from onnxlint.deep import codes
-from onnxlint.deep.targets import Target
+from onnxlint.deep.targets import Target, factory_location
 from onnxlint.deep.worker import wire
 from onnxlint.violation import Severity, Span, Violation
 
@@ -137,22 +137,18 @@ def from_worker(target: Target, end: dict[str, Any], data: dict[str, Any] | None
         if tail:
             notes.append("worker stderr (last lines):\n" + str(tail))
         loc = (data or {}).get("factory_loc") or {}
+        path, line = loc.get("file"), loc.get("line")
+        if not path:
+            found = factory_location(target)
+            if found is not None:
+                path, line = str(found[0]), found[1]
         res.violations.append(
             violation(
                 target,
                 codes.STATUS_TO_CODE[status],
                 f"analysis of {target.name!r} stopped: {res.detail or status}",
-                None,
-                None,
-                notes,
-            )
-            if not loc
-            else violation(
-                target,
-                codes.STATUS_TO_CODE[status],
-                f"analysis of {target.name!r} stopped: {res.detail or status}",
-                loc.get("file"),
-                loc.get("line"),
+                path,
+                line,
                 notes,
             )
         )
