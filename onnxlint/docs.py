@@ -88,6 +88,21 @@ def index_markdown() -> str:
     return "\n".join(lines).strip() + "\n"
 
 
+README = DOCS_DIR.parent.parent / "README.md"
+_START, _END = "<!-- rules:start -->", "<!-- rules:end -->"
+
+
+def readme_with_rules(readme: str) -> str:
+    """The README with its generated rule table between the markers."""
+    if _START not in readme or _END not in readme:
+        return readme
+    table = index_markdown().split("\n", 6)[-1].replace("](OLX", "](docs/rules/OLX")
+    table = table.replace("\n## ", "\n### ")
+    head, rest = readme.split(_START, 1)
+    _, tail = rest.split(_END, 1)
+    return f"{head}{_START}\n{table.strip()}\n{_END}{tail}"
+
+
 def expected_files() -> dict[str, str]:
     files = {f"{r.code}.md": rule_markdown(r) for r in all_rules()}
     files["README.md"] = index_markdown()
@@ -103,6 +118,8 @@ def main(argv: list[str]) -> int:
             if not (DOCS_DIR / name).exists() or (DOCS_DIR / name).read_text() != body
         ]
         extra = [p.name for p in DOCS_DIR.glob("*.md") if p.name not in files]
+        if README.exists() and README.read_text() != readme_with_rules(README.read_text()):
+            drift.append("README.md rules table")
         if drift or extra:
             print(f"docs/rules is out of date ({', '.join(drift + extra)}): run python -m onnxlint.docs")
             return 1
@@ -113,7 +130,9 @@ def main(argv: list[str]) -> int:
             p.unlink()
     for name, body in files.items():
         (DOCS_DIR / name).write_text(body)
-    print(f"wrote {len(files)} files to {DOCS_DIR}")
+    if README.exists():
+        README.write_text(readme_with_rules(README.read_text()))
+    print(f"wrote {len(files)} files to {DOCS_DIR} and the README's rules table")
     return 0
 
 

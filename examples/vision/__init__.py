@@ -1,0 +1,1 @@
+"""A toy vision package: a classifier and a small detector head."""
