@@ -1,0 +1,49 @@
+"""OLX802: a data-dependent guard (deep analysis)."""
+
+from __future__ import annotations
+
+from onnxlint.rule import Rule
+from onnxlint.violation import Severity
+
+
+class DataDependentControlFlow(Rule):
+    """
+    ## What it does
+    Reports Python control flow (`if`, `while`, `bool()`, `int()` used as a size) on a value
+    computed from tensor data, where `torch.export` fails with `GuardOnDataDependentSymNode`
+    ("Could not guard on data-dependent expression"). After the first one, the analysis goes on
+    assuming each such condition holds, so every one in the model is reported, each on its line.
+
+    ## Why is this bad?
+    An exported graph has no Python: the exporter must decide each branch at export time,
+    and a branch on tensor data cannot be decided. `torch.onnx.export` stops with
+    "Failed to export the model with torch.export. This is step 1/3".
+
+    ## Example
+    ```python
+    def forward(self, x):
+        if x.sum() > 0:
+            return x * 2
+        return x
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda t: t * 2, lambda t: t.clone(), (x,))
+        # or, element-wise: torch.where(x.sum() > 0, x * 2, x)
+    ```
+
+    ## Fix safety
+    No fix: the right rewrite (`torch.cond`, `torch.where`, `torch._check`) depends on the intent.
+
+    ## References
+    - https://docs.pytorch.org/docs/main/compile/dynamic_shapes_troubleshooting_guardon_errors.html
+    - https://github.com/pytorch/pytorch/issues/143222
+    """
+
+    code = "OLX802"
+    name = "data-dependent-control-flow"
+    severity = Severity.ERROR
+    since = "0.1.0"
+    deep = True

@@ -1,0 +1,43 @@
+"""OLX803: a torch.export failure (deep analysis)."""
+
+from __future__ import annotations
+
+from onnxlint.rule import Rule
+from onnxlint.violation import Severity
+
+
+class TorchExportFailure(Rule):
+    """
+    ## What it does
+    Reports a `torch.export.export(strict=False)` failure that is not a data-dependent guard,
+    a dynamic-dim conflict or a missing fake kernel: the error, at the innermost line of the
+    project's code in its traceback, with torch's suggested fix when it gives one.
+
+    ## Why is this bad?
+    `torch.onnx.export` runs the same capture first; whatever stops it stops the ONNX export
+    ("This is step 1/3").
+
+    ## Example
+    ```python
+    def forward(self, x):
+        return torch.from_numpy(x.numpy()) + 1
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        return x + 1
+    ```
+
+    ## Fix safety
+    No fix.
+
+    ## References
+    - https://docs.pytorch.org/docs/stable/export.html
+    """
+
+    code = "OLX803"
+    name = "torch-export-failure"
+    severity = Severity.ERROR
+    since = "0.1.0"
+    deep = True

@@ -1,0 +1,45 @@
+"""OLX804: a dynamic dim that came out static (deep analysis)."""
+
+from __future__ import annotations
+
+from onnxlint.rule import Rule
+from onnxlint.violation import Severity
+
+
+class DynamicDimSpecialized(Rule):
+    """
+    ## What it does
+    Reports each dimension the target asks to be dynamic (`dynamic_shapes`) that the model's
+    code forces to a constant (`x.view(2, 12)`, `torch.zeros(2, 3)` added to the input,
+    `assert x.shape[0] == 4`, `range(x.shape[0])`), on the line that forces it.
+
+    ## Why is this bad?
+    `torch.onnx.export` applies torch's "suggested fix" automatically: the export succeeds and
+    the ONNX model silently accepts only the example size (a batch baked to 2). torch.export
+    alone reports a constraint violation without naming the line.
+
+    ## Example
+    ```python
+    def forward(self, x):          # dynamic_shapes = [{0 = "batch"}]
+        return x.view(2, 12)
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        return x.view(x.shape[0], 12)   # or x.flatten(1)
+    ```
+
+    ## Fix safety
+    No fix.
+
+    ## References
+    - https://github.com/pytorch/pytorch/issues/157621
+    - https://github.com/pytorch/pytorch/issues/151582
+    """
+
+    code = "OLX804"
+    name = "dynamic-dim-specialized"
+    severity = Severity.ERROR
+    since = "0.1.0"
+    deep = True
