@@ -1,0 +1,238 @@
+"""`onnxlint analyze` and `onnxlint check --deep`: the deep analysis from the command line.
+
+`onnxlint/cli.py` owns the parser and calls `add_analyze_arguments`,
+`run_analyze` and `deep_check`; `python -m onnxlint.deep.cli` runs `analyze`
+on its own. Exit codes follow `check`: 0 clean, 1 findings, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from onnxlint.deep import report
+from onnxlint.deep.analyzer import DeepAnalyzer
+from onnxlint.deep.result import DeepResult, line_span
+from onnxlint.deep.targets import Target, TargetError, discover_targets, load_targets
+from onnxlint.violation import Severity, Violation
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+CACHE_SUBDIR = Path(".onnxlint_cache") / "deep"
+
+Progress = Callable[[str, str, "int | None"], None]
+
+
+def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "targets",
+        nargs="*",
+        metavar="TARGET",
+        help="target names ([[tool.onnxlint.targets]] or module:function); default: all",
+    )
+    parser.add_argument(
+        "--report", metavar="FILE", type=Path, help="write a report (.html, else Markdown)"
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--verify", action="store_true", help="also run onnxruntime vs eager")
+    parser.add_argument("--python", metavar="PY", help="interpreter for the worker")
+    parser.add_argument("--no-cache", action="store_true", help="ignore cached results")
+    parser.add_argument(
+        "--path",
+        dest="discover",
+        action="append",
+        type=Path,
+        default=None,
+        help="look for `# onnxlint: target` functions here (default: the project root)",
+    )
+
+
+def _config_parts(config: Any) -> tuple[Path, list[dict[str, Any]], dict[str, Any]]:
+    root = Path(getattr(config, "root", None) or Path.cwd())
+    raw = [dict(t) for t in getattr(config, "targets", ()) or ()]
+    deep = dict(getattr(config, "deep", {}) or {})
+    return root, raw, deep
+
+
+def _stderr_progress(name: str, phase: str, percent: int | None) -> None:
+    pct = f" {percent}%" if percent is not None else ""
+    print(f"onnxlint: {name}: {phase}{pct}", file=sys.stderr, flush=True)
+
+
+def collect_targets(
+    raw: list[dict[str, Any]], root: Path, paths: Iterable[Path]
+) -> tuple[list[Target], list[Violation]]:
+    """Declared plus discovered targets; an invalid declaration becomes an OLX812 finding."""
+    problems: list[Violation] = []
+    targets: list[Target] = []
+    for i, entry in enumerate(raw):
+        try:
+            targets += load_targets([entry], root)
+        except TargetError as e:
+            problems.append(_config_violation(root, entry, i, str(e)))
+    names = {t.name for t in targets}
+    for t in discover_targets(paths, root):
+        if t.name not in names:
+            names.add(t.name)
+            targets.append(t)
+    return targets, problems
+
+
+def _config_violation(root: Path, entry: dict[str, Any], index: int, message: str) -> Violation:
+    from onnxlint.deep.targets import _pyproject_line
+
+    path = root / "pyproject.toml"
+    name = entry.get("name")
+    line = _pyproject_line(path, name) if isinstance(name, str) else 1
+    return Violation(
+        path=str(path),
+        span=line_span(str(path), line),
+        code="OLX812",
+        message=message,
+        severity=Severity.ERROR,
+        source="deep",
+    )
+
+
+def run_targets(
+    targets: Sequence[Target],
+    *,
+    python: str | None,
+    verify: bool,
+    root: Path,
+    use_cache: bool = True,
+    progress: Progress | None = None,
+) -> list[DeepResult]:
+    results = []
+    with DeepAnalyzer(python, targets=list(targets), cache_dir=root / CACHE_SUBDIR) as analyzer:
+        for t in targets:
+
+            def on_progress(phase: str, percent: int | None, _name: str = t.name) -> None:
+                if progress is not None:
+                    progress(_name, phase, percent)
+
+            results.append(
+                analyzer.analyze(t, on_progress, verify=verify or None, use_cache=use_cache)
+            )
+    return results
+
+
+def deep_check(
+    paths: Sequence[str | Path],
+    root: Path,
+    raw_targets: list[dict[str, Any]],
+    python: str | None = None,
+    verify: bool = False,
+    progress: Progress | None = None,
+) -> list[Violation]:
+    """OLX8xx findings for every declared target and every `# onnxlint: target` in `paths`."""
+    root = Path(root)
+    targets, problems = collect_targets(raw_targets, root, [Path(p) for p in paths])
+    results = run_targets(targets, python=python, verify=verify, root=root, progress=progress)
+    out = list(problems)
+    for r in results:
+        out += r.violations
+    return sorted(out, key=Violation.sort_key)
+
+
+def run_analyze(args: argparse.Namespace, config: Any) -> int:
+    root, raw, deep = _config_parts(config)
+    discover = getattr(args, "discover", None) or [root]
+    targets, problems = collect_targets(raw, root, discover)
+    wanted = list(getattr(args, "targets", []) or [])
+    if wanted:
+        by_name = {t.name: t for t in targets}
+        chosen = []
+        for w in wanted:
+            if w in by_name:
+                chosen.append(by_name[w])
+            elif ":" in w:
+                chosen.append(Target(name=w, factory=w, root=root, origin="cli"))
+            else:
+                known = ", ".join(sorted(by_name)) or "none declared"
+                print(f"onnxlint: no target named {w!r} (known: {known})", file=sys.stderr)
+                return EXIT_USAGE
+        targets = chosen
+    if not targets and not problems:
+        print(
+            "onnxlint: no targets: declare [[tool.onnxlint.targets]] in pyproject.toml or mark "
+            "a factory function with `# onnxlint: target`",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    python = getattr(args, "python", None) or deep.get("python")
+    fmt = getattr(args, "format", "text")
+    results = run_targets(
+        targets,
+        python=python,
+        verify=bool(getattr(args, "verify", False)),
+        root=root,
+        use_cache=not getattr(args, "no_cache", False),
+        progress=None if fmt == "json" else _stderr_progress,
+    )
+    report_path = getattr(args, "report", None)
+    if report_path is not None:
+        report.write_report(results, Path(report_path))
+    violations = sorted([*problems, *(v for r in results for v in r.violations)], key=Violation.sort_key)
+    if fmt == "json":
+        print(
+            json.dumps(
+                {
+                    "violations": [v.to_json() for v in violations],
+                    "targets": [
+                        {k: v for k, v in r.to_json().items() if k != "violations"} for r in results
+                    ],
+                },
+                indent=2,
+                default=str,
+            )
+        )
+    else:
+        _print_text(results, problems, root)
+        if report_path is not None:
+            print(f"onnxlint: report written to {report_path}", file=sys.stderr)
+    return EXIT_FINDINGS if violations else EXIT_CLEAN
+
+
+def _print_text(results: list[DeepResult], problems: list[Violation], root: Path) -> None:
+    for v in problems:
+        print(_line(v, root))
+    for r in results:
+        mem = f"{r.peak_rss / 2**20:.0f} MB" if r.peak_rss else "?"
+        head = f"{r.target.name}: {r.status}{' (cached)' if r.cached else ''}"
+        print(f"{head}, {len(r.violations)} findings, {r.wall:.1f} s, peak {mem}")
+        for v in r.violations:
+            print("  " + _line(v, root))
+            for n in v.notes:
+                first = n.splitlines()[0] if n else n
+                print(f"      {first}")
+
+
+def _line(v: Violation, root: Path) -> str:
+    try:
+        path = str(Path(v.path).resolve().relative_to(root.resolve()))
+    except ValueError:
+        path = v.path
+    return f"{path}:{v.line}:{v.column}: {v.code} [{v.severity.value}] {v.message}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m onnxlint.deep.cli [TARGET ...]` = `onnxlint analyze`."""
+    parser = argparse.ArgumentParser(prog="onnxlint analyze")
+    add_analyze_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        from onnxlint.config import load_config
+
+        config: Any = load_config(Path.cwd())
+    except Exception as e:
+        print(f"onnxlint: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    return run_analyze(args, config)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

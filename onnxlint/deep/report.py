@@ -1,0 +1,302 @@
+"""The report a person reads: Markdown and self-contained HTML from DeepResults.
+
+Sections per target: status, model summary (parameters by dtype and what real
+weights would weigh), findings with a code excerpt, unsupported ops with
+workarounds, the ONNX signature and op histogram, phase timings and the
+worker's peak memory. HTML has inline CSS only (no scripts, no fetches), so
+the file can be mailed or attached to CI.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from onnxlint.deep.result import DeepResult
+from onnxlint.violation import Violation
+
+
+def _size(n: float | None) -> str:
+    if n is None:
+        return "?"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    return f"{n:.2f} TB"
+
+
+def _excerpt(path: str, line: int, context: int = 2) -> list[tuple[int, str, bool]]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    lo, hi = max(1, line - context), min(len(lines), line + context)
+    return [(i, lines[i - 1], i == line) for i in range(lo, hi + 1)]
+
+
+def _rel(path: str, root: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(root.resolve()))
+    except ValueError:
+        return path
+
+
+def _shape(sig: dict[str, Any]) -> str:
+    shape = sig.get("shape")
+    dims = "?" if shape is None else ", ".join(str(d) for d in shape)
+    return f"{sig.get('dtype', '?')}[{dims}]"
+
+
+def _sections(r: DeepResult) -> dict[str, Any]:
+    d = r.data or {}
+    return {
+        "model": d.get("model") or {},
+        "onnx": d.get("onnx") or {},
+        "unsupported": d.get("unsupported_ops") or [],
+        "skipped": d.get("skipped") or {},
+        "verify": d.get("verify"),
+        "explain": d.get("explain") or {},
+    }
+
+
+# ---------------------------------------------------------------------- Markdown
+
+
+def to_markdown(results: list[DeepResult]) -> str:
+    out = ["# onnxlint deep analysis", ""]
+    for r in results:
+        out += _md_target(r)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _md_target(r: DeepResult) -> list[str]:
+    s = _sections(r)
+    root = r.target.root
+    errors = sum(1 for v in r.violations if v.severity.value == "error")
+    out = [f"## {r.target.name}", ""]
+    out.append(
+        f"- status: **{r.status}**{' (cached)' if r.cached else ''}"
+        + (f" — {r.detail}" if r.detail else "")
+    )
+    out.append(f"- findings: {len(r.violations)} ({errors} errors)")
+    out.append(f"- factory: `{r.target.factory}`; torch {r.data.get('torch', '?')}")
+    m = s["model"]
+    if m:
+        out.append(
+            f"- model: `{m.get('class')}`, {m.get('params', 0):,} parameters; real weights "
+            f"would take {_size(m.get('weight_bytes'))}; inputs: {', '.join(m.get('inputs', []))}"
+        )
+        for dtype, v in sorted((m.get("params_by_dtype") or {}).items()):
+            out.append(f"  - {dtype}: {v['count']:,} ({_size(v['bytes'])})")
+    out.append("")
+    if r.violations:
+        out += ["### Findings", ""]
+        for v in r.violations:
+            out += _md_violation(v, root)
+    unsupported = s["unsupported"]
+    if unsupported:
+        out += ["### Unsupported operators", "", "| op | nodes | where | workaround |", "|---|---|---|---|"]
+        for u in unsupported:
+            where = f"{_rel(u['file'], root)}:{u['line']}" if u.get("file") else "?"
+            out.append(f"| `{u['op']}` | {u['count']} | {where} | {u['workaround']} |")
+        out.append("")
+    onnx = s["onnx"]
+    if onnx:
+        out += [
+            "### ONNX model",
+            "",
+            f"opset {onnx.get('opset')} (requested {onnx.get('requested_opset')}), "
+            f"{onnx.get('nodes')} nodes, {onnx.get('initializers')} initializers, checker: "
+            f"{onnx.get('checker')}",
+            "",
+            "| input | type |",
+            "|---|---|",
+        ]
+        out += [f"| `{i['name']}` | `{_shape(i)}` |" for i in onnx.get("inputs", [])]
+        out += ["", "| output | type |", "|---|---|"]
+        out += [f"| `{o['name']}` | `{_shape(o)}` |" for o in onnx.get("outputs", [])]
+        out += ["", "| op type | count |", "|---|---|"]
+        out += [f"| {k} | {v} |" for k, v in (onnx.get("op_histogram") or {}).items()]
+        out.append("")
+    if s["verify"]:
+        out += ["### Verification (onnxruntime vs eager)", "", "| case | max abs | max rel | status |", "|---|---|---|---|"]
+        for c in s["verify"]:
+            out.append(
+                f"| {c.get('case')} | {c.get('max_abs', '')} | {c.get('max_rel', '')} | {c.get('status')} |"
+            )
+        out.append("")
+    if s["skipped"]:
+        out += ["### Skipped", ""] + [f"- {k}: {v}" for k, v in s["skipped"].items()] + [""]
+    out += ["### Phases", "", "| phase | seconds |", "|---|---|"]
+    out += [f"| {k} | {v:.2f} |" for k, v in r.phases.items()]
+    out += ["", f"Worker peak memory: {_size(r.peak_rss)}; wall time {r.wall:.2f} s.", ""]
+    return out
+
+
+def _md_violation(v: Violation, root: Path) -> list[str]:
+    out = [f"- **{v.code}** `{_rel(v.path, root)}:{v.line}` — {v.message}"]
+    for n in v.notes:
+        out.append(f"  - {n.splitlines()[0] if n else n}")
+    ex = _excerpt(v.path, v.line)
+    if ex and v.path.endswith(".py"):
+        out.append("")
+        out.append("  ```python")
+        out += [f"  {'>' if mark else ' '}{i:5d} | {text}" for i, text, mark in ex]
+        out.append("  ```")
+    out.append("")
+    return out
+
+
+# ---------------------------------------------------------------------- HTML
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:70em;
+color:#1f2328;padding:0 1em}
+h1{font-size:1.6em}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #d0d7de;padding:.25em .6em;
+text-align:left;vertical-align:top}th{background:#f6f8fa}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
+pre{background:#f6f8fa;padding:.5em;overflow-x:auto;margin:.3em 0}
+.hl{background:#fff3b0;display:block}.sev-error{color:#cf222e}.sev-warning{color:#9a6700}
+.sev-info{color:#0969da}.finding{border-left:3px solid #d0d7de;padding-left:.8em;margin:1em 0}
+.status-ok{color:#1a7f37}.status-bad{color:#cf222e}.note{color:#57606a;margin:.1em 0}
+.summary td:first-child{font-weight:600}
+"""
+
+
+def to_html(results: list[DeepResult]) -> str:
+    body = ["<h1>onnxlint deep analysis</h1>"]
+    if len(results) > 1:
+        body.append("<ul>")
+        for i, r in enumerate(results):
+            body.append(
+                f'<li><a href="#t{i}">{html.escape(r.target.name)}</a>: {html.escape(r.status)}, '
+                f"{len(r.violations)} findings</li>"
+            )
+        body.append("</ul>")
+    for i, r in enumerate(results):
+        body.append(_html_target(r, i))
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<title>onnxlint deep analysis</title><style>"
+        + _CSS
+        + "</style></head><body>\n"
+        + "\n".join(body)
+        + "\n</body></html>\n"
+    )
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _html_target(r: DeepResult, index: int) -> str:
+    s = _sections(r)
+    root = r.target.root
+    status_cls = "status-ok" if r.ok else "status-bad"
+    out = [f'<h2 id="t{index}">{_e(r.target.name)}</h2>', '<table class="summary">']
+    out.append(
+        f'<tr><td>status</td><td class="{status_cls}">{_e(r.status)}'
+        f"{' (cached)' if r.cached else ''} {_e(r.detail)}</td></tr>"
+    )
+    out.append(f"<tr><td>factory</td><td><code>{_e(r.target.factory)}</code></td></tr>")
+    out.append(f"<tr><td>torch</td><td>{_e(r.data.get('torch', '?'))}</td></tr>")
+    m = s["model"]
+    if m:
+        out.append(f"<tr><td>model</td><td><code>{_e(m.get('class'))}</code></td></tr>")
+        by_dtype = ", ".join(
+            f"{_e(k)}: {v['count']:,} ({_size(v['bytes'])})"
+            for k, v in sorted((m.get("params_by_dtype") or {}).items())
+        )
+        out.append(
+            f"<tr><td>parameters</td><td>{m.get('params', 0):,} ({by_dtype or 'none'}); real "
+            f"weights would take <b>{_size(m.get('weight_bytes'))}</b></td></tr>"
+        )
+        out.append(f"<tr><td>inputs</td><td><code>{_e(', '.join(m.get('inputs', [])))}</code></td></tr>")
+    out.append(
+        f"<tr><td>worker peak memory</td><td>{_size(r.peak_rss)}</td></tr>"
+        f"<tr><td>wall time</td><td>{r.wall:.2f} s</td></tr></table>"
+    )
+    out.append(f"<h3>Findings ({len(r.violations)})</h3>")
+    if not r.violations:
+        out.append("<p>No findings.</p>")
+    for v in r.violations:
+        out.append('<div class="finding">')
+        out.append(
+            f'<div><b class="sev-{v.severity.value}">{_e(v.code)}</b> '
+            f'<a href="{_e(v.url)}">{_e(_rule_name(v.code))}</a> '
+            f"<code>{_e(_rel(v.path, root))}:{v.line}</code></div>"
+        )
+        out.append(f"<div>{_e(v.message)}</div>")
+        for n in v.notes:
+            if n.startswith("http"):
+                out.append(f'<div class="note"><a href="{_e(n)}">{_e(n)}</a></div>')
+            else:
+                out.append(f'<div class="note">{_e(n.splitlines()[0] if n else n)}</div>')
+        ex = _excerpt(v.path, v.line) if v.path.endswith(".py") else []
+        if ex:
+            lines = "".join(
+                (f'<span class="hl">{i:5d} | {_e(t)}</span>' if mark else f"{i:5d} | {_e(t)}\n")
+                for i, t, mark in ex
+            )
+            out.append(f"<pre>{lines}</pre>")
+        out.append("</div>")
+    if s["unsupported"]:
+        out.append("<h3>Unsupported operators</h3><table><tr><th>op</th><th>nodes</th><th>where</th><th>workaround</th></tr>")
+        for u in s["unsupported"]:
+            where = f"{_rel(u['file'], root)}:{u['line']}" if u.get("file") else "?"
+            out.append(
+                f"<tr><td><code>{_e(u['op'])}</code></td><td>{u['count']}</td>"
+                f"<td><code>{_e(where)}</code></td><td>{_e(u['workaround'])}</td></tr>"
+            )
+        out.append("</table>")
+    onnx = s["onnx"]
+    if onnx:
+        out.append("<h3>ONNX model</h3>")
+        out.append(
+            f"<p>opset {_e(onnx.get('opset'))} (requested {_e(onnx.get('requested_opset'))}), "
+            f"{_e(onnx.get('nodes'))} nodes, {_e(onnx.get('initializers'))} initializers, "
+            f"checker: {_e(onnx.get('checker'))}</p>"
+        )
+        out.append("<table><tr><th>input</th><th>type</th></tr>")
+        out += [f"<tr><td><code>{_e(i['name'])}</code></td><td><code>{_e(_shape(i))}</code></td></tr>" for i in onnx.get("inputs", [])]
+        out.append("</table><table><tr><th>output</th><th>type</th></tr>")
+        out += [f"<tr><td><code>{_e(o['name'])}</code></td><td><code>{_e(_shape(o))}</code></td></tr>" for o in onnx.get("outputs", [])]
+        out.append("</table><table><tr><th>op type</th><th>count</th></tr>")
+        out += [f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in (onnx.get("op_histogram") or {}).items()]
+        out.append("</table>")
+    if s["verify"]:
+        out.append("<h3>Verification (onnxruntime vs eager)</h3><table><tr><th>case</th><th>max abs</th><th>max rel</th><th>status</th></tr>")
+        for c in s["verify"]:
+            out.append(
+                f"<tr><td>{_e(c.get('case'))}</td><td>{_e(c.get('max_abs', ''))}</td>"
+                f"<td>{_e(c.get('max_rel', ''))}</td><td>{_e(c.get('status'))}</td></tr>"
+            )
+        out.append("</table>")
+    if s["skipped"]:
+        out.append("<h3>Skipped</h3><ul>")
+        out += [f"<li>{_e(k)}: {_e(v)}</li>" for k, v in s["skipped"].items()]
+        out.append("</ul>")
+    out.append("<h3>Phases</h3><table><tr><th>phase</th><th>seconds</th></tr>")
+    out += [f"<tr><td>{_e(k)}</td><td>{v:.2f}</td></tr>" for k, v in r.phases.items()]
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _rule_name(code: str) -> str:
+    try:
+        from onnxlint.rules import rule_by_code
+
+        rule = rule_by_code(code)
+    except Exception:
+        rule = None
+    return rule.name if rule is not None else code
+
+
+def write_report(results: list[DeepResult], path: Path) -> None:
+    """HTML for .html/.htm, Markdown otherwise."""
+    text = to_html(results) if path.suffix.lower() in (".html", ".htm") else to_markdown(results)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
