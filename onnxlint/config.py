@@ -7,6 +7,7 @@ the key and what is accepted, so a typo never silently turns a rule off.
 from __future__ import annotations
 
 import fnmatch
+import os
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -89,13 +90,13 @@ class Config:
         return any(_glob_match(rel, p) for p in (*self.exclude, *self.extend_exclude))
 
     def relative(self, path: str) -> str:
-        p = Path(path)
+        p = Path(os.path.abspath(path))
         if self.root is not None:
             try:
-                return p.resolve().relative_to(self.root.resolve()).as_posix()
-            except (ValueError, OSError):
+                return p.relative_to(os.path.abspath(self.root)).as_posix()
+            except ValueError:
                 pass
-        return p.as_posix()
+        return Path(path).as_posix()
 
 
 def _matches(code: str, prefix: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -81,11 +82,11 @@ def render_sarif(violations: Sequence[Violation], root: Path) -> str:
 
 
 def _uri(path: str, root: Path) -> str:
-    p = Path(path)
+    p = Path(os.path.abspath(path))
     try:
-        return p.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError):
-        return p.as_posix()
+        return p.relative_to(os.path.abspath(root)).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
 
 
 def _escape_data(s: str) -> str:
