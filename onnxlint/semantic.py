@@ -349,6 +349,8 @@ class FileModel:
     reachable: set[tuple[str | None, str]] = field(default_factory=set)
     module_body: list[cst.BaseStatement] = field(default_factory=list)
     default_exporter: str = "auto"  # from config: auto|dynamo|torchscript
+    # Per-check memo for file-level analyses (e.g. `onnxlint.exportflow`); never cached.
+    memo: dict[object, object] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -584,6 +586,14 @@ TENSOR_METHODS = frozenset(
     "logsumexp square baddbmm addmm einsum repeat_interleave t".split()
 )
 _DATA_METHODS = {"item": Kind.DATA, "tolist": Kind.DATA, "numpy": Kind.NDARRAY}
+# Methods of dicts, strings and lists that tensors do not have.
+_NOT_TENSOR_METHODS = frozenset(
+    {
+        *("get", "keys", "items", "values", "setdefault", "update", "pop", "popitem"),
+        *("append", "extend", "insert", "remove", "count", "index", "copy"),
+        *("startswith", "endswith", "lower", "upper", "strip", "format", "join", "replace"),
+    }
+)
 _SIZE_METHODS = frozenset({"dim", "ndimension", "numel", "nelement", "element_size", "ndim"})
 _BOOL_METHODS = frozenset({"is_contiguous", "is_floating_point", "is_complex", "equal"})
 _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data", "grad"})
@@ -747,6 +757,10 @@ class Kinds:
             if q in _TORCH_NON_TENSOR:
                 return _TORCH_NON_TENSOR[q]
             if q.startswith("builtins."):
+                if q in _CONVERTERS and call.args:
+                    inner = self.of(call.args[0].value)
+                    if inner in (Kind.TENSOR, Kind.DATA):
+                        return Kind.DATA  # `int(t)`, `float(t.sum())`: a value out of a tensor
                 return {
                     "builtins.len": Kind.SIZE,
                     "builtins.int": Kind.SIZE,
@@ -758,6 +772,10 @@ class Kinds:
                 }.get(q, Kind.UNKNOWN)
             if q.startswith(_TORCH_TENSOR_PREFIXES):
                 return Kind.TENSOR
+            if q.startswith("torch.is_") and q.count(".") == 1:
+                return Kind.BOOL  # torch.is_autocast_enabled(), torch.is_nonzero() reads data
+            if q.startswith(("torch.get_", "torch.set_", "torch.use_")) and q.count(".") == 1:
+                return Kind.OTHER
             if q.startswith(_TORCH_NON_TENSOR_PREFIXES):
                 return Kind.OTHER
             if q.startswith("torch.") and q.count(".") == 1 and q[6:7].islower():
@@ -776,6 +794,8 @@ class Kinds:
                 if method == "size":
                     if base is Kind.TENSOR or (not call.args or len(call.args) == 1):
                         return Kind.SIZE if call.args else Kind.SHAPE
+                if method in _NOT_TENSOR_METHODS:
+                    return Kind.UNKNOWN  # a dict/str/list method: not a tensor after all
                 if base is Kind.TENSOR:
                     if method in _SIZE_METHODS:
                         return Kind.SIZE
@@ -787,6 +807,9 @@ class Kinds:
             if base is Kind.SHAPE and method == "numel":
                 return Kind.SIZE
         return Kind.UNKNOWN
+
+
+_CONVERTERS = frozenset({"builtins.int", "builtins.float", "builtins.bool"})
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:

@@ -1,0 +1,253 @@
+"""Helpers shared by the OLX1xx rules: export-path facts and where a value flows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from onnxlint.rule import Context
+from onnxlint.semantic import ExportKind, FileModel, Kind, dotted, keyword_arg
+
+# Calls that tell the code is being exported or compiled: code guarded by them was written
+# with export in mind, so the tensor-condition rules leave it alone.
+EXPORT_GUARD_TAILS = frozenset(
+    {
+        "is_torchdynamo_compiling",
+        "is_compiling",
+        "is_exporting",
+        "is_in_onnx_export",
+        "is_tracing",
+        "is_scripting",
+        "_get_tracing_state",
+        "is_torch_fx_proxy",
+        "is_fx_tracing",
+    }
+)
+
+# Calls whose (leading) positional arguments are sizes.
+SIZE_FUNCTIONS = frozenset(
+    {
+        "torch.zeros",
+        "torch.ones",
+        "torch.empty",
+        "torch.full",
+        "torch.rand",
+        "torch.randn",
+        "torch.randint",
+        "torch.arange",
+        "torch.eye",
+        "torch.linspace",
+        "torch.tensor_split",
+    }
+)
+SIZE_METHODS = frozenset(
+    {
+        "view",
+        "reshape",
+        "expand",
+        "repeat",
+        "new_zeros",
+        "new_ones",
+        "new_empty",
+        "new_full",
+        "narrow",
+        "unflatten",
+        "tile",
+    }
+)
+# Calls a Python number passes through unchanged in kind (the use is decided further up).
+_PASS_THROUGH = frozenset(
+    {"builtins.int", "builtins.float", "builtins.round", "builtins.abs", "math.ceil", "math.floor"}
+)
+
+BRANCH, RANGE, SIZE = "branch", "range", "size"
+
+
+def traced(model: FileModel, exporter: str) -> bool:
+    """Whether the file's model is captured by tracing (values become constants)."""
+    if model.export_calls:
+        return any(
+            e.kind in (ExportKind.JIT_TRACE, ExportKind.ONNX_TORCHSCRIPT)
+            for e in model.export_calls
+        )
+    return exporter == "torchscript"
+
+
+def declares_dynamic_dims(model: FileModel) -> bool:
+    """Whether an export call of the file asks for dynamic dimensions."""
+    for e in model.export_calls:
+        for name in ("dynamic_shapes", "dynamic_axes"):
+            arg = keyword_arg(e.node, name)
+            if arg is not None and not (
+                isinstance(arg.value, cst.Name) and arg.value.value == "None"
+            ):
+                return True
+    return False
+
+
+def mentions_export_guard(ctx: Context, expr: cst.CSTNode) -> bool:
+    """Whether `expr` calls an export/compile guard or tests `self.training` (exported
+    models are in eval mode, so training-only code does not run)."""
+    code = ctx.code_of(expr)
+    if "self.training" in code and "not self.training" not in code:
+        return True
+    if "is_" not in code and "_get_tracing_state" not in code:
+        return False
+    for node in _walk(expr):
+        if isinstance(node, cst.Call):
+            d = dotted(node.func)
+            if d is not None and d.rsplit(".", 1)[-1] in EXPORT_GUARD_TAILS:
+                return True
+    return False
+
+
+def under_export_guard(ctx: Context, node: cst.CSTNode) -> bool:
+    """True when an enclosing `if`/`while`/ternary/`and`/`or` tests an export guard."""
+    chain = [*ctx.ancestors, node]
+    for i in range(len(chain) - 1):
+        a, child = chain[i], chain[i + 1]
+        if isinstance(a, (cst.If, cst.While, cst.IfExp)):
+            guard = a.test if child is not a.test else None
+        elif isinstance(a, cst.BooleanOperation):
+            guard = a.left if child is a.right else None
+        else:
+            continue
+        if guard is not None and mentions_export_guard(ctx, guard):
+            return True
+    return False
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    from onnxlint.walker import iter_descendants
+
+    yield node
+    yield from iter_descendants(node)
+
+
+def size_call(ctx: Context, call: cst.Call) -> bool:
+    """A call whose positional arguments are sizes: `torch.zeros(n)`, `x.view(n, -1)`."""
+    q = ctx.qualname(call.func)
+    if q in SIZE_FUNCTIONS:
+        return True
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value in SIZE_METHODS
+
+
+def classify_use(ctx: Context, chain: list[cst.CSTNode]) -> tuple[str | None, str | None]:
+    """Where the value of `chain[-1]` goes, looking up its ancestors `chain[:-1]`.
+
+    Returns (use, None) with use in BRANCH/RANGE/SIZE, (None, name) when the value is
+    assigned to a plain name (whose uses decide), or (None, None) when it goes elsewhere.
+    """
+    for i in range(len(chain) - 1, 0, -1):
+        child, parent = chain[i], chain[i - 1]
+        if isinstance(parent, (cst.If, cst.While, cst.Assert, cst.IfExp)):
+            return (BRANCH, None) if child is parent.test else (None, None)
+        if isinstance(parent, (cst.CompIf, cst.BooleanOperation)):
+            return BRANCH, None
+        if isinstance(parent, cst.UnaryOperation):
+            if isinstance(parent.operator, cst.Not):
+                return BRANCH, None
+            continue
+        if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget)):
+            continue
+        if isinstance(parent, cst.Arg):
+            continue
+        if isinstance(parent, cst.Call):
+            if child is parent.func:
+                return None, None
+            q = ctx.qualname(parent.func)
+            if q == "builtins.range":
+                return RANGE, None
+            if size_call(ctx, parent):
+                return SIZE, None
+            if q in _PASS_THROUGH:
+                continue
+            return None, None
+        if isinstance(parent, cst.Assign):
+            if child is parent.value and len(parent.targets) == 1:
+                target = parent.targets[0].target
+                if isinstance(target, cst.Name):
+                    return None, target.value
+            return None, None
+        return None, None
+    return None, None
+
+
+class NameUses:
+    """For one function: which names reach a branch, a `range()` or a size argument."""
+
+    def __init__(self, ctx: Context, body: cst.CSTNode) -> None:
+        self.uses: dict[str, set[str]] = {}
+        self.flows: dict[str, set[str]] = {}  # name -> names assigned from it
+        stack: list[tuple[cst.CSTNode, list[cst.CSTNode]]] = [(body, [])]
+        from onnxlint.walker import iter_children
+
+        while stack:
+            node, chain = stack.pop()
+            here = [*chain, node]
+            if isinstance(node, cst.Name) and chain:
+                use, name = classify_use(ctx, here)
+                if use is not None:
+                    self.uses.setdefault(node.value, set()).add(use)
+                elif name is not None and name != node.value:
+                    self.flows.setdefault(node.value, set()).add(name)
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and chain:
+                continue
+            for child in iter_children(node):
+                stack.append((child, here))
+
+    def of(self, name: str) -> set[str]:
+        """The uses of `name`, following two assignments (`n = v; m = n + 1; if m:`)."""
+        out: set[str] = set(self.uses.get(name, ()))
+        for nxt in self.flows.get(name, ()):
+            out |= self.uses.get(nxt, set())
+            for nxt2 in self.flows.get(nxt, ()):
+                out |= self.uses.get(nxt2, set())
+        return out
+
+
+def name_uses(ctx: Context, cache: dict[int, NameUses]) -> NameUses | None:
+    func = ctx.function
+    if func is None:
+        return None
+    found = cache.get(id(func.node))
+    if found is None:
+        found = cache[id(func.node)] = NameUses(ctx, func.node.body)
+    return found
+
+
+def value_uses(ctx: Context, node: cst.CSTNode, cache: dict[int, NameUses]) -> set[str]:
+    """Where the value of `node` (being visited) goes: BRANCH, RANGE, SIZE."""
+    use, name = classify_use(ctx, [*ctx.ancestors, node])
+    if use is not None:
+        return {use}
+    if name is not None:
+        uses = name_uses(ctx, cache)
+        return uses.of(name) if uses is not None else set()
+    return set()
+
+
+def is_tensor(ctx: Context, expr: cst.BaseExpression) -> bool:
+    return ctx.kind(expr) is Kind.TENSOR
+
+
+def unannotated_param(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """A bare parameter without annotation (its kind is only a guess)."""
+    func = ctx.function
+    if func is None or not isinstance(expr, cst.Name):
+        return False
+    for p in func.params():
+        if p.name.value == expr.value:
+            return p.annotation is None
+    return False
+
+
+def torch_name(model: FileModel) -> str | None:
+    """The name the file binds the `torch` module to (`torch`, or `th` for `import torch as th`)."""
+    if model.imports.get("torch") == "torch":
+        return "torch"
+    for bound, full in model.imports.items():
+        if full == "torch":
+            return bound
+    return None
