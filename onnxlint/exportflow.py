@@ -1,0 +1,976 @@
+"""Which model an export call exports, what state it is in, and how its inputs are keyed.
+
+Shared by the model-mode (OLX2xx), dynamic-shape (OLX3xx) and exporter-API (OLX4xx) rules.
+Everything here reads the scope that holds the export call: the enclosing function's body,
+or the module body across top-level blocks (`ctx.model.module_body`), so rules that use it
+set `file_scope = True` with a tight `requires`.
+
+- `exported_model(ctx, call)`: the exported model as a `ModelRef`: the expression and the
+  variable it names, the statements assigning it in the scope, the modes it can be in at
+  the call (a small forward data-flow over the scope: `Net()` is in training mode,
+  `.eval()`/`.train(False)` switch to eval, `.train()` back, branches join, `with` bodies
+  run, loops run at least once), and its class when it resolves to a class of this file.
+- `forward_params(ctx, class_info)`: the names `forward` takes (through local bases).
+- `convert_dynamic_axes(ctx, call)`: edits replacing `dynamic_axes=` by `dynamic_shapes=`.
+
+Nothing here imports or runs user code; everything answers None when unsure.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from onnxlint.semantic import ClassInfo, ExportCall, ExportKind, FunctionInfo, dotted, keyword_arg
+from onnxlint.violation import Edit, Span
+from onnxlint.walker import iter_children, iter_descendants
+
+if TYPE_CHECKING:
+    from onnxlint.rule import Context
+
+__all__ = [
+    "Mode",
+    "ModelRef",
+    "Origin",
+    "captures_model_mode",
+    "convert_dynamic_axes",
+    "effective_kind",
+    "example_inputs",
+    "exported_model",
+    "forward_params",
+    "literal_str_list",
+    "resolve_value",
+]
+
+
+class Mode(str, enum.Enum):
+    """The training flag of a model on one path to the export call."""
+
+    EVAL = "eval"  # `.eval()` / `.train(False)` / loaded with `from_pretrained`
+    TRAIN = "train"  # a freshly built module (training by default) or `.train()` never undone
+    RETRAIN = "retrain"  # `.train()` after the model had been put in eval mode
+    UNKNOWN = "unknown"  # a parameter, a loaded object, an unknown call
+
+
+@dataclass(frozen=True)
+class Origin:
+    """One possible state of the model at a point: its mode and, if known, its local class."""
+
+    mode: Mode
+    cls: str | None = None
+
+
+State = frozenset[Origin]
+_UNKNOWN: State = frozenset({Origin(Mode.UNKNOWN)})
+_BOTTOM: State = frozenset()  # no path reaches this point
+
+
+@dataclass
+class ModelRef:
+    """The model an export call exports (see `exported_model`)."""
+
+    expr: cst.BaseExpression  # the model argument as written at the call
+    name: str | None  # the dotted variable it names (`model`, `self.net`), None for an inline call
+    function: cst.FunctionDef | None  # the enclosing function, None at module level
+    scope: Sequence[cst.BaseStatement]  # the enclosing function's body, or the module body
+    statement: cst.CSTNode  # the innermost statement holding the call
+    assignments: list[cst.CSTNode] = field(default_factory=list)  # Assign/AnnAssign to `name`
+    origins: State = _UNKNOWN  # the states the model can be in at the call
+    class_info: ClassInfo | None = None  # its class when it resolves to a class of this file
+    in_no_grad: bool = False  # the call sits inside `with torch.no_grad()/inference_mode()`
+    one_line_body: bool = False  # the statement shares its line with a compound header
+
+    @property
+    def modes(self) -> frozenset[Mode]:
+        return frozenset(o.mode for o in self.origins)
+
+
+# --------------------------------------------------------------------------- locating a call
+
+
+def _memo(ctx: Context) -> dict[object, object]:
+    return ctx.model.memo
+
+
+def node_path(ctx: Context, node: cst.CSTNode) -> list[cst.CSTNode] | None:
+    """The ancestors of `node` from a top-level statement down (excluding `node`).
+
+    Uses the walk's ancestor stack when `node` is the node being visited, else searches the
+    module body once (memoised per check).
+    """
+    anc = ctx.ancestors
+    if anc and any(child is node for child in iter_children(anc[-1])):
+        start = 1 if isinstance(anc[0], cst.Module) else 0
+        return list(anc[start:])
+    key = ("path", id(node))
+    memo = _memo(ctx)
+    if key in memo:
+        found = memo[key]
+        return None if found is None else list(found)  # type: ignore[call-overload]
+    for stmt in ctx.model.module_body:
+        path = _search(stmt, node)
+        if path is not None:
+            memo[key] = path
+            return list(path)
+    memo[key] = None
+    return None
+
+
+def _search(root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:
+    stack: list[tuple[cst.CSTNode, int]] = [(root, 0)]
+    path: list[cst.CSTNode] = []
+    while stack:
+        node, depth = stack.pop()
+        del path[depth:]
+        if node is target:
+            return path
+        path.append(node)
+        for child in reversed(list(iter_children(node))):
+            stack.append((child, depth + 1))
+    return None
+
+
+def _scope_of(
+    ctx: Context, path: list[cst.CSTNode]
+) -> tuple[cst.FunctionDef | None, Sequence[cst.BaseStatement], list[cst.CSTNode]] | None:
+    """(function or None, its statements, the path below them) for a path to a node."""
+    for i in range(len(path) - 1, -1, -1):
+        n = path[i]
+        if isinstance(n, cst.FunctionDef):
+            body = n.body
+            stmts = body.body if isinstance(body, cst.IndentedBlock) else []
+            return n, stmts, path[i + 2 :] if isinstance(body, cst.IndentedBlock) else []
+        if isinstance(n, (cst.ClassDef, cst.Lambda)):
+            return None
+    return None, ctx.model.module_body, path
+
+
+# --------------------------------------------------------------------------- the data-flow
+
+_PRESERVING = frozenset(
+    {"to", "cuda", "cpu", "half", "float", "double", "bfloat16", "requires_grad_"}
+    | {"share_memory", "type", "zero_grad", "apply", "xpu", "mps", "ipu"}
+)
+_NO_GRAD = ("torch.no_grad", "torch.inference_mode", "torch.set_grad_enabled")
+_HARMLESS_CALLEES = ("builtins.", "torch.", "logging.", "copy.")
+_FRESH_PREFIXES = ("torchvision.models.", "timm.models.", "torch.nn.")
+_FRESH_FUNCS = frozenset({"timm.create_model", "torch.hub.load"})
+_LOADS = frozenset({"torch.load", "torch.jit.load", "pickle.load", "dill.load"})
+_MAX_DEPTH = 3
+
+
+def _is_camel(name: str) -> bool:
+    return name[:1].isupper() and any(ch.islower() for ch in name)
+
+
+def _join(*states: State) -> State:
+    out: set[Origin] = set()
+    for s in states:
+        out |= s
+    return frozenset(out)
+
+
+def _with_mode(state: State, mode: Mode) -> State:
+    return frozenset(Origin(mode, o.cls) for o in state) or frozenset({Origin(mode)})
+
+
+def _train(state: State) -> State:
+    if not state:
+        return frozenset({Origin(Mode.TRAIN)})
+    return frozenset(
+        Origin(Mode.RETRAIN if o.mode in (Mode.EVAL, Mode.RETRAIN) else Mode.TRAIN, o.cls)
+        for o in state
+    )
+
+
+class _Flow:
+    """Forward data-flow of one model variable's state over a list of statements."""
+
+    def __init__(
+        self, ctx: Context, name: str, scope: Sequence[cst.CSTNode] = (), depth: int = 0
+    ) -> None:
+        self.ctx = ctx
+        self.name = name
+        self.scope = scope
+        self.depth = depth
+        self._mode_receivers: set[str] | None = None
+        self.loop_exits: list[list[State]] = []
+        self.no_grad = False
+
+    # -- statements
+
+    def run(self, stmts: Sequence[cst.CSTNode], state: State, path: set[int]) -> tuple[State, bool]:
+        """Run `stmts`; stop at the statement on `path` (ids of the target's ancestors)."""
+        for stmt in stmts:
+            if id(stmt) in path:
+                return self._descend(stmt, state, path), True
+            state = self._stmt(stmt, state)
+        return state, False
+
+    def _suite(self, suite: cst.CSTNode | None) -> Sequence[cst.CSTNode]:
+        if suite is None:
+            return []
+        if isinstance(suite, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+            return suite.body
+        if isinstance(suite, (cst.Else, cst.Finally, cst.ExceptHandler)):
+            return self._suite(suite.body)
+        if isinstance(suite, cst.If):
+            return [suite]
+        return []
+
+    def _descend(self, stmt: cst.CSTNode, state: State, path: set[int]) -> State:
+        if isinstance(stmt, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+            for small in stmt.body:
+                if id(small) in path:
+                    return state
+                state = self._small(small, state)
+            return state
+        if isinstance(stmt, cst.If):
+            for branch in (stmt.body, stmt.orelse):
+                if branch is not None and id(branch) in path:
+                    return self.run(self._suite(branch), state, path)[0]
+            return state
+        if isinstance(stmt, (cst.For, cst.While)):
+            if id(stmt.body) in path:
+                head = _join(state, self._loop_body(stmt, state))
+                return self.run(self._suite(stmt.body), head, path)[0]
+            if stmt.orelse is not None and id(stmt.orelse) in path:
+                return self.run(self._suite(stmt.orelse), self._loop_body(stmt, state), path)[0]
+            return state
+        if isinstance(stmt, cst.With):
+            if id(stmt.body) in path:
+                if any(self._is_no_grad(item.item) for item in stmt.items):
+                    self.no_grad = True
+                return self.run(self._suite(stmt.body), state, path)[0]
+            return state
+        if isinstance(stmt, cst.Try | cst.TryStar):
+            if id(stmt.body) in path:
+                return self.run(self._suite(stmt.body), state, path)[0]
+            body_out = self.run(self._suite(stmt.body), state, set())[0]
+            for handler in stmt.handlers:
+                if id(handler) in path:
+                    return self.run(self._suite(handler), _join(state, body_out), path)[0]
+            if stmt.orelse is not None and id(stmt.orelse) in path:
+                return self.run(self._suite(stmt.orelse), body_out, path)[0]
+            if stmt.finalbody is not None and id(stmt.finalbody) in path:
+                return self.run(self._suite(stmt.finalbody), self._stmt(stmt, state), path)[0]
+            return state
+        if isinstance(stmt, cst.Match):
+            for case in stmt.cases:
+                if id(case) in path:
+                    return self.run(self._suite(case.body), state, path)[0]
+            return state
+        return state  # the call sits in a header (a decorator, a test...)
+
+    def _loop_body(self, stmt: cst.For | cst.While, state: State) -> State:
+        """The state after a loop's body ran (at least once), breaks and continues included."""
+        self.loop_exits.append([])
+        if isinstance(stmt, cst.For):
+            state = self._bind(stmt.target, state)
+        out, _ = self.run(self._suite(stmt.body), state, set())
+        exits = self.loop_exits.pop()
+        return _join(out, *exits)
+
+    def _stmt(self, stmt: cst.CSTNode, state: State) -> State:
+        if not state:
+            return state
+        if isinstance(stmt, cst.SimpleStatementLine | cst.SimpleStatementSuite):
+            for small in stmt.body:
+                state = self._small(small, state)
+            return state
+        if isinstance(stmt, cst.If):
+            state = self._events(stmt.test, state)
+            body = self.run(self._suite(stmt.body), state, set())[0]
+            other = self.run(self._suite(stmt.orelse), state, set())[0] if stmt.orelse else state
+            return _join(body, other)
+        if isinstance(stmt, (cst.For, cst.While)):
+            if isinstance(stmt, cst.For):
+                state = self._events(stmt.iter, state)
+            after = self._loop_body(stmt, state)
+            if stmt.orelse is not None:
+                after = self.run(self._suite(stmt.orelse), after, set())[0]
+            return after
+        if isinstance(stmt, cst.With):
+            for item in stmt.items:
+                state = self._events(item.item, state)
+                if item.asname is not None:
+                    state = self._bind(item.asname.name, state)
+            return self.run(self._suite(stmt.body), state, set())[0]
+        if isinstance(stmt, cst.Try | cst.TryStar):
+            body_out = self.run(self._suite(stmt.body), state, set())[0]
+            outs = [body_out]
+            if stmt.orelse is not None:
+                outs = [self.run(self._suite(stmt.orelse), body_out, set())[0]]
+            for handler in stmt.handlers:
+                outs.append(self.run(self._suite(handler), _join(state, body_out), set())[0])
+            after = _join(*outs)
+            if stmt.finalbody is not None:
+                after = self.run(self._suite(stmt.finalbody), after, set())[0]
+            return after
+        if isinstance(stmt, cst.Match):
+            outs = [self.run(self._suite(c.body), state, set())[0] for c in stmt.cases]
+            return _join(state, *outs)
+        return state  # def, class: not run here
+
+    def _small(self, small: cst.CSTNode, state: State) -> State:
+        if not state:
+            return state
+        if isinstance(small, (cst.Return, cst.Raise)):
+            return _BOTTOM
+        if isinstance(small, (cst.Break, cst.Continue)):
+            if self.loop_exits:
+                self.loop_exits[-1].append(state)
+            return _BOTTOM
+        if isinstance(small, cst.Assign):
+            if any(dotted(t.target) == self.name for t in small.targets):
+                return self.origin(small.value, state)
+            state = self._events(small.value, state)
+            for t in small.targets:
+                state = self._bind(t.target, state)
+            return state
+        if isinstance(small, cst.AnnAssign) and small.value is not None:
+            if dotted(small.target) == self.name:
+                return self.origin(small.value, state)
+            return self._events(small.value, state)
+        if isinstance(small, cst.Del):
+            return state
+        return self._events(small, state)
+
+    def _bind(self, target: cst.BaseExpression, state: State) -> State:
+        """An unknown value bound to `target` (a for/with/tuple target)."""
+        for node in (target, *iter_descendants(target)):
+            if isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) == self.name:
+                return _UNKNOWN
+        return state
+
+    # -- expressions
+
+    def _events(self, expr: cst.CSTNode, state: State) -> State:
+        """Apply the mode changes the calls inside `expr` make, in source order."""
+        calls = [n for n in (expr, *iter_descendants(expr)) if isinstance(n, cst.Call)]
+        # Inner calls run first: `model.eval().to(d)` evaluates `eval` before `to`.
+        for call in reversed(calls):
+            state = self._call_event(call, state)
+        return state
+
+    def _receiver_is_model(self, expr: cst.BaseExpression) -> bool:
+        d = dotted(expr)
+        if d is None:
+            return False
+        return d == self.name or self.name.startswith(d + ".")
+
+    def _call_event(self, call: cst.Call, state: State) -> State:
+        func = call.func
+        if isinstance(func, cst.Attribute) and self._receiver_is_model(func.value):
+            method = func.attr.value
+            if method == "eval":
+                return _with_mode(state, Mode.EVAL)
+            if method == "train":
+                flag = _train_flag(call)
+                if flag is False:
+                    return _with_mode(state, Mode.EVAL)
+                if flag is True:
+                    return _train(state)
+                return _with_mode(state, Mode.UNKNOWN)
+            return state
+        # The model passed to a function: a local helper may switch its mode.
+        for i, arg in enumerate(call.args):
+            if arg.star or dotted(arg.value) != self.name:
+                continue
+            return self._passed_to(call, i, arg, state)
+        return state
+
+    def _passed_to(self, call: cst.Call, index: int, arg: cst.Arg, state: State) -> State:
+        func = call.func
+        if isinstance(func, cst.Name) and func.value in self.ctx.model.functions:
+            info = self.ctx.model.functions[func.value]
+            params = info.params()
+            pname: str | None = None
+            if arg.keyword is not None:
+                pname = arg.keyword.value
+            elif index < len(params):
+                pname = params[index].name.value
+            if pname is None:
+                return _with_mode(state, Mode.UNKNOWN)
+            effect = _param_effect(info, pname)
+            if effect is Mode.EVAL:
+                return _with_mode(state, Mode.EVAL)
+            if effect is Mode.TRAIN:
+                return _train(state)
+            if effect is Mode.UNKNOWN:
+                return _with_mode(state, Mode.UNKNOWN)
+            return state
+        q = self.ctx.qualname(func)
+        if q is not None and q.startswith(_HARMLESS_CALLEES):
+            return state
+        return _with_mode(state, Mode.UNKNOWN)
+
+    def _is_no_grad(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Call):
+            expr = expr.func
+        q = self.ctx.qualname(expr)
+        return q is not None and q in _NO_GRAD
+
+    def origin(self, expr: cst.BaseExpression, state: State) -> State:
+        """The states of the value `expr` evaluates to, given the model's `state` now."""
+        d = dotted(expr)
+        if d is not None:
+            if d == self.name:
+                return state
+            return _UNKNOWN
+        if not isinstance(expr, cst.Call):
+            return _UNKNOWN
+        func = expr.func
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method == "eval":
+                return _with_mode(self.origin(func.value, state), Mode.EVAL)
+            if method == "train":
+                flag = _train_flag(expr)
+                inner = self.origin(func.value, state)
+                if flag is False:
+                    return _with_mode(inner, Mode.EVAL)
+                return _train(inner) if flag is True else _with_mode(inner, Mode.UNKNOWN)
+            if method in _PRESERVING:
+                return self.origin(func.value, state)
+            if method == "from_pretrained":
+                owner = dotted(func.value)
+                cls = owner if owner in self.ctx.model.classes else None
+                return frozenset({Origin(Mode.EVAL, cls)})
+        q = self.ctx.qualname(func)
+        if q is not None:
+            if q == "copy.deepcopy" and expr.args:
+                return self.origin(expr.args[0].value, state)
+            if q == "torch.compile" and expr.args:
+                return self.origin(expr.args[0].value, state)
+            if q in _LOADS:
+                return _UNKNOWN
+            if q in _FRESH_FUNCS:
+                return frozenset({Origin(Mode.TRAIN)})
+            if q.startswith(_FRESH_PREFIXES) and q.rsplit(".", 1)[-1][:1].isalpha():
+                if q.startswith("torch.nn.") and not _is_camel(q.rsplit(".", 1)[-1]):
+                    return _UNKNOWN
+                return frozenset({Origin(Mode.TRAIN)})
+        if isinstance(func, cst.Name):
+            local = func.value
+            if local in self.ctx.model.classes:
+                if self._wraps_model(expr):
+                    return frozenset({Origin(Mode.UNKNOWN, local)})
+                return frozenset({Origin(self._init_mode(local), local)})
+            if local in self.ctx.model.functions:
+                return self._helper_returns(self.ctx.model.functions[local])
+        last = dotted(func)
+        if last is not None and _is_camel(last.rsplit(".", 1)[-1]):
+            if self._wraps_model(expr):
+                return _UNKNOWN
+            return frozenset({Origin(Mode.TRAIN)})
+        return _UNKNOWN
+
+    def _init_mode(self, cls_name: str) -> Mode:
+        """TRAIN, unless the class's `__init__` switches itself to eval."""
+        init = self.ctx.model.find_method(cls_name, "__init__")
+        if init is not None and _param_effect(init, "self") is Mode.EVAL:
+            return Mode.EVAL
+        return Mode.TRAIN
+
+    def _wraps_model(self, call: cst.Call) -> bool:
+        """`Wrapper(model)`: the wrapped model's own mode decides what gets exported."""
+        if self._mode_receivers is None:
+            found: set[str] = set()
+            for stmt in self.scope:
+                for node in iter_descendants(stmt):
+                    if (
+                        isinstance(node, cst.Call)
+                        and isinstance(node.func, cst.Attribute)
+                        and node.func.attr.value in ("eval", "train")
+                    ):
+                        d = dotted(node.func.value)
+                        if d is not None:
+                            found.add(d)
+            self._mode_receivers = found
+        receivers = self._mode_receivers
+        return any(dotted(a.value) in receivers for a in call.args if not a.star)
+
+    def _helper_returns(self, info: FunctionInfo) -> State:
+        key = ("returns", id(info.node))
+        memo = _memo(self.ctx)
+        if key in memo:
+            return memo[key]  # type: ignore[return-value]
+        if self.depth >= _MAX_DEPTH:
+            return _UNKNOWN
+        memo[key] = _UNKNOWN  # recursion guard
+        body = info.node.body
+        stmts = body.body if isinstance(body, cst.IndentedBlock) else []
+        states: list[State] = []
+        for ret in _returns(info.node):
+            if ret.value is None:
+                continue
+            name = dotted(ret.value)
+            if name is None and isinstance(ret.value, cst.Call):
+                # `return m.eval()` / `return Net()`: the receiver is the variable.
+                inner: cst.BaseExpression = ret.value
+                while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
+                    inner = inner.func.value
+                name = dotted(inner)
+            start = _start_state(info.node, name) if name else _UNKNOWN
+            flow = _Flow(self.ctx, name or "<none>", stmts, self.depth + 1)
+            path = _path_set(info.node, ret)
+            at = flow.run(stmts, start, path)[0] if path else start
+            states.append(flow.origin(ret.value, at) if at else at)
+        result = _join(*states) if states else _UNKNOWN
+        memo[key] = result
+        return result
+
+
+def _train_flag(call: cst.Call) -> bool | None:
+    """True for `.train()`/`.train(True)`, False for `.train(False)`, None when unknown."""
+    if not call.args:
+        return True
+    value = call.args[0].value
+    if isinstance(value, cst.Name) and value.value in ("True", "False"):
+        return value.value == "True"
+    return None
+
+
+def _param_effect(info: FunctionInfo, param: str) -> Mode | None:
+    """What a function does to the mode of its parameter `param`, anywhere in its body."""
+    found: Mode | None = None
+    for node in iter_descendants(info.node.body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            if dotted(node.func.value) != param:
+                continue
+            m = node.func.attr.value
+            if m == "eval" or (m == "train" and _train_flag(node) is False):
+                found = Mode.EVAL if found in (None, Mode.EVAL) else Mode.UNKNOWN
+            elif m == "train":
+                found = Mode.TRAIN if found in (None, Mode.TRAIN) else Mode.UNKNOWN
+    return found
+
+
+def _returns(func: cst.FunctionDef) -> Iterator[cst.Return]:
+    stack = list(iter_children(func.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
+            yield node
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(iter_children(node))
+
+
+def _path_set(root: cst.CSTNode, target: cst.CSTNode) -> set[int]:
+    path = _search(root, target)
+    return {id(n) for n in path} | {id(target)} if path is not None else set()
+
+
+def _start_state(func: cst.FunctionDef | None, name: str) -> State:
+    """The model's state on entry to a scope: unknown (a parameter, a global, ...)."""
+    return _UNKNOWN
+
+
+# --------------------------------------------------------------------------- exported_model
+
+
+def exported_model(ctx: Context, call: ExportCall) -> ModelRef | None:
+    """The model `call` exports, with its state at the call and its class if local.
+
+    None when the call has no model argument or sits where no scope can be followed
+    (a class body, a lambda).
+    """
+    key = ("model", id(call.node))
+    memo = _memo(ctx)
+    if key in memo:
+        return memo[key]  # type: ignore[return-value]
+    ref = _exported_model(ctx, call)
+    memo[key] = ref
+    return ref
+
+
+def _exported_model(ctx: Context, call: ExportCall) -> ModelRef | None:
+    expr = call.model_expr
+    if expr is None:
+        return None
+    path = node_path(ctx, call.node)
+    if path is None:
+        return None
+    scoped = _scope_of(ctx, path)
+    if scoped is None:
+        return None
+    function, stmts, below = scoped
+    stmt_types = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+    statement = next((n for n in reversed(path) if isinstance(n, stmt_types)), None)
+    if statement is None:
+        return None
+    one_line = any(isinstance(n, cst.SimpleStatementSuite) for n in path)
+    # The variable: `model`, `self.net`, or the receiver of `model.eval()` written inline.
+    inner = expr
+    while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
+        inner = inner.func.value
+    name = dotted(inner)
+    if name is not None and (name in ctx.model.classes or name in ctx.model.functions):
+        name = None  # `torch.jit.trace(fn, x)`: a function, not a model variable
+    flow = _Flow(ctx, name or "<none>", stmts)
+    ids = {id(n) for n in below} | {id(call.node)}
+    start = _start_state(function, name) if name else _UNKNOWN
+    at, _ = flow.run(stmts, start, ids)
+    origins = flow.origin(expr, at) if at else _UNKNOWN
+    assignments = _assignments(stmts, name) if name else []
+    cls = _unique_class(ctx, origins)
+    if cls is None and name is not None and function is not None and not _binds(function, name):
+        # A module-level model exported inside a function: resolve its class only.
+        mod_assigns = _assignments(ctx.model.module_body, name)
+        classes = {_class_of_value(ctx, a) for a in mod_assigns}
+        if len(classes) == 1:
+            cls = classes.pop()
+    ref = ModelRef(
+        expr=expr,
+        name=name,
+        function=function,
+        scope=stmts,
+        statement=statement,
+        assignments=assignments,
+        origins=origins,
+        class_info=ctx.model.classes.get(cls) if cls else None,
+        in_no_grad=flow.no_grad,
+        one_line_body=one_line,
+    )
+    return ref
+
+
+def _unique_class(ctx: Context, origins: State) -> str | None:
+    classes = {o.cls for o in origins}
+    if len(classes) == 1:
+        only = next(iter(classes))
+        if only is not None and only in ctx.model.classes:
+            return only
+    return None
+
+
+def _class_of_value(ctx: Context, assign: cst.CSTNode) -> str | None:
+    value = assign.value if isinstance(assign, (cst.Assign, cst.AnnAssign)) else None
+    if value is None:
+        return None
+    flow = _Flow(ctx, "<none>")
+    return _unique_class(ctx, flow.origin(value, _UNKNOWN))
+
+
+def _binds(func: cst.FunctionDef, name: str) -> bool:
+    """Whether `name` is a parameter of `func` or assigned in it."""
+    p = func.params
+    params = [*p.posonly_params, *p.params, *p.kwonly_params]
+    if any(x.name.value == name for x in params):
+        return True
+    body = func.body.body if isinstance(func.body, cst.IndentedBlock) else []
+    return bool(_assignments(body, name))
+
+
+def _assignments(stmts: Sequence[cst.CSTNode], name: str) -> list[cst.CSTNode]:
+    """Assign/AnnAssign nodes binding `name` in `stmts` (not inside nested defs)."""
+    out: list[cst.CSTNode] = []
+    stack = list(reversed(stmts))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Assign):
+            if any(dotted(t.target) == name for t in node.targets):
+                out.append(node)
+            continue
+        if isinstance(node, cst.AnnAssign):
+            if dotted(node.target) == name:
+                out.append(node)
+            continue
+        if isinstance(node, cst.BaseExpression):
+            continue
+        stack.extend(reversed(list(iter_children(node))))
+    return out
+
+
+# --------------------------------------------------------------------------- forward params
+
+
+def forward_params(ctx: Context, class_info: ClassInfo | None) -> list[str] | None:
+    """The parameter names of the class's `forward` (positional then keyword-only), without
+    `self`; None when there is no local `forward` or it takes `*args`/`**kwargs`."""
+    if class_info is None:
+        return None
+    fwd = ctx.model.find_method(class_info.name, "forward")
+    if fwd is None:
+        return None
+    p = fwd.node.params
+    if isinstance(p.star_arg, cst.Param) or p.star_kwarg is not None:
+        return None
+    return [x.name.value for x in fwd.params()]
+
+
+# --------------------------------------------------------------------------- values
+
+
+def resolve_value(
+    ctx: Context, expr: cst.BaseExpression | None, ref: ModelRef | None = None
+) -> cst.BaseExpression | None:
+    """`expr`, or the value of the variable it names when that variable has exactly one
+    assignment in the export call's scope (or, failing that, at module level)."""
+    if expr is None or not isinstance(expr, cst.Name):
+        return expr
+    scopes: list[Sequence[cst.CSTNode]] = []
+    if ref is not None:
+        scopes.append(ref.scope)
+    scopes.append(ctx.model.module_body)
+    for stmts in scopes:
+        found = _assignments(stmts, expr.value)
+        if len(found) == 1:
+            node = found[0]
+            assert isinstance(node, (cst.Assign, cst.AnnAssign))
+            if isinstance(node, cst.Assign) and len(node.targets) != 1:
+                return None
+            return node.value
+        if found:
+            return None
+    return None
+
+
+def literal_str_list(expr: cst.BaseExpression | None) -> list[str] | None:
+    """`["a", "b"]` / `("a", "b")` -> ["a", "b"]; None unless every element is a plain string."""
+    if not isinstance(expr, (cst.List, cst.Tuple)):
+        return None
+    out: list[str] = []
+    for el in expr.elements:
+        if not isinstance(el, cst.Element) or not isinstance(el.value, cst.SimpleString):
+            return None
+        value = el.value.evaluated_value
+        if not isinstance(value, str):
+            return None
+        out.append(value)
+    return out
+
+
+def example_inputs(
+    ctx: Context, call: ExportCall, ref: ModelRef | None
+) -> list[cst.BaseExpression] | None:
+    """The positional example inputs of an export call (`args`), one expression each.
+
+    `(x, y)` -> [x, y]; a single non-tuple expression -> [it] (torch wraps it); a name bound
+    once to a tuple literal is followed. None when the count cannot be known.
+    """
+    arg = call.arg("args", 1)
+    if arg is None:
+        return [] if call.kind in (ExportKind.ONNX_DYNAMO, ExportKind.ONNX_TORCHSCRIPT) else None
+    value: cst.BaseExpression | None = arg.value
+    if isinstance(value, cst.Name):
+        resolved = resolve_value(ctx, value, ref)
+        if isinstance(resolved, (cst.Tuple, cst.List)):
+            value = resolved
+    if isinstance(value, cst.Tuple):
+        elements = []
+        for el in value.elements:
+            if not isinstance(el, cst.Element) or isinstance(el, cst.StarredElement):
+                return None
+            elements.append(el.value)
+        # `(x, {"mask": m})`: a trailing dict is keyword inputs to the legacy exporter.
+        if elements and isinstance(elements[-1], cst.Dict):
+            return None
+        return elements
+    if isinstance(value, (cst.List, cst.Dict, cst.ListComp, cst.GeneratorExp)):
+        return None
+    if isinstance(value, cst.Name):
+        resolved = resolve_value(ctx, value, ref)
+        if resolved is None:
+            return None  # `args` built elsewhere: could be a tuple
+    return [value] if value is not None else None
+
+
+# --------------------------------------------------------------------------- dynamic_axes
+
+
+def _str_value(expr: cst.BaseExpression) -> str | None:
+    if isinstance(expr, cst.SimpleString):
+        v = expr.evaluated_value
+        return v if isinstance(v, str) else None
+    return None
+
+
+def _int_value(expr: cst.BaseExpression) -> int | None:
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0)
+    if (
+        isinstance(expr, cst.UnaryOperation)
+        and isinstance(expr.operator, cst.Minus)
+        and isinstance(expr.expression, cst.Integer)
+    ):
+        return -int(expr.expression.value, 0)
+    return None
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def convert_dynamic_axes(ctx: Context, call: ExportCall) -> list[Edit] | None:
+    """Edits replacing `dynamic_axes=...` by the equivalent `dynamic_shapes=...`.
+
+    The new value is a dict keyed by the `forward` parameter names of the exported model's
+    class (found in this file), mapping `input_names` order onto the positional inputs;
+    when the class is not in this file but the inputs are positional, a tuple in input
+    order. Output-name keys are dropped (dynamo takes output shapes from the graph), dim
+    names given as strings are kept, list-form axes get the names the legacy exporter gave
+    them (`<input>_dynamic_axes_<n>`). Inputs without dynamic axes get `None`.
+
+    None when it cannot be done safely: `dynamic_shapes=` already given, a value that is
+    not a literal dict of literal axes, an input name that matches no input, inputs whose
+    count or order cannot be read, a `forward` with `*args`/`**kwargs`.
+    """
+    node = call.node
+    arg = keyword_arg(node, "dynamic_axes")
+    if arg is None or keyword_arg(node, "dynamic_shapes") is not None:
+        return None
+    ref = exported_model(ctx, call)
+    value = resolve_value(ctx, arg.value, ref)
+    if not isinstance(value, cst.Dict):
+        return None
+    input_names = _names_arg(ctx, call, "input_names", ref)
+    output_names = _names_arg(ctx, call, "output_names", ref)
+    if input_names is None or output_names is None:
+        return None
+    inputs = example_inputs(ctx, call, ref)
+    if inputs is None:
+        return None
+    kwargs_names = _kwargs_names(ctx, call, ref)
+    if kwargs_names is None:
+        return None
+    params = forward_params(ctx, ref.class_info) if ref is not None else None
+    n_inputs = len(inputs) + len(kwargs_names)
+    if len(input_names) > n_inputs:
+        return None  # nested inputs: names refer to flattened tensors
+    # Which input (by position) each name denotes.
+    position: dict[str, int] = {n: i for i, n in enumerate(input_names)}
+    if params is not None:
+        if len(inputs) > len(params):
+            return None
+        input_params = params[: len(inputs)] + kwargs_names
+        if any(k not in params for k in kwargs_names):
+            return None
+        for i, p in enumerate(input_params):
+            position.setdefault(p, i)  # without input_names, keys may be parameter names
+    elif kwargs_names:
+        return None
+    axes_by_pos: dict[int, str] = {}
+    for el in value.elements:
+        if not isinstance(el, cst.DictElement):
+            return None
+        key = _str_value(el.key)
+        if key is None:
+            return None
+        if key in output_names and key not in position:
+            continue
+        pos = position.get(key)
+        if pos is None or pos >= n_inputs or pos in axes_by_pos:
+            return None
+        axes = _axes_code(key, el.value)
+        if axes is None:
+            return None
+        axes_by_pos[pos] = axes
+    if params is not None:
+        input_params = params[: len(inputs)] + kwargs_names
+        items = [f'"{p}": {axes_by_pos.get(i, "None")}' for i, p in enumerate(input_params)]
+        text = _wrap(ctx, arg, items, "{}")
+    else:
+        items = [axes_by_pos.get(i, "None") for i in range(n_inputs)]
+        text = _wrap(ctx, arg, items, "()")
+    assert arg.keyword is not None
+    return [ctx.replace(arg.keyword, "dynamic_shapes"), ctx.replace(arg.value, text)]
+
+
+def _names_arg(ctx: Context, call: ExportCall, name: str, ref: ModelRef | None) -> list[str] | None:
+    """A literal list of names (`[]` when the argument is absent), None when unreadable."""
+    arg = call.arg(name)
+    if arg is None:
+        return []
+    return literal_str_list(resolve_value(ctx, arg.value, ref))
+
+
+def _kwargs_names(ctx: Context, call: ExportCall, ref: ModelRef | None) -> list[str] | None:
+    arg = call.arg("kwargs")
+    if arg is None:
+        return []
+    value = resolve_value(ctx, arg.value, ref)
+    if not isinstance(value, cst.Dict):
+        return None
+    out = []
+    for el in value.elements:
+        if not isinstance(el, cst.DictElement):
+            return None
+        key = _str_value(el.key)
+        if key is None:
+            return None
+        out.append(key)
+    return out
+
+
+def _axes_code(key: str, value: cst.BaseExpression) -> str | None:
+    """`{0: "batch"}` kept as written; `[0, 2]` -> `{0: "x_dynamic_axes_1", 2: ...}`."""
+    if isinstance(value, cst.Dict):
+        parts = []
+        for el in value.elements:
+            if not isinstance(el, cst.DictElement) or _int_value(el.key) is None:
+                return None
+            if _str_value(el.value) is None:
+                return None
+            parts.append(f"{_code(el.key)}: {_code(el.value)}")
+        return "{" + ", ".join(parts) + "}"
+    if isinstance(value, (cst.List, cst.Tuple)):
+        parts = []
+        for i, item in enumerate(value.elements):
+            if not isinstance(item, cst.Element) or _int_value(item.value) is None:
+                return None
+            parts.append(f'{_code(item.value)}: "{key}_dynamic_axes_{i + 1}"')
+        return "{" + ", ".join(parts) + "}"
+    if isinstance(value, cst.Name) and value.value == "None":
+        return "None"
+    return None
+
+
+def _wrap(ctx: Context, arg: cst.Arg, items: list[str], brackets: str) -> str:
+    """One line when it fits, else one entry per line indented like the argument."""
+    trailing = "," if brackets == "()" and len(items) == 1 else ""
+    text = brackets[0] + ", ".join(items) + trailing + brackets[1]
+    span: Span = ctx.span(arg)
+    if span.column - 1 + len("dynamic_shapes=") + len(text) <= 99:
+        return text
+    line = ctx.line_text(span.line)
+    indent = line[: len(line) - len(line.lstrip())]
+    pad = indent + "    "
+    return brackets[0] + "\n" + "".join(f"{pad}{e},\n" for e in items) + indent + brackets[1]
+
+
+# --------------------------------------------------------------------------- exporter facts
+
+
+def effective_kind(ctx: Context, call: ExportCall) -> ExportKind:
+    """The exporter a call really uses for `target-torch`: before 2.9, `torch.onnx.export`
+    without `dynamo=` is the TorchScript exporter."""
+    if (
+        call.kind is ExportKind.ONNX_DYNAMO
+        and ctx.config.torch_version < (2, 9)
+        and keyword_arg(call.node, "dynamo") is None
+    ):
+        return ExportKind.ONNX_TORCHSCRIPT
+    return call.kind
+
+
+def captures_model_mode(ctx: Context, call: ExportCall) -> bool:
+    """Whether the call exports the model in the mode it is in (so it must be in eval).
+
+    The legacy TorchScript exporter switches to eval itself unless `training=` says
+    otherwise; `export_for_training` wants training mode; `jit.script` compiles both modes.
+    """
+    kind = effective_kind(ctx, call)
+    if kind is ExportKind.ONNX_TORCHSCRIPT:
+        training = keyword_arg(call.node, "training")
+        return training is not None and (dotted(training.value) or "").endswith(".PRESERVE")
+    if kind is ExportKind.JIT_SCRIPT:
+        return False
+    return not call.qualname.endswith("export_for_training")

@@ -1,0 +1,316 @@
+"""OLX201: the exported model is still in training mode."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from onnxlint.exportflow import Mode, ModelRef, captures_model_mode, exported_model
+from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
+from onnxlint.semantic import ExportKind
+from onnxlint.violation import Fix, FixSafety, Severity
+
+_WHAT = {
+    ExportKind.JIT_TRACE: "tracing records",
+    ExportKind.TORCH_EXPORT: "`torch.export` captures",
+}
+
+
+def eval_fix(rule: Rule, ref: ModelRef, title: str) -> Fix | None:
+    """Insert `<model>.eval()` before the export statement (or append `.eval()` inline)."""
+    ctx = rule.ctx
+    if ref.name is None:
+        if isinstance(ref.expr, cst.Call):
+            return make_fix(
+                title,
+                ctx.replace(ref.expr, f"{ctx.code_of(ref.expr)}.eval()"),
+                safety=FixSafety.UNSAFE,
+            )
+        return None
+    if ref.one_line_body:
+        return None
+    return make_fix(
+        title,
+        ctx.insert_before_statement(ref.statement, f"{ref.name}.eval()"),
+        safety=FixSafety.UNSAFE,
+    )
+
+
+class MissingEvalBeforeExport(Rule):
+    """
+    ## What it does
+    Flags an export (`torch.onnx.export`, `torch.export.export`, `torch.jit.trace`) of a
+    model that is built in this scope (`Net()`, a local `make_model()` returning `Net()`,
+    `torchvision.models.*`, ...) and not switched to eval mode by a `.eval()` or
+    `.train(False)` that runs on every path before the export.
+
+    ## Why is this bad?
+    A new module is in training mode. The dynamo exporter (the default since torch 2.9),
+    `torch.export` and tracing capture the mode the model is in: the graph keeps Dropout
+    and BatchNorm uses the batch statistics, so the exported model gives different (and
+    random) results at inference. The `training=` keyword of `torch.onnx.export` is ignored
+    by the dynamo exporter, and `with torch.no_grad():` does not change the mode either.
+    An `.eval()` in only one branch of an `if` leaves the other path in training mode.
+
+    ## Example
+    ```python
+    model = Net()
+    model.load_state_dict(torch.load("weights.pt"))
+    with torch.no_grad():
+        torch.onnx.export(model, (x,), "model.onnx")
+    ```
+
+    ## Use instead
+    ```python
+    model = Net()
+    model.load_state_dict(torch.load("weights.pt"))
+    model.eval()
+    torch.onnx.export(model, (x,), "model.onnx")
+    ```
+
+    ## Fix safety
+    Unsafe: inserting `model.eval()` before the export changes the exported graph (to the
+    inference graph the user almost always means), and the model stays in eval mode for
+    any code after the export in the same scope (e.g. training that continues).
+
+    ## References
+    - https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.eval
+    - torch 2.10+: "UserWarning: Exporting a model while it is in training mode"
+    """
+
+    code = "OLX201"
+    name = "missing-eval-before-export"
+    severity = Severity.WARNING
+    fix_safety = FixSafety.UNSAFE
+    requires = ("export", "trace")
+    file_scope = True
+
+    VALID = [
+        Valid(
+            dedent(
+                """
+                import torch
+                model = Net().eval()
+                torch.onnx.export(model, (x,), "m.onnx")
+                """
+            )
+        ),
+        Valid(
+            dedent(
+                """
+                import torch
+                def main():
+                    model = Net()
+                    model.load_state_dict(torch.load("w.pt"))
+                    model.train(False)
+                    with torch.no_grad():
+                        torch.onnx.export(model, (x,), "m.onnx")
+                """
+            )
+        ),
+        Valid(  # a parameter: the caller decides the mode
+            dedent(
+                """
+                import torch
+                def export(model, x):
+                    torch.onnx.export(model, (x,), "m.onnx")
+                """
+            )
+        ),
+        Valid(  # a local helper that returns `m.eval()`
+            dedent(
+                """
+                import torch
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return x
+                def load():
+                    m = Net()
+                    return m.eval()
+                model = load()
+                torch.export.export(model, (x,))
+                """
+            )
+        ),
+        Valid(  # eval in every branch
+            dedent(
+                """
+                import torch
+                model = Net()
+                if fast:
+                    model.eval()
+                else:
+                    model = model.half().eval()
+                torch.onnx.export(model, (x,), "m.onnx")
+                """
+            )
+        ),
+        Valid(  # training loop that ends each epoch with eval
+            dedent(
+                """
+                import torch
+                model = Net()
+                for epoch in range(10):
+                    model.train()
+                    train(model)
+                    model.eval()
+                    evaluate(model)
+                torch.onnx.export(model, (x,), "m.onnx")
+                """
+            )
+        ),
+        Valid(  # the legacy exporter switches to eval itself (training=EVAL by default)
+            "import torch\nmodel = Net()\ntorch.onnx.export(model, (x,), 'm.onnx', dynamo=False)\n"
+        ),
+        Valid(  # from_pretrained returns a model in eval mode
+            dedent(
+                """
+                import torch
+                from transformers import AutoModel
+                model = AutoModel.from_pretrained("bert-base-uncased")
+                torch.onnx.export(model, (ids,), "m.onnx")
+                """
+            )
+        ),
+        Valid(  # a local helper that puts its argument in eval mode
+            dedent(
+                """
+                import torch
+                def prepare(m):
+                    m.eval()
+                    return m
+                model = Net()
+                prepare(model)
+                torch.onnx.export(model, (x,), "m.onnx")
+                """
+            )
+        ),
+        Valid(  # a wrapper around a model that is in eval mode
+            dedent(
+                """
+                import torch
+                net = Net()
+                net.eval()
+                model = ExportWrapper(net)
+                torch.onnx.export(model, (x,), "m.onnx")
+                """
+            )
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                model = Net()
+                model.load_state_dict(torch.load("w.pt"))
+                with torch.no_grad():
+                    torch.onnx.export(model, (x,), "m.onnx")
+                """
+            ),
+            line=5,
+            message="`model` is in training mode",
+            fixed=dedent(
+                """
+                import torch
+                model = Net()
+                model.load_state_dict(torch.load("w.pt"))
+                with torch.no_grad():
+                    model.eval()
+                    torch.onnx.export(model, (x,), "m.onnx")
+                """
+            ),
+        ),
+        Invalid(  # eval only in one branch does not dominate the export
+            dedent(
+                """
+                import torch
+                from torchvision import models
+                def main(args):
+                    model = models.resnet18()
+                    if args.checkpoint:
+                        model.load_state_dict(torch.load(args.checkpoint))
+                        model.eval()
+                    torch.onnx.export(model, (x,), "m.onnx")
+                """
+            ),
+            line=8,
+            message="may be in training mode",
+            fixed=dedent(
+                """
+                import torch
+                from torchvision import models
+                def main(args):
+                    model = models.resnet18()
+                    if args.checkpoint:
+                        model.load_state_dict(torch.load(args.checkpoint))
+                        model.eval()
+                    model.eval()
+                    torch.onnx.export(model, (x,), "m.onnx")
+                """
+            ),
+        ),
+        Invalid(  # a local factory returning a fresh module; torch.jit.trace
+            dedent(
+                """
+                import torch
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return x
+                def make_model():
+                    return Net()
+                net = make_model()
+                traced = torch.jit.trace(net, (x,))
+                """
+            ),
+            line=8,
+            message="tracing records",
+        ),
+        Invalid(  # inline construction: `.eval()` appended
+            "import torch\ntorch.export.export(Net(), (x,))\n",
+            line=2,
+            message="training mode",
+            fixed="import torch\ntorch.export.export(Net().eval(), (x,))\n",
+        ),
+        Invalid(  # before 2.9 the default exporter is the legacy one: only with PRESERVE
+            dedent(
+                """
+                import torch
+                model = Net()
+                torch.onnx.export(model, (x,), "m.onnx", training=torch.onnx.TrainingMode.PRESERVE)
+                """
+            ),
+            line=3,
+            message="training mode",
+            config={"target-torch": "2.5"},
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        call = self.ctx.export_call(node)
+        if call is None or not captures_model_mode(self.ctx, call):
+            return
+        ref = exported_model(self.ctx, call)
+        if ref is None:
+            return
+        modes = ref.modes
+        if Mode.TRAIN not in modes or Mode.RETRAIN in modes:
+            return  # OLX202 reports a `.train()` that undoes an `.eval()`
+        who = f"`{ref.name}`" if ref.name else "the model"
+        what = _WHAT.get(call.kind, "the exporter keeps")
+        if modes == {Mode.TRAIN}:
+            head = f"{who} is in training mode at this export"
+        else:
+            head = (
+                f"{who} may be in training mode at this export "
+                "(`.eval()` does not run on every path)"
+            )
+        notes: tuple[str, ...] = ()
+        if ref.in_no_grad:
+            notes = ("`torch.no_grad()` turns off gradients but does not switch to eval mode",)
+        self.report(
+            ref.expr,
+            f"{head}: {what} Dropout and training-mode BatchNorm; call "
+            f"`{ref.name or 'model'}.eval()` before exporting",
+            fix=eval_fix(self, ref, f"Call `{ref.name or 'model'}.eval()` before the export"),
+            notes=notes,
+        )
