@@ -136,6 +136,8 @@ def _parse(text: str, cache: ParseCache) -> _Entry:
         value = (None, exc, {})
     except (RecursionError, MemoryError) as exc:  # pathological nesting
         value = (None, exc, {})
+    except Exception as exc:  # noqa: BLE001 - libcst validation errors on odd identifiers
+        value = (None, exc, {})
     cache.put(text, value)
     return value
 

@@ -1,0 +1,155 @@
+"""The engine's own guarantees: block splitting, reuse after edits, positions, robustness."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from onnxlint.blocks import ParseCache, split_blocks
+from onnxlint.engine import Engine
+from onnxlint.semantic import FileModel, index_block
+
+SOURCE = '''\
+"""Module docstring
+with a line at column 0
+class NotAClass:
+"""
+import torch
+import torch.onnx as tox
+from torch import nn
+
+
+@decorator(
+    arg=1,
+)
+class Net(nn.Module):
+    def forward(self, x):
+        return helper(x)
+
+
+class Deeper(Net):
+    pass
+
+
+def helper(x):
+    return x * 2
+
+
+DATA = [
+1,
+2]
+
+if True:
+    pass
+else:
+    pass
+
+try:
+    import numpy
+except ImportError:
+    numpy = None
+
+tox.export(Net(), (torch.zeros(1),), "m.onnx", dynamo=False)
+'''
+
+
+def test_blocks_cover_the_file_exactly_and_all_parse() -> None:
+    blocks = split_blocks(SOURCE, ParseCache())
+    assert "".join(b.text for b in blocks) == SOURCE
+    assert all(b.module is not None for b in blocks)
+    starts = [b.text.lstrip("\n").split("\n", 1)[0] for b in blocks]
+    assert '"""Module docstring' in starts[0]
+    assert not any(s.startswith("class NotAClass") for s in starts)
+    assert any(s.startswith("@decorator(") for s in starts)
+    assert any(s.startswith("DATA = [") for s in starts)
+    assert not any(s.startswith(("else", "except", "1,")) for s in starts)
+    # Line numbers add up.
+    line = 1
+    for b in blocks:
+        assert b.start_line == line
+        line += b.text.count("\n")
+
+
+def test_semantic_model_resolves_imports_modules_and_reachability() -> None:
+    blocks = split_blocks(SOURCE, ParseCache())
+    indexes = [index_block(b.module) for b in blocks if b.module]
+    model = FileModel.build(indexes, [])
+    assert model.imports["tox"] == "torch.onnx"
+    assert model.resolve("nn.Module") == "torch.nn.Module"
+    assert model.classes["Net"].is_module and model.classes["Deeper"].is_module
+    assert (None, "helper") in model.reachable and ("Net", "forward") in model.reachable
+    assert [e.kind.value for e in model.export_calls] == ["onnx-torchscript"]
+
+
+def test_finding_position_matches_whole_file_positions() -> None:
+    engine = Engine()
+    found = engine.check("m.py", SOURCE)
+    v = next(v for v in found if v.code == "OLX401")
+    module = cst.parse_module(SOURCE)
+    wrapper = MetadataWrapper(module)
+    positions = wrapper.resolve(PositionProvider)
+    arg = next(
+        n
+        for n in positions
+        if isinstance(n, cst.Arg) and n.keyword is not None and n.keyword.value == "dynamo"
+    )
+    rng = positions[arg]
+    assert (v.span.line, v.span.column) == (rng.start.line, rng.start.column + 1)
+    assert (v.span.end_line, v.span.end_column) == (rng.end.line, rng.end.column + 1)
+
+
+def test_an_edit_reparses_and_rewalks_only_what_changed() -> None:
+    engine = Engine()
+    first = engine.check("m.py", SOURCE)
+    edited = SOURCE.replace("return x * 2", "y = x * 3\n    return y")
+    second = engine.check("m.py", edited)
+    stats = engine.last_stats
+    assert stats.blocks_from_cache >= stats.blocks - 3
+    assert [v.code for v in first] == [v.code for v in second]
+    # The export call moved one line down: its finding moved with it.
+    line1 = next(v.line for v in first if v.code == "OLX401")
+    line2 = next(v.line for v in second if v.code == "OLX401")
+    assert line2 == line1 + 1
+
+
+def test_results_after_edits_equal_a_fresh_check() -> None:
+    warm = Engine()
+    text = SOURCE
+    for i in range(30):
+        text = text.replace("pass\nelse:", f"x{i} = {i}\n    pass\nelse:", 1)
+        warm.check("m.py", text)
+    assert warm.check("m.py", text) == Engine().check("m.py", text)
+
+
+def test_a_syntax_error_in_one_block_keeps_the_others_checked() -> None:
+    broken = SOURCE.replace("def helper(x):", "def helper(x)")
+    found = Engine().check("m.py", broken)
+    codes = [v.code for v in found]
+    assert "OLX000" in codes and "OLX401" in codes
+    err = next(v for v in found if v.code == "OLX000")
+    assert err.line == SOURCE.splitlines().index("def helper(x):") + 1
+
+
+def test_a_failing_rule_drops_only_its_own_results(monkeypatch) -> None:
+    from onnxlint.rules.exporter_api import olx401_legacy_torchscript_exporter as mod
+
+    def boom(self, node):
+        raise RuntimeError("rule bug")
+
+    engine = Engine()
+    monkeypatch.setattr(mod.LegacyTorchScriptExporter, "visit_Call", boom)
+    found = engine.check("m.py", SOURCE)
+    assert "OLX401" not in {v.code for v in found}
+    assert any("OLX401" in e for e in engine.last_stats.rule_errors)
+
+
+def test_prefilter_skips_files_without_torch_words() -> None:
+    engine = Engine()
+    assert engine.check("m.py", "x = 1\n" * 1000) == []
+    assert engine.last_stats.skipped_by_prefilter
+
+
+def test_deeply_nested_code_does_not_crash() -> None:
+    text = "import torch\nx = " + "(" * 400 + "1" + ")" * 400 + "\n"
+    found = Engine().check("m.py", text)
+    assert all(v.code == "OLX000" for v in found)
