@@ -57,28 +57,47 @@ def child_fields(tp: type) -> tuple[str, ...]:
     return names
 
 
-def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+_IS_NODE: dict[type, bool] = {}
+
+
+def _is_node(tp: type) -> bool:
+    # isinstance() against libcst's ABC-based classes is slow; cache per concrete type.
+    known = _IS_NODE.get(tp)
+    if known is None:
+        known = _IS_NODE[tp] = isinstance(tp, type) and issubclass(tp, cst.CSTNode)
+    return known
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The meaningful children of `node`, in source order."""
+    out: list[cst.CSTNode] = []
     for name in child_fields(type(node)):
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (tuple, list)):
+        tp = type(value)
+        if tp is tuple or tp is list:
             for item in value:
-                if isinstance(item, cst.CSTNode):
-                    yield item
+                if _is_node(type(item)):
+                    out.append(item)
+        elif _is_node(tp):
+            out.append(value)
+    return out
+
+
+def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    return iter(children(node))
 
 
 def iter_descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """All meaningful nodes under `node` (not `node` itself), in source order."""
-    stack = list(iter_children(node))
+    stack = children(node)
     stack.reverse()
     while stack:
         current = stack.pop()
         yield current
-        children = list(iter_children(current))
-        children.reverse()
-        stack.extend(children)
+        kids = children(current)
+        if kids:
+            kids.reverse()
+            stack.extend(kids)
 
 
 Handler = Callable[[Any], None]
@@ -108,6 +127,6 @@ def walk(
             handler(node)
         stack.append((node, True))
         ancestors.append(node)
-        children = list(iter_children(node))
-        for child in reversed(children):
+        kids = children(node)
+        for child in reversed(kids):
             stack.append((child, False))
