@@ -42,8 +42,11 @@ __all__ = [
     "example_inputs",
     "exported_model",
     "forward_params",
+    "input_positions",
     "literal_str_list",
+    "names_arg",
     "resolve_value",
+    "tensor_rank",
 ]
 
 
@@ -62,6 +65,7 @@ class Origin:
 
     mode: Mode
     cls: str | None = None
+    evaled: bool = False  # an `.eval()` ran on this path (so a later `.train()` undoes it)
 
 
 State = frozenset[Origin]
@@ -175,15 +179,17 @@ def _join(*states: State) -> State:
 
 
 def _with_mode(state: State, mode: Mode) -> State:
-    return frozenset(Origin(mode, o.cls) for o in state) or frozenset({Origin(mode)})
+    evaled = mode is Mode.EVAL
+    return frozenset(Origin(mode, o.cls, o.evaled or evaled) for o in state) or frozenset(
+        {Origin(mode, None, evaled)}
+    )
 
 
 def _train(state: State) -> State:
     if not state:
         return frozenset({Origin(Mode.TRAIN)})
     return frozenset(
-        Origin(Mode.RETRAIN if o.mode in (Mode.EVAL, Mode.RETRAIN) else Mode.TRAIN, o.cls)
-        for o in state
+        Origin(Mode.RETRAIN if o.evaled else Mode.TRAIN, o.cls, o.evaled) for o in state
     )
 
 
@@ -440,7 +446,7 @@ class _Flow:
             if method == "from_pretrained":
                 owner = dotted(func.value)
                 cls = owner if owner in self.ctx.model.classes else None
-                return frozenset({Origin(Mode.EVAL, cls)})
+                return frozenset({Origin(Mode.EVAL, cls, True)})
         q = self.ctx.qualname(func)
         if q is not None:
             if q == "copy.deepcopy" and expr.args:
@@ -460,7 +466,8 @@ class _Flow:
             if local in self.ctx.model.classes:
                 if self._wraps_model(expr):
                     return frozenset({Origin(Mode.UNKNOWN, local)})
-                return frozenset({Origin(self._init_mode(local), local)})
+                mode = self._init_mode(local)
+                return frozenset({Origin(mode, local, mode is Mode.EVAL)})
             if local in self.ctx.model.functions:
                 return self._helper_returns(self.ctx.model.functions[local])
         last = dotted(func)
@@ -974,3 +981,67 @@ def captures_model_mode(ctx: Context, call: ExportCall) -> bool:
     if kind is ExportKind.JIT_SCRIPT:
         return False
     return not call.qualname.endswith("export_for_training")
+
+
+# --------------------------------------------------------------------------- example inputs
+
+_SHAPE_FACTORIES = frozenset(
+    {"randn", "rand", "zeros", "ones", "empty", "full", "randint", "randn_like", "ones_like"}
+)
+
+
+def names_arg(ctx: Context, call: ExportCall, name: str) -> list[str] | None:
+    """A literal `input_names`/`output_names` list (`[]` when absent), None when unreadable."""
+    return _names_arg(ctx, call, name, exported_model(ctx, call))
+
+
+def tensor_rank(ctx: Context, expr: cst.BaseExpression, ref: ModelRef | None) -> int | None:
+    """The rank of an example input built by a torch factory with literal sizes
+    (`torch.randn(1, 3, 224, 224)`, `torch.zeros((2, 8), dtype=...)`), else None."""
+    value = resolve_value(ctx, expr, ref)
+    if not isinstance(value, cst.Call):
+        return None
+    q = ctx.qualname(value.func) or ""
+    if not q.startswith("torch.") or q.count(".") != 1:
+        return None
+    fn = q.split(".", 1)[1]
+    if fn not in _SHAPE_FACTORIES or fn.endswith("_like"):
+        return None
+    size_kw = keyword_arg(value, "size")
+    pos = [a for a in value.args if a.keyword is None]
+    if any(a.star for a in pos):
+        return None
+    if size_kw is not None:
+        sizes: list[cst.BaseExpression] = [size_kw.value]
+    elif fn == "randint":
+        sizes = [pos[-1].value] if len(pos) >= 2 else []
+    elif fn == "full":
+        sizes = [pos[0].value] if pos else []
+    else:
+        sizes = [a.value for a in pos]
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+        elements = sizes[0].elements
+        if any(
+            not isinstance(e, cst.Element) or isinstance(e, cst.StarredElement) for e in elements
+        ):
+            return None
+        return len(elements)
+    if not sizes or any(isinstance(s, (cst.Tuple, cst.List)) for s in sizes):
+        return None
+    if len(sizes) == 1 and not isinstance(sizes[0], cst.Integer):
+        return None  # `torch.zeros(shape)`: a size variable
+    return len(sizes)
+
+
+def input_positions(ctx: Context, call: ExportCall) -> dict[str, int] | None:
+    """Input name -> index of the positional example input it names: from `input_names`,
+    and from the `forward` parameter names when the model's class is in this file."""
+    ref = exported_model(ctx, call)
+    names = _names_arg(ctx, call, "input_names", ref)
+    if names is None:
+        return None
+    out = {n: i for i, n in enumerate(names)}
+    params = forward_params(ctx, ref.class_info) if ref is not None else None
+    for i, p in enumerate(params or ()):
+        out.setdefault(p, i)
+    return out

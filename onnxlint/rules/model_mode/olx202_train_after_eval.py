@@ -1,0 +1,156 @@
+"""OLX202: `.train()` re-enables training mode between `.eval()` and the export."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from onnxlint.exportflow import Mode, captures_model_mode, exported_model
+from onnxlint.rule import Invalid, Rule, Valid, dedent
+from onnxlint.rules.model_mode.olx201_missing_eval_before_export import eval_fix
+from onnxlint.violation import FixSafety, Severity
+
+
+class TrainAfterEval(Rule):
+    """
+    ## What it does
+    Flags an export of a model that was put in eval mode and then back in training mode
+    (`model.train()`, `model.train(True)`, or a local helper that calls it) on a path
+    that reaches the export.
+
+    ## Why is this bad?
+    `.train()` undoes `.eval()` for the whole module tree. The dynamo exporter,
+    `torch.export` and tracing capture the current mode, so the exported graph keeps
+    Dropout and training-mode BatchNorm. This typically happens when an export is added
+    at the end of a training loop that calls `model.train()` at the start of each epoch,
+    or after a validation helper that restores training mode.
+
+    ## Example
+    ```python
+    model.eval()
+    evaluate(model)
+    model.train()
+    torch.onnx.export(model, (x,), "model.onnx")
+    ```
+
+    ## Use instead
+    ```python
+    model.train()
+    ...
+    model.eval()
+    torch.onnx.export(model, (x,), "model.onnx")
+    ```
+
+    ## Fix safety
+    Unsafe: inserting `model.eval()` before the export changes the exported graph, and
+    the model stays in eval mode for the code after the export in the same scope.
+
+    ## References
+    - https://docs.pytorch.org/docs/stable/generated/torch.nn.Module.html#torch.nn.Module.train
+    """
+
+    code = "OLX202"
+    name = "train-mode-before-export"
+    severity = Severity.WARNING
+    fix_safety = FixSafety.UNSAFE
+    requires = ("export", "trace")
+    file_scope = True
+
+    VALID = [
+        Valid(
+            dedent(
+                """
+                import torch
+                model = Net()
+                model.train()
+                fit(model)
+                model.eval()
+                torch.onnx.export(model, (x,), "m.onnx")
+                """
+            )
+        ),
+        Valid(  # training that was never undone by eval: OLX201's case
+            dedent(
+                """
+                import torch
+                model = Net()
+                model.train()
+                torch.onnx.export(model, (x,), "m.onnx")
+                """
+            )
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                def main():
+                    model = Net().eval()
+                    validate(model)
+                    model.train()
+                    torch.onnx.export(model, (x,), "m.onnx")
+                """
+            ),
+            line=6,
+            message="`model.train()`",
+            fixed=dedent(
+                """
+                import torch
+                def main():
+                    model = Net().eval()
+                    validate(model)
+                    model.train()
+                    model.eval()
+                    torch.onnx.export(model, (x,), "m.onnx")
+                """
+            ),
+        ),
+        Invalid(  # export inside the epoch loop, after `model.train()`
+            dedent(
+                """
+                import torch
+                model = Net()
+                for epoch in range(3):
+                    model.eval()
+                    evaluate(model)
+                    model.train()
+                    loss = model(x).sum()
+                    torch.export.export(model, (x,))
+                """
+            ),
+            line=8,
+            message="training mode",
+        ),
+        Invalid(  # a local helper that restores training mode
+            dedent(
+                """
+                import torch
+                def finetune(m):
+                    m.train()
+                    return m
+                model = Net().eval()
+                finetune(model)
+                torch.jit.trace(model, (x,))
+                """
+            ),
+            line=7,
+            message="training mode",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        call = self.ctx.export_call(node)
+        if call is None or not captures_model_mode(self.ctx, call):
+            return
+        ref = exported_model(self.ctx, call)
+        if ref is None or Mode.RETRAIN not in ref.modes:
+            return
+        name = ref.name or "model"
+        every = ref.modes == {Mode.RETRAIN}
+        self.report(
+            ref.expr,
+            f"`{name}.train()` runs after `.eval()` and before this export, so `{name}` "
+            f"{'is' if every else 'may be'} exported in training mode (with Dropout and "
+            f"training-mode BatchNorm); call `{name}.eval()` right before exporting",
+            fix=eval_fix(self, ref, f"Call `{name}.eval()` before the export"),
+        )
