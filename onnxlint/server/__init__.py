@@ -1,0 +1,84 @@
+"""The onnxlint language server (pygls 2): `onnxlint server`, `python -m onnxlint.server`.
+
+The server converts engine results to LSP types and never re-implements analysis. Modules:
+`server` (state, settings, the check pipeline), `settings`, `convert`, `protocol`, and one
+module per handler family: `lifecycle`, `text_sync`, `code_actions`, `hover`, `code_lens`,
+`commands`, `deep`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from onnxlint.server.server import OnnxlintServer
+
+LOG_LEVELS = ("error", "warning", "info", "debug")
+
+
+def create_server() -> OnnxlintServer:
+    """A server with every feature registered (the deep service included)."""
+    from onnxlint.server import code_actions, code_lens, hover, lifecycle, text_sync
+    from onnxlint.server.deep import DeepService
+    from onnxlint.server.server import OnnxlintServer
+
+    server = OnnxlintServer()
+    server.deep = DeepService(server)
+    lifecycle.register(server)
+    text_sync.register(server)
+    code_actions.register(server)
+    hover.register(server)
+    code_lens.register(server)
+    return server
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="onnxlint server",
+        description="Run the onnxlint language server (LSP over stdio).",
+    )
+    p.add_argument(
+        "--stdio", action="store_true", help="use stdio (the default and only transport)"
+    )
+    p.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default="warning",
+        help="what the server logs to stderr (default: warning)",
+    )
+    p.add_argument("--log-file", help="also append the log to this file")
+    return p
+
+
+def serve(argv: list[str] | None = None) -> int:
+    """Run the server on stdio until the client says exit; returns the exit code."""
+    args = _parser().parse_args(list(argv or []))
+    level = getattr(logging, args.log_level.upper())
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if args.log_file:
+        handlers.append(logging.FileHandler(args.log_file, encoding="utf-8"))
+    logging.basicConfig(
+        level=level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+        force=True,
+    )
+    # pygls logs every message at INFO; keep it quiet unless asked for debug output.
+    logging.getLogger("pygls").setLevel(level if level <= logging.DEBUG else logging.WARNING)
+    # stdout belongs to the protocol: anything printed by accident goes to stderr instead.
+    stdout = sys.stdout.buffer
+    sys.stdout = sys.stderr
+    server = create_server()
+    server.warm()
+    try:
+        server.start_io(sys.stdin.buffer, stdout)
+    finally:
+        if server.deep is not None:
+            server.deep.shutdown()
+    return 0 if server.protocol._shutdown else 1
+
+
+__all__ = ["create_server", "serve"]

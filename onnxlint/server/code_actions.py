@@ -1,0 +1,308 @@
+"""Code actions: a quick fix per finding, "suppress on this line", and fix-all (safe fixes).
+
+Every offered edit is computed for the document's current version, sent as a versioned
+`TextDocumentEdit` when the client supports it (so a client whose buffer moved on rejects
+it), and checked before it is offered: the edited text is re-checked with the engine (only
+the edited top-level block is parsed again) and the edit is offered only if the finding is
+gone and no syntax error (OLX000) appeared. Fix-all runs `onnxlint.fixes.fix_text`, which may
+take several passes, so it is built in `codeAction/resolve` when the client supports it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from lsprotocol import types
+
+from onnxlint.server.convert import (
+    Lines,
+    diagnostic,
+    fix_is_offered,
+    overlaps,
+    text_edits,
+    whole_text_edit,
+)
+from onnxlint.server.server import OnnxlintServer, Result
+from onnxlint.violation import Edit, FixSafety, Span, Violation
+
+log = logging.getLogger("onnxlint.server")
+
+FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.onnxlint"
+QUICKFIX = types.CodeActionKind.QuickFix.value
+SYNTAX_ERROR_CODE = "OLX000"  # onnxlint.engine.SYNTAX_ERROR_CODE
+UNCHECKABLE = ("OLX000", "OLX001")  # syntax / internal errors: no suppression, no fix
+
+_IGNORE_RE = re.compile(r"#\s*onnxlint:\s*ignore\[(?P<codes>[^\]]*)\]", re.I)
+
+
+class Capabilities:
+    resolve_edit = False
+    document_changes = False
+    literals = True
+
+
+def configure(server: OnnxlintServer, caps: types.ClientCapabilities) -> None:
+    """Record what the client supports (called from initialize)."""
+    c = Capabilities()
+    ca = caps.text_document.code_action if caps.text_document else None
+    if ca is not None:
+        c.literals = ca.code_action_literal_support is not None
+        rs = ca.resolve_support
+        c.resolve_edit = bool(rs and "edit" in rs.properties)
+    we = caps.workspace.workspace_edit if caps.workspace else None
+    c.document_changes = bool(we and we.document_changes)
+    server.code_action_caps = c
+
+
+def wants(only: Sequence[str] | None, kind: str, default: bool = True) -> bool:
+    if not only:
+        return default
+    return any(kind == str(k) or kind.startswith(str(k) + ".") for k in only)
+
+
+def workspace_edit(
+    server: OnnxlintServer, uri: str, version: int | None, edits: list[types.TextEdit]
+) -> types.WorkspaceEdit:
+    caps: Capabilities = server.code_action_caps or Capabilities()
+    if caps.document_changes:
+        return types.WorkspaceEdit(
+            document_changes=[
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=version
+                    ),
+                    edits=list(edits),
+                )
+            ]
+        )
+    return types.WorkspaceEdit(changes={uri: edits})
+
+
+# ---------------------------------------------------------------------- validation
+
+
+def _recheck(server: OnnxlintServer, uri: str, text: str) -> list[Violation]:
+    config, _, _ = server.config_for(uri)
+    return server.engine.check(server.path_of(uri), text, config)
+
+
+def _holds(before: list[Violation], after: list[Violation], v: Violation) -> bool:
+    """The fix removed (one) `v` and introduced no syntax error."""
+    b, a = Counter(x.code for x in before), Counter(x.code for x in after)
+    if a[SYNTAX_ERROR_CODE] > b[SYNTAX_ERROR_CODE]:
+        return False
+    if v.source == "deep":
+        return True  # deep findings are not re-checked statically; the parse check is it
+    return a[v.code] < b[v.code]
+
+
+def _checked_edits(
+    server: OnnxlintServer, uri: str, res: Result, v: Violation, edits: list[Edit]
+) -> bool:
+    """On the engine thread: whether applying `edits` to the result's text removes `v`."""
+    from onnxlint.fixes import apply_edits
+
+    try:
+        new_text = apply_edits(res.text, edits)
+    except ValueError:
+        return False
+    if new_text == res.text:
+        return False
+    try:
+        after = _recheck(server, uri, new_text)
+    except Exception:
+        log.exception("re-check of a fix failed")
+        return False
+    return _holds(res.violations, after, v)
+
+
+def suppression_edit(line_text: str, line: int, code: str) -> Edit:
+    """Add `code` to the line's `# onnxlint: ignore[...]`, or append one."""
+    m = _IGNORE_RE.search(line_text)
+    if m:
+        codes = [c.strip() for c in re.split(r"[\s,]+", m.group("codes")) if c.strip()]
+        if code not in codes:
+            codes.append(code)
+        start, end = m.span("codes")
+        return Edit(Span(line, start + 1, line, end + 1), ", ".join(codes))
+    stripped = line_text.rstrip()
+    return Edit(
+        Span(line, len(stripped) + 1, line, len(line_text) + 1),
+        f"  # onnxlint: ignore[{code}]",
+    )
+
+
+def _suppression(server: OnnxlintServer, uri: str, res: Result, v: Violation) -> Edit | None:
+    """The first suppression comment (start line, then end line) that silences `v`."""
+    lines = res.text.splitlines()
+    for line in dict.fromkeys((v.span.line, v.span.end_line)):
+        if not 0 < line <= len(lines):
+            continue
+        edit = suppression_edit(lines[line - 1], line, v.code)
+        if _checked_edits(server, uri, res, v, [edit]):
+            return edit
+    return None
+
+
+def _cached(server: OnnxlintServer, uri: str, key: Any, compute: Any) -> Any:
+    st = server.state(uri)
+    if key not in st.fix_cache:
+        if len(st.fix_cache) > 256:
+            st.fix_cache.clear()
+        st.fix_cache[key] = compute()
+    return st.fix_cache[key]
+
+
+# ---------------------------------------------------------------------- building actions
+
+
+def _title(v: Violation) -> str:
+    assert v.fix is not None
+    title = f"onnxlint ({v.code}): {v.fix.title}"
+    if v.fix.safety is FixSafety.UNSAFE:
+        title += " (unsafe: may change behaviour)"
+    return title
+
+
+def _client_diagnostic(
+    context: Sequence[types.Diagnostic], ours: types.Diagnostic
+) -> types.Diagnostic:
+    for d in context:
+        if d.code == ours.code and d.range == ours.range and d.source == ours.source:
+            return d
+    return ours
+
+
+async def code_action(
+    ls: OnnxlintServer, params: types.CodeActionParams
+) -> list[types.CodeAction | types.Command] | None:
+    uri = params.text_document.uri
+    res = await ls.current(uri)
+    if not ls.settings_for(uri).enable:
+        return []
+    lines = ls.lines(res.text)
+    settings = ls.settings_for(uri)
+    only = params.context.only
+    actions: list[types.CodeAction | types.Command] = []
+    violations = ls.violations(uri)
+    if wants(only, QUICKFIX):
+        for v in violations:
+            if v.code in UNCHECKABLE:
+                continue
+            diag = diagnostic(v, lines, settings.severity_for(v.code))
+            if not overlaps(diag.range, params.range):
+                continue
+            diag = _client_diagnostic(params.context.diagnostics, diag)
+            actions.extend(await _actions_for(ls, uri, res, v, diag, lines))
+    if wants(only, FIX_ALL_KIND, default=True) and any(
+        v.fix is not None and v.fix.safety is FixSafety.SAFE for v in res.violations
+    ):
+        actions.append(await _fix_all_action(ls, uri, res))
+    return actions
+
+
+async def _actions_for(
+    ls: OnnxlintServer,
+    uri: str,
+    res: Result,
+    v: Violation,
+    diag: types.Diagnostic,
+    lines: Lines,
+) -> list[types.CodeAction]:
+    out: list[types.CodeAction] = []
+    fix = v.fix
+    if fix is not None and fix_is_offered(fix):
+        edits = list(fix.edits)
+        ok = await ls.run_check(
+            lambda: _cached(
+                ls, uri, ("fix", res.version, v), lambda: _checked_edits(ls, uri, res, v, edits)
+            )
+        )
+        if ok:
+            out.append(
+                types.CodeAction(
+                    title=_title(v),
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diag],
+                    is_preferred=fix.safety is FixSafety.SAFE,
+                    edit=workspace_edit(ls, uri, res.version, text_edits(edits, lines)),
+                )
+            )
+    edit = await ls.run_check(
+        lambda: _cached(
+            ls, uri, ("suppress", res.version, v), lambda: _suppression(ls, uri, res, v)
+        )
+    )
+    if edit is not None:
+        out.append(
+            types.CodeAction(
+                title=f"onnxlint ({v.code}): Suppress {v.code} on this line",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[diag],
+                edit=workspace_edit(ls, uri, res.version, text_edits([edit], lines)),
+            )
+        )
+    return out
+
+
+FIX_ALL_TITLE = "onnxlint: Fix all auto-fixable problems (safe fixes)"
+
+
+async def _fix_all_action(ls: OnnxlintServer, uri: str, res: Result) -> types.CodeAction:
+    action = types.CodeAction(
+        title=FIX_ALL_TITLE,
+        kind=FIX_ALL_KIND,
+        data={"uri": uri, "version": res.version, "kind": "fixAll"},
+    )
+    caps: Capabilities = ls.code_action_caps or Capabilities()
+    if not caps.resolve_edit:
+        action.edit = await fix_all_edit(ls, uri)
+    return action
+
+
+async def fix_all_edit(ls: OnnxlintServer, uri: str) -> types.WorkspaceEdit | None:
+    """The edit applying every safe fix to the current version (None: nothing to fix)."""
+    res = await ls.current(uri)
+    new_text = await ls.run_check(
+        lambda: _cached(ls, uri, ("fixAll", res.version), lambda: _fix_all_text(ls, uri, res))
+    )
+    if new_text is None or new_text == res.text:
+        return None
+    edits = whole_text_edit(res.text, new_text, ls.lines(res.text))
+    return workspace_edit(ls, uri, res.version, edits)
+
+
+def _fix_all_text(ls: OnnxlintServer, uri: str, res: Result) -> str | None:
+    from onnxlint.fixes import fix_text
+
+    result = fix_text(
+        res.text,
+        list(res.violations),
+        lambda text: _recheck(ls, uri, text),
+        unsafe=False,
+    )
+    return result.text if result.applied else None
+
+
+async def resolve(ls: OnnxlintServer, action: types.CodeAction) -> types.CodeAction:
+    data = action.data if isinstance(action.data, dict) else {}
+    if data.get("kind") == "fixAll" and action.edit is None:
+        uri = data.get("uri")
+        if isinstance(uri, str) and uri in ls.workspace.text_documents:
+            action.edit = await fix_all_edit(ls, uri)
+    return action
+
+
+def register(server: OnnxlintServer) -> None:
+    server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND],
+            resolve_provider=True,
+        ),
+    )(code_action)
+    server.feature(types.CODE_ACTION_RESOLVE)(resolve)

@@ -1,0 +1,357 @@
+"""The server's side of the deep analysis: targets, the worker handle, progress, results.
+
+The analysis itself is `onnxlint.deep.analyzer.DeepAnalyzer` (a long-lived worker process under
+the user's interpreter). This module decides *whether* it may run (trusted workspace, on an
+explicit request), finds the target for a file, reports progress (`$/progress`, and the
+custom `onnxlint/analysisState` notification), honours cancellation, and files the findings
+into the deep bucket of each open document they belong to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import importlib.util
+import logging
+import os
+import re
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from onnxlint.server.server import OnnxlintServer
+
+log = logging.getLogger("onnxlint.server")
+
+ANALYSIS_STATE = "onnxlint/analysisState"
+TARGETS_TTL_S = 10.0
+UNTRUSTED_MESSAGE = (
+    "onnxlint: deep analysis imports and runs your model code, so it only runs in a trusted "
+    "workspace. Trust this workspace to use it (the static checks keep running)."
+)
+NO_TARGET_HELP = (
+    "declare one in pyproject.toml ([[tool.onnxlint.targets]] with name and factory = "
+    '"module:function") or mark a zero-argument function that returns (model, args) '
+    "with `# onnxlint: target`"
+)
+
+
+class DeepUnavailable(Exception):
+    """The deep analysis cannot run here; the message says why and what to do."""
+
+
+@dataclass
+class Analysis:
+    target: str
+    cancel: threading.Event = field(default_factory=threading.Event)
+    started: float = field(default_factory=time.monotonic)
+
+
+class DeepService:
+    def __init__(self, server: OnnxlintServer) -> None:
+        self.server = server
+        self.analyzers: dict[tuple[str, str], Any] = {}  # (root, python) -> DeepAnalyzer
+        self.executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="onnxlint-deep"
+        )
+        self._targets: dict[str, tuple[float, list[Any], list[Any]]] = {}
+        self.running: Analysis | None = None
+        self.results: list[Any] = []  # DeepResult of the latest analysis of each target
+        self.report_dir: Path | None = None
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    # ------------------------------------------------------------------ availability
+
+    @staticmethod
+    def module() -> Any:
+        try:
+            from onnxlint.deep import analyzer
+        except ImportError as exc:  # pragma: no cover - ships with the package
+            raise DeepUnavailable(f"onnxlint: the deep analysis is not available: {exc}") from exc
+        return analyzer
+
+    def python_for(self, uri: str) -> str:
+        settings = self.server.settings_for(uri)
+        cfg, _, _ = self.server.config_for(uri)
+        return settings.deep.interpreter or cfg.deep.get("python") or sys.executable
+
+    def check_allowed(self, uri: str) -> str:
+        """The interpreter to use, or DeepUnavailable with the reason."""
+        if not self.server.init.trusted:
+            raise DeepUnavailable(UNTRUSTED_MESSAGE)
+        python = self.python_for(uri)
+        same = os.path.realpath(python) == os.path.realpath(sys.executable)
+        if same and importlib.util.find_spec("torch") is None:
+            raise DeepUnavailable(
+                f"onnxlint: the deep analysis needs torch, which is not installed in "
+                f"{python}. Install the extra (`pip install 'onnxlint[deep]'`) or set "
+                "`onnxlint.deep.interpreter` to a Python that has torch."
+            )
+        return python
+
+    # ------------------------------------------------------------------ targets
+
+    def _root(self, uri: str) -> Path:
+        cfg, _, _ = self.server.config_for(uri)
+        return Path(cfg.root) if cfg.root else Path.cwd()
+
+    def targets(self, uri: str) -> tuple[list[Any], list[Any]]:
+        """(targets, problems) of the project holding `uri`, cached briefly (no imports)."""
+        from onnxlint.deep.cli import collect_targets
+
+        cfg, _, _ = self.server.config_for(uri)
+        root = Path(cfg.root) if cfg.root else Path.cwd()
+        key = str(root)
+        hit = self._targets.get(key)
+        if hit is not None and time.monotonic() - hit[0] < TARGETS_TTL_S:
+            return hit[1], hit[2]
+        raw = [dict(t) for t in cfg.targets]
+        paths = [root] if cfg.source is not None else []
+        path = self.server.path_of(uri)
+        if os.path.isfile(path):
+            paths.append(Path(path))
+        targets, problems = collect_targets(raw, root, paths)
+        self._targets[key] = (time.monotonic(), targets, problems)
+        return targets, problems
+
+    def analyzer(self, uri: str, python: str) -> Any:
+        mod = self.module()
+        root = self._root(uri)
+        key = (str(root), python)
+        a = self.analyzers.get(key)
+        if a is None:
+            from onnxlint.deep.cli import CACHE_SUBDIR
+
+            a = self.analyzers[key] = mod.DeepAnalyzer(python, cache_dir=root / CACHE_SUBDIR)
+        targets, _ = self.targets(uri)
+        a.set_targets(targets)
+        return a
+
+    def targets_in_file(self, uri: str) -> list[tuple[Any, int]]:
+        """(target, 1-based line) for code lenses, without starting a worker."""
+        try:
+            targets, _ = self.targets(uri)
+            if not targets:
+                return []
+            mod = self.module()
+            probe = mod.DeepAnalyzer(sys.executable, targets=targets)
+            for a in self.analyzers.values():  # classes learned from earlier analyses
+                probe._model_classes.update(getattr(a, "_model_classes", {}))
+            return list(probe.targets_in_file(self.server.path_of(uri)))
+        except Exception:
+            log.exception("finding targets for %s failed", uri)
+            return []
+
+    def resolve_target(self, uri: str, spec: dict[str, Any]) -> Any:
+        """The target a code lens / command argument names, or DeepUnavailable."""
+        targets, problems = self.targets(uri)
+        by_name = {t.name: t for t in targets}
+        name = spec.get("target")
+        if isinstance(name, str):
+            if name in by_name:
+                return by_name[name]
+            raise DeepUnavailable(f"onnxlint: no analysis target named {name!r}")
+        if not targets:
+            extra = f" ({problems[0].message})" if problems else ""
+            raise DeepUnavailable(f"onnxlint: no analysis target found{extra}: {NO_TARGET_HELP}")
+        in_file = self.targets_in_file(uri)
+        line = spec.get("line")
+        if in_file:
+            if isinstance(line, int):
+                exact = [t for t, ln in in_file if ln == line]
+                if exact:
+                    return exact[0]
+            return in_file[0][0]
+        names = [n for n in spec.get("names", []) if isinstance(n, str)]
+        cls = spec.get("name")
+        if isinstance(cls, str):
+            names.insert(0, cls)
+        for n in names:
+            for t in targets:
+                if _factory_mentions(t, n):
+                    return t
+        what = f"`{names[0]}`" if names else "this file"
+        raise DeepUnavailable(f"onnxlint: no analysis target builds {what}; {NO_TARGET_HELP}")
+
+    # ------------------------------------------------------------------ running
+
+    async def analyze(self, uri: str, spec: dict[str, Any], token: Any = None) -> dict[str, Any]:
+        """Run one target's analysis with progress and cancellation; file its findings."""
+        ls = self.server
+        try:
+            python = self.check_allowed(uri)
+            target = await ls.get_loop().run_in_executor(None, self.resolve_target, uri, spec)
+        except DeepUnavailable as exc:
+            ls.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=str(exc))
+            )
+            return {"status": "unavailable", "message": str(exc)}
+        if self.running is not None:
+            msg = f"onnxlint: an analysis of {self.running.target!r} is already running"
+            ls.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Info, message=msg)
+            )
+            return {"status": "busy", "message": msg}
+        job = Analysis(target.name)
+        self.running = job
+        if token is not None:
+            token.add_done_callback(lambda f: job.cancel.set() if f.cancelled() else None)
+        progress = await _Progress.start(ls, f"onnxlint: analyzing {target.name}", job.cancel)
+        ls.protocol.notify(ANALYSIS_STATE, {"state": "started", "target": target.name})
+        versions = {u: d.version for u, d in ls.workspace.text_documents.items()}
+        loop = ls.get_loop()
+
+        def on_progress(phase: str, percent: int | None) -> None:
+            loop.call_soon_threadsafe(progress.report, phase, percent)
+
+        try:
+            analyzer = self.analyzer(uri, python)
+            result = await loop.run_in_executor(
+                self.executor, lambda: analyzer.analyze(target, on_progress, job.cancel)
+            )
+        except asyncio.CancelledError:
+            job.cancel.set()
+            raise
+        except Exception as exc:
+            log.exception("deep analysis of %s failed", target.name)
+            result = None
+            error = f"onnxlint: the analysis of {target.name!r} failed: {exc}"
+            ls.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Error, message=error)
+            )
+        finally:
+            self.running = None
+            progress.end("cancelled" if job.cancel.is_set() else "done")
+            ls.protocol.notify(ANALYSIS_STATE, {"state": "finished", "target": target.name})
+        if result is None:
+            return {"status": "error", "target": target.name}
+        self._file(result, versions)
+        self.results = [r for r in self.results if r.target.name != target.name] + [result]
+        return {
+            "status": result.status,
+            "target": target.name,
+            "findings": len(result.violations),
+            "cached": bool(getattr(result, "cached", False)),
+            "detail": result.detail,
+        }
+
+    def _file(self, result: Any, versions: dict[str, int | None]) -> None:
+        """Put a result's findings into the deep bucket of each open document."""
+        ls = self.server
+        by_file: dict[str, list[Any]] = {}
+        for v in result.violations:
+            by_file.setdefault(os.path.realpath(v.path), []).append(v)
+        for uri, doc in list(ls.workspace.text_documents.items()):
+            path = ls.path_of(uri)
+            if not os.path.isabs(path):
+                continue
+            found = by_file.get(os.path.realpath(path), [])
+            st = ls.docs.get(uri)
+            if st is None or (not found and result.target.name not in st.deep):
+                continue
+            if doc.version != versions.get(uri):
+                continue  # the buffer changed during the analysis: its lines may not match
+            ls.set_deep(uri, doc.version, result.target.name, found)
+
+    def on_save(self, uri: str) -> None:
+        """`deep.onSave`: analyse the targets of this file in the background."""
+        if not self.server.init.trusted:
+            return
+        in_file = self.targets_in_file(uri)
+        if not in_file:
+            return
+        target = in_file[0][0]
+        task = asyncio.ensure_future(self.analyze(uri, {"target": target.name}))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def report(self) -> dict[str, Any]:
+        """Write the latest results as Markdown and HTML reports; their paths."""
+        if not self.results:
+            raise DeepUnavailable("onnxlint: no analysis has run yet: run `Analyze export` first")
+        from onnxlint.deep.report import write_report
+
+        folder = self.report_dir or Path(os.environ.get("TMPDIR", "/tmp")) / (
+            f"onnxlint-report-{os.getpid()}"
+        )
+        md, html = folder / "report.md", folder / "report.html"
+        write_report(self.results, md)
+        write_report(self.results, html)
+        return {"markdown": str(md), "html": str(html)}
+
+    def restart(self) -> None:
+        self.shutdown()
+        self._targets.clear()
+
+    def shutdown(self) -> None:
+        if self.running is not None:
+            self.running.cancel.set()
+        for a in list(self.analyzers.values()):
+            try:
+                a.shutdown()
+            except Exception:
+                log.exception("stopping the deep worker failed")
+        self.analyzers.clear()
+
+
+def _factory_mentions(target: Any, name: str) -> bool:
+    """Whether the target's factory module mentions `name` (it likely builds that class)."""
+    root = Path(target.root)
+    base = root.joinpath(*target.module.split("."))
+    for cand in (base.with_suffix(".py"), base / "__init__.py"):
+        try:
+            text = cand.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        return re.search(rf"\b{re.escape(name)}\b", text) is not None
+    return False
+
+
+class _Progress:
+    """Work-done progress created by the server (no-op if the client does not support it)."""
+
+    def __init__(self, ls: OnnxlintServer, token: str | None) -> None:
+        self.ls = ls
+        self.token = token
+
+    @classmethod
+    async def start(cls, ls: OnnxlintServer, title: str, cancel: threading.Event) -> _Progress:
+        caps = ls.client_capabilities.window
+        if not (caps and caps.work_done_progress):
+            return cls(ls, None)
+        token = f"onnxlint-{uuid.uuid4()}"
+        try:
+            await ls.work_done_progress.create_async(token)
+        except Exception as exc:
+            log.warning("window/workDoneProgress/create failed: %s", exc)
+            return cls(ls, None)
+        fut = ls.work_done_progress.tokens.get(token)
+        if fut is not None:
+            fut.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
+        ls.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=title, cancellable=True, message="starting")
+        )
+        return cls(ls, token)
+
+    def report(self, phase: str, percent: int | None) -> None:
+        if self.token is None:
+            return
+        self.ls.work_done_progress.report(
+            self.token,
+            types.WorkDoneProgressReport(
+                message=phase, percentage=percent if isinstance(percent, int) else None
+            ),
+        )
+
+    def end(self, message: str) -> None:
+        if self.token is None:
+            return
+        self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+        self.ls.work_done_progress.tokens.pop(self.token, None)
+        self.token = None

@@ -1,0 +1,117 @@
+"""initialize / initialized / configuration / workspace folders / shutdown."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from lsprotocol import types
+
+from onnxlint.server import code_actions, commands, text_sync
+from onnxlint.server.server import OnnxlintServer
+from onnxlint.server.settings import parse_initialization_options
+
+log = logging.getLogger("onnxlint.server")
+
+
+def _client_supports_pull(caps: types.ClientCapabilities) -> bool:
+    td = caps.text_document
+    return td is not None and td.diagnostic is not None
+
+
+def _client_supports_configuration(caps: types.ClientCapabilities) -> bool:
+    ws = caps.workspace
+    return bool(ws and ws.configuration)
+
+
+def register(server: OnnxlintServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: OnnxlintServer, params: types.InitializeParams) -> None:
+        init, errors = parse_initialization_options(params.initialization_options)
+        ls.apply_init_options(init)
+        ls.pending_errors = errors
+        caps = params.capabilities
+        if _client_supports_pull(caps):
+            text_sync.enable_pull(ls)
+        code_actions.configure(ls, caps)
+        commands.register_commands(ls, init.client_commands)
+        info = params.client_info
+        log.info(
+            "initialize: client %s %s, pull diagnostics %s, trusted %s, encoding %s",
+            info.name if info else "?",
+            info.version if info else "",
+            ls.pull_diagnostics,
+            init.trusted,
+            ls.workspace.position_encoding,
+        )
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: OnnxlintServer, params: types.InitializedParams) -> None:
+        ls.get_loop()
+        errors = list(getattr(ls, "pending_errors", []))
+        if _client_supports_configuration(ls.client_capabilities):
+            errors += await pull_configuration(ls)
+        ls.report_settings_errors(errors)
+        if ls.docs:
+            ls.recheck_all()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: OnnxlintServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        errors: list[str] = []
+        pushed = params.settings
+        if isinstance(pushed, dict) and isinstance(pushed.get("onnxlint"), dict):
+            # Neovim and friends push the new settings: they replace the global ones
+            # and apply to every folder that has no settings of its own.
+            ls.folder_settings = {
+                k: v for k, v in ls.folder_settings.items() if k in _folder_keys(ls)
+            }
+            errors += ls.update_settings([(None, pushed["onnxlint"])])
+        if _client_supports_configuration(ls.client_capabilities):
+            errors += await pull_configuration(ls)
+        ls.report_settings_errors(errors)
+        ls.recheck_all()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def did_change_folders(
+        ls: OnnxlintServer, params: types.DidChangeWorkspaceFoldersParams
+    ) -> None:
+        for f in params.event.removed:
+            ls.folder_settings.pop(f.uri, None)
+        if _client_supports_configuration(ls.client_capabilities):
+            ls.report_settings_errors(await pull_configuration(ls))
+        ls.recheck_all()
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: OnnxlintServer, params: Any) -> None:
+        for st in ls.docs.values():
+            if st.timer is not None:
+                st.timer.cancel()
+        if ls.deep is not None:
+            ls.deep.shutdown()
+        ls.checker.shutdown(wait=False, cancel_futures=True)
+
+
+def _folder_keys(ls: OnnxlintServer) -> set[str]:
+    from onnxlint.server.server import _norm_uri
+
+    return {_norm_uri(f.uri) for f in ls.workspace.folders.values()}
+
+
+async def pull_configuration(ls: OnnxlintServer) -> list[str]:
+    """Ask the client for section `onnxlint`, globally and per workspace folder."""
+    folders = list(ls.workspace.folders.values())
+    items = [types.ConfigurationItem(section="onnxlint")]
+    items += [types.ConfigurationItem(scope_uri=f.uri, section="onnxlint") for f in folders]
+    try:
+        values = await ls.workspace_configuration_async(types.ConfigurationParams(items=items))
+    except Exception as exc:
+        log.warning("workspace/configuration failed: %s", exc)
+        return []
+    if not isinstance(values, list) or len(values) != len(items):
+        return []
+    scopes: list[str | None] = [None, *(f.uri for f in folders)]
+    pairs = [(scope, v) for scope, v in zip(scopes, values, strict=True) if isinstance(v, dict)]
+    # A folder answer identical to the global one is not folder-specific.
+    return ls.update_settings(pairs)

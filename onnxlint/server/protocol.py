@@ -1,0 +1,70 @@
+"""The JSON-RPC layer, made strict about bad input: every broken message gets an LSP error.
+
+pygls logs a message it cannot parse or structure and moves on; a client that sent a
+request then waits forever. Here:
+
+- a body that is not JSON gets a ParseError (-32700) response with `id: null`;
+- a JSON value that is not a JSON-RPC 2.0 message gets InvalidRequest (-32600);
+- a request whose params do not fit the method gets InvalidParams (-32602) for its id;
+- a request after `shutdown` gets InvalidRequest instead of silence.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import LanguageServerProtocol
+
+log = logging.getLogger("onnxlint.server")
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+
+class _Answered:
+    """A message that already got its error response."""
+
+    jsonrpc = "answered"
+
+
+class OnnxlintProtocol(LanguageServerProtocol):
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                log.warning("invalid params for %r (id %r)", data.get("method"), data.get("id"))
+                self._send_response(data["id"], error=exc.to_response_error())
+                return _Answered()
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, _Answered):
+            return
+        if not hasattr(message, "jsonrpc"):
+            msg_id = message.get("id") if isinstance(message, dict) else None
+            log.warning("not a JSON-RPC 2.0 message: %.200r", message)
+            self.send_error(msg_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message")
+            return
+        if (
+            self._shutdown
+            and getattr(message, "method", "") != types.EXIT
+            and hasattr(message, "id")
+            and hasattr(message, "method")
+        ):
+            self.send_error(message.id, INVALID_REQUEST, "the server is shutting down")
+            return
+        super().handle_message(message)
+
+    def send_error(self, msg_id: Any, code: int, message: str) -> None:
+        if not isinstance(msg_id, (int, str)):
+            msg_id = None
+        self._send_response(msg_id, error=types.ResponseError(code=code, message=message))
+
+    def answer_parse_error(self, error: Exception) -> None:
+        if isinstance(error, json.JSONDecodeError):
+            self.send_error(None, PARSE_ERROR, f"Parse error: {error}")

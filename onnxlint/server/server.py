@@ -1,0 +1,518 @@
+"""The language server object: documents' state, settings, configuration and the check pipeline.
+
+Every engine call runs on one worker thread (the engine's parse cache is not shared between
+threads, and one thread keeps the event loop free to read the next edit). Per document:
+
+- an edit (re)starts the document's debounce timer; when it fires, a check of the text as it
+  is *then* is queued on the worker thread;
+- at most one check per document runs at a time; edits that arrive meanwhile mark the
+  document dirty and one more check runs on the newest text when the running one ends, so a
+  storm of edits costs a handful of checks, not one per keystroke;
+- a result is stored and published only if the document still has the version it was
+  computed for; an older result is dropped, never published;
+- static findings and deep findings are two buckets, published together (publishDiagnostics
+  replaces everything for a URI); the deep bucket of a file is cleared when it changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+
+from onnxlint import __version__
+from onnxlint.config import Config, ConfigError, load_config
+from onnxlint.server.convert import Lines, diagnostic, sort_key
+from onnxlint.server.protocol import OnnxlintProtocol
+from onnxlint.server.settings import InitOptions, Settings, parse_settings
+from onnxlint.suppression import apply_suppressions
+from onnxlint.violation import Severity, Span, Violation
+
+if TYPE_CHECKING:
+    from onnxlint.engine import Engine
+
+log = logging.getLogger("onnxlint.server")
+
+INTERNAL_ERROR_CODE = "OLX001"  # onnxlint.engine.INTERNAL_ERROR_CODE (not imported: see warm)
+
+T = TypeVar("T")
+
+# How long a project configuration read from pyproject.toml is trusted before re-reading.
+CONFIG_TTL_S = 2.0
+# Parsed blocks kept by the engine, beyond those of the open documents.
+PARSE_CACHE_SLACK = 256
+
+
+class UnknownDocument(JsonRpcInvalidParams):
+    """A request named a document that was never opened (or is closed)."""
+
+
+@dataclass
+class Result:
+    """The static findings for one version of a document's text."""
+
+    version: int | None
+    text: str
+    violations: list[Violation]
+    config_error: str | None = None
+
+
+@dataclass
+class DocState:
+    uri: str
+    result: Result | None = None
+    # target name -> its deep findings in this file, for the version they were computed on
+    deep: dict[str, list[Violation]] = field(default_factory=dict)
+    deep_version: int | None = None
+    timer: asyncio.TimerHandle | None = None
+    running: bool = False
+    dirty: bool = False
+    revision: int = 0  # bumped whenever what would be published changes (pull result ids)
+    published: tuple[int | None, int] | None = None  # (version, revision) last pushed
+    waiters: list[asyncio.Future[Result]] = field(default_factory=list)
+    fix_cache: dict[Any, Any] = field(default_factory=dict)  # per result version
+
+
+class OnnxlintServer(LanguageServer):
+    """pygls server holding onnxlint's state (see the module docstring)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "onnxlint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=OnnxlintProtocol,
+            max_workers=4,
+        )
+        self._engine: Engine | None = None
+        self._engine_lock = threading.Lock()
+        self.checker = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="onnxlint-check"
+        )
+        self.docs: dict[str, DocState] = {}
+        self.init = InitOptions()
+        self.global_settings = Settings()
+        self.folder_settings: dict[str, Settings] = {}  # folder URI -> settings
+        self.pull_diagnostics = False
+        self.shown_errors: set[str] = set()
+        self._config_cache: dict[str, tuple[float, Config, str | None]] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.deep: Any = None  # onnxlint.server.deep.DeepService, set by create_server
+        self.check_count = 0
+        self.pending_errors: list[str] = []
+        self.code_action_caps: Any = None
+
+    # ------------------------------------------------------------------ engine
+
+    @property
+    def engine(self) -> Engine:
+        """The one Engine of this server (its parse cache makes re-checks incremental).
+
+        Importing the engine means importing libcst and every rule (most of the start-up
+        time), so it happens on the engine thread right after start (`warm`), while the
+        event loop answers `initialize`.
+        """
+        if self._engine is None:
+            with self._engine_lock:
+                if self._engine is None:
+                    from onnxlint.engine import Engine
+                    from onnxlint.rules import all_rules
+
+                    all_rules()
+                    self._engine = Engine(cache_entries=PARSE_CACHE_SLACK)
+        return self._engine
+
+    def warm(self) -> None:
+        """Load the engine in the background (see `engine`)."""
+        self.checker.submit(lambda: self.engine)
+
+    # ------------------------------------------------------------------ helpers
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
+        return self.loop
+
+    def document(self, uri: str) -> TextDocument:
+        """An open document, or an InvalidParams error for a request about an unknown one."""
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None:
+            raise UnknownDocument(f"unknown document (not open): {uri}")
+        assert isinstance(doc, TextDocument)
+        return doc
+
+    def position_encoding(self) -> str:
+        enc = self.workspace.position_encoding
+        return str(enc) if enc else types.PositionEncodingKind.Utf16
+
+    def lines(self, text: str) -> Lines:
+        return Lines(text, self.position_encoding())
+
+    def run_check(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        """Run `fn` on the engine's thread; awaitable from the event loop."""
+        return self.get_loop().run_in_executor(self.checker, fn)
+
+    def show_error_once(
+        self, message: str, kind: types.MessageType = types.MessageType.Error
+    ) -> None:
+        if message in self.shown_errors:
+            return
+        self.shown_errors.add(message)
+        log.warning("%s", message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    # ------------------------------------------------------------------ settings
+
+    def apply_init_options(self, init: InitOptions) -> None:
+        self.init = init
+        self.global_settings = init.global_settings
+        self.folder_settings = {
+            _norm_uri(s.workspace): s for s in init.folder_settings if s.workspace
+        }
+
+    def settings_for(self, uri: str) -> Settings:
+        """The settings of the workspace folder holding `uri` (longest match), else global."""
+        best: tuple[int, Settings] | None = None
+        key = _norm_uri(uri)
+        for folder, s in self.folder_settings.items():
+            prefix = folder.rstrip("/") + "/"
+            if key.startswith(prefix) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), s)
+        return best[1] if best else self.global_settings
+
+    def update_settings(self, values: list[tuple[str | None, Any]]) -> list[str]:
+        """Apply settings objects (scope URI or None for global); returns errors."""
+        errors: list[str] = []
+        for scope, obj in values:
+            if obj is None:
+                continue
+            s, errs = parse_settings(obj)
+            errors.extend(e for e in errs if e not in errors)
+            if scope is None:
+                self.global_settings = s
+            else:
+                self.folder_settings[_norm_uri(scope)] = s
+        return errors
+
+    def report_settings_errors(self, errors: list[str]) -> None:
+        """One window/showMessage for all of a batch's bad settings."""
+        new = [e for e in errors if e not in self.shown_errors]
+        if not new:
+            return
+        self.shown_errors.update(new)
+        text = "onnxlint: some settings are invalid and use their defaults: " + "; ".join(new)
+        log.warning("%s", text)
+        self.window_show_message(
+            types.ShowMessageParams(type=types.MessageType.Warning, message=text)
+        )
+
+    # ------------------------------------------------------------------ configuration
+
+    def path_of(self, uri: str) -> str:
+        path = to_fs_path(uri)
+        return path if path else uri
+
+    def is_file(self, uri: str) -> bool:
+        return uri.startswith("file:")
+
+    def _project_dir(self, uri: str) -> Path:
+        if self.is_file(uri):
+            return Path(self.path_of(uri)).parent
+        # untitled buffers: the first workspace folder, else the server's cwd
+        for folder in self.workspace.folders.values():
+            p = to_fs_path(folder.uri)
+            if p:
+                return Path(p)
+        root = self.workspace.root_path
+        return Path(root) if root else Path.cwd()
+
+    def project_config(self, uri: str) -> tuple[Config, str | None]:
+        """`[tool.onnxlint]` that applies to `uri` (cached briefly), and its error if bad."""
+        folder = self._project_dir(uri)
+        key = str(folder)
+        now = time.monotonic()
+        hit = self._config_cache.get(key)
+        if hit is not None and now - hit[0] < CONFIG_TTL_S:
+            return hit[1], hit[2]
+        try:
+            cfg, err = load_config(folder), None
+        except ConfigError as exc:
+            cfg, err = Config(root=folder), str(exc)
+        except OSError as exc:
+            cfg, err = Config(root=folder), f"cannot read the configuration: {exc}"
+        self._config_cache[key] = (now, cfg, err)
+        return cfg, err
+
+    def config_for(self, uri: str) -> tuple[Config, Settings, str | None]:
+        settings = self.settings_for(uri)
+        cfg, err = self.project_config(uri)
+        if settings.select:
+            cfg = cfg.with_overrides(select=settings.select, extend_select=())
+        if settings.ignore:
+            cfg = cfg.with_overrides(ignore=(*cfg.ignore, *settings.ignore))
+        return cfg, settings, err
+
+    def invalidate_config(self) -> None:
+        self._config_cache.clear()
+
+    # ------------------------------------------------------------------ checking
+
+    def state(self, uri: str) -> DocState:
+        st = self.docs.get(uri)
+        if st is None:
+            st = self.docs[uri] = DocState(uri)
+        return st
+
+    def _tune_cache(self) -> None:
+        """Keep the parse cache to the open documents' blocks plus some slack."""
+        if self._engine is None:
+            return
+        blocks = sum(d.source.count("\n") // 8 + 8 for d in self.workspace.text_documents.values())
+        self._engine.parse_cache.max_entries = max(
+            PARSE_CACHE_SLACK, 2 * blocks + PARSE_CACHE_SLACK
+        )
+
+    def schedule(self, uri: str, delay_ms: int | None = None) -> None:
+        """(Re)start the debounce timer of `uri`; 0 checks at once."""
+        st = self.state(uri)
+        if st.timer is not None:
+            st.timer.cancel()
+            st.timer = None
+        if delay_ms is None:
+            delay_ms = self.settings_for(uri).debounce_ms
+        if delay_ms <= 0:
+            self.trigger(uri)
+        else:
+            st.timer = self.get_loop().call_later(delay_ms / 1000, self.trigger, uri)
+
+    def trigger(self, uri: str) -> None:
+        """Check `uri` now, or once more after the running check if one runs."""
+        st = self.docs.get(uri)
+        if st is None or uri not in self.workspace.text_documents:
+            return
+        if st.timer is not None:
+            st.timer.cancel()
+            st.timer = None
+        if st.running:
+            st.dirty = True
+            return
+        doc = self.workspace.text_documents[uri]
+        text, version = doc.source, doc.version
+        if st.result is not None and st.result.version == version and st.result.text == text:
+            self._wake(st)
+            return
+        st.running = True
+        st.dirty = False
+        config, _, config_error = self.config_for(uri)
+        path = self.path_of(uri)
+        fut = self.run_check(lambda: self._check(path, text, config))
+        fut.add_done_callback(lambda f: self._finished(uri, version, text, config_error, f))
+
+    def _check(self, path: str, text: str, config: Config) -> list[Violation]:
+        """On the engine thread: the engine's findings, or OLX001 if the engine itself fails."""
+        self.check_count += 1
+        if config.is_excluded(path) and os.path.isabs(path):
+            return []
+        try:
+            return self.engine.check(path, text, config)
+        except Exception as exc:
+            log.exception("onnxlint failed on %s", path)
+            return [
+                Violation(
+                    path,
+                    Span(1, 1, 1, 1),
+                    INTERNAL_ERROR_CODE,
+                    f"onnxlint failed on this file ({type(exc).__name__}: {exc}); "
+                    "see the server log, and please report it",
+                    Severity.ERROR,
+                )
+            ]
+
+    def _finished(
+        self,
+        uri: str,
+        version: int | None,
+        text: str,
+        config_error: str | None,
+        fut: asyncio.Future[list[Violation]],
+    ) -> None:
+        st = self.docs.get(uri)
+        if st is None:
+            return  # closed meanwhile
+        st.running = False
+        try:
+            violations = fut.result()
+        except Exception:
+            log.exception("check of %s failed", uri)
+            violations = []
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None:
+            return
+        if doc.version == version and doc.source == text:
+            st.result = Result(version, text, violations, config_error)
+            st.fix_cache.clear()
+            st.revision += 1
+            if config_error:
+                self.show_error_once(f"onnxlint: {config_error}")
+            if not self.pull_diagnostics:
+                self.publish(uri)
+            self._wake(st)
+        else:
+            log.debug(
+                "dropped a stale result for %s (version %s, now %s)", uri, version, doc.version
+            )
+        if st.dirty or doc.version != version or doc.source != text:
+            st.dirty = False
+            # The newest text is not checked yet; a pending debounce timer will ask for it.
+            if st.timer is None:
+                self.trigger(uri)
+        self._tune_cache()
+
+    def _wake(self, st: DocState) -> None:
+        waiters, st.waiters = st.waiters, []
+        keep = []
+        for w in waiters:
+            if w.done():
+                continue
+            doc = self.workspace.text_documents.get(st.uri)
+            if st.result is not None and doc is not None and st.result.version == doc.version:
+                w.set_result(st.result)
+            else:
+                keep.append(w)
+        st.waiters.extend(keep)
+
+    async def current(self, uri: str) -> Result:
+        """The static result for the document's current version (checking now if needed)."""
+        doc = self.document(uri)
+        st = self.state(uri)
+        if (
+            st.result is not None
+            and st.result.version == doc.version
+            and st.result.text == doc.source
+        ):
+            return st.result
+        fut: asyncio.Future[Result] = self.get_loop().create_future()
+        st.waiters.append(fut)
+        self.trigger(uri)
+        return await fut
+
+    # ------------------------------------------------------------------ publishing
+
+    def merged(self, uri: str) -> tuple[int | None, list[types.Diagnostic]]:
+        """Static and deep findings of `uri` as LSP diagnostics, for the stored version."""
+        st = self.docs.get(uri)
+        if st is None or st.result is None:
+            return None, []
+        res = st.result
+        settings = self.settings_for(uri)
+        lines = self.lines(res.text)
+        violations = self.violations(uri)
+        out = [diagnostic(v, lines, settings.severity_for(v.code)) for v in violations]
+        out.sort(key=sort_key)
+        return res.version, out
+
+    def violations(self, uri: str) -> list[Violation]:
+        st = self.docs.get(uri)
+        if st is None or st.result is None:
+            return []
+        out = list(st.result.violations)
+        if st.deep and st.deep_version == st.result.version:
+            deep = [v for vs in st.deep.values() for v in vs]
+            out.extend(apply_suppressions(st.result.text, deep))
+        return out
+
+    def publish(self, uri: str) -> None:
+        st = self.docs.get(uri)
+        if st is None or st.result is None:
+            return
+        diags: list[types.Diagnostic]
+        if not self.settings_for(uri).enable:
+            version, diags = st.result.version, []
+        else:
+            version, diags = self.merged(uri)
+        st.published = (version, st.revision)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version)
+        )
+
+    def clear(self, uri: str) -> None:
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+        )
+
+    def refresh(self, uri: str | None = None) -> None:
+        """Tell the client that diagnostics changed outside an edit (settings, deep results)."""
+        if self.pull_diagnostics:
+            caps = self.client_capabilities.workspace
+            if caps and caps.diagnostics and caps.diagnostics.refresh_support:
+                self.workspace_diagnostic_refresh(None)
+            return
+        for u in [uri] if uri else list(self.docs):
+            if self.docs.get(u) and self.docs[u].result is not None:
+                self.publish(u)
+
+    def recheck_all(self) -> None:
+        """After a settings or configuration change: check every open document again."""
+        self.invalidate_config()
+        for uri, st in list(self.docs.items()):
+            st.result = None
+            st.revision += 1
+            if uri in self.workspace.text_documents:
+                self.trigger(uri)
+        if self.pull_diagnostics:
+            self.refresh()
+
+    def set_deep(
+        self, uri: str, version: int | None, target: str, violations: list[Violation]
+    ) -> None:
+        """Store one target's deep findings for `uri` (for the version they were computed on)."""
+        st = self.docs.get(uri)
+        if st is None:
+            return
+        if st.deep_version != version:
+            st.deep = {}
+        st.deep[target] = violations
+        st.deep_version = version
+        st.revision += 1
+        st.fix_cache.clear()
+        self.refresh(uri)
+
+    # ------------------------------------------------------------------ errors
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Log every error; answer unparsable input; show one message per distinct failure."""
+        protocol = self.protocol
+        if isinstance(protocol, OnnxlintProtocol):
+            protocol.answer_parse_error(error)
+        if isinstance(error, JsonRpcException) and getattr(source, "__name__", "") in (
+            "FeatureRequestError",
+            "JsonRpcException",
+        ):
+            log.warning("request error: %s", error)
+            return
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+        name = getattr(source, "__name__", "")
+        if name == "FeatureNotificationError":
+            self.show_error_once(f"onnxlint: internal error: {error} (see the server log)")
+
+
+def _norm_uri(uri: str | None) -> str:
+    if not uri:
+        return ""
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    if path:
+        return "file://" + Path(os.path.normcase(os.path.abspath(path))).as_posix()
+    return uri

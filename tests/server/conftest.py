@@ -1,0 +1,236 @@
+"""A real LSP client (pytest-lsp) talking to `python -m onnxlint server` over stdio.
+
+`lsp` is a started but not yet initialized client; `start(lsp, editor, ...)` initializes it with
+the capabilities a real editor sends (VS Code 1.65, Neovim 0.7 / 0.11 from pytest-lsp) and
+the settings under test. The client records every publish (with its version) and applies
+`workspace/applyEdit` to its own copy of each document, like an editor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest_lsp
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+from pytest_lsp.protocol import LanguageClientProtocol
+
+SERVER = [sys.executable, "-m", "onnxlint", "server"]
+EDITORS = {
+    "vscode": "visual_studio_code",
+    "neovim": "neovim@v0.7.0",
+    "neovim11": "neovim@v0.11.0",
+}
+
+
+class Client(LanguageClient):
+    """pytest-lsp's client plus a log of publishes and a text mirror for applied edits."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.publishes: list[types.PublishDiagnosticsParams] = []
+        self.texts: dict[str, str] = {}
+        self.versions: dict[str, int] = {}
+        self.applied: list[types.ApplyWorkspaceEditParams] = []
+        self.notifications: list[tuple[str, Any]] = []
+
+
+def _publish(client: Client, params: types.PublishDiagnosticsParams) -> None:
+    client.publishes.append(params)
+    client.diagnostics[params.uri] = params.diagnostics
+
+
+def _apply_edit(client: Client, params: types.ApplyWorkspaceEditParams) -> Any:
+    client.applied.append(params)
+    apply_workspace_edit(client, params.edit)
+    return types.ApplyWorkspaceEditResult(applied=True)
+
+
+def _analysis_state(client: Client, params: Any) -> None:
+    client.notifications.append(("onnxlint/analysisState", params))
+
+
+def make_client() -> Client:
+    from pygls.protocol import default_converter
+
+    client = Client(converter_factory=default_converter, protocol_cls=LanguageClientProtocol)
+    features = dict(DEFAULT_CLIENT_FEATURES)
+    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = _publish
+    features[types.WORKSPACE_APPLY_EDIT] = _apply_edit
+    features["onnxlint/analysisState"] = _analysis_state
+    register_lsp_features(client, features)
+    return client
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, client_factory=make_client))
+async def lsp(lsp_client: Client):  # type: ignore[no-untyped-def]
+    yield
+    try:
+        await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+    except Exception:  # noqa: BLE001 - a test that killed the server has already failed or passed
+        pass
+
+
+# ---------------------------------------------------------------------------- session helpers
+
+
+def uri_of(path: Path | str) -> str:
+    uri = from_fs_path(str(path))
+    assert uri is not None
+    return uri
+
+
+async def start(
+    client: Client,
+    editor: str = "vscode",
+    settings: dict[str, Any] | list[dict[str, Any]] | None = None,
+    *,
+    trusted: bool = True,
+    folders: list[Path] | None = None,
+    client_commands: list[str] | None = None,
+    capabilities: types.ClientCapabilities | None = None,
+    configuration: dict[str, Any] | None = None,
+) -> types.InitializeResult:
+    caps = capabilities or client_capabilities(EDITORS.get(editor, editor))
+    if isinstance(settings, list):
+        sent: Any = settings
+    else:
+        sent = {"debounceMs": 0, **(settings or {})}
+    init = {
+        "settings": sent,
+        "globalSettings": {"debounceMs": 0},
+        "clientCommands": client_commands or [],
+        "trusted": trusted,
+    }
+    if configuration is not None:
+        for scope, value in configuration.items():
+            client.set_configuration(value, section="onnxlint", scope_uri=scope)
+    wf = [types.WorkspaceFolder(uri=uri_of(f), name=f.name) for f in folders or []]
+    return await client.initialize_session(
+        types.InitializeParams(
+            capabilities=caps,
+            initialization_options=init,
+            workspace_folders=wf or None,
+            root_uri=wf[0].uri if wf else None,
+        )
+    )
+
+
+def open_doc(client: Client, uri: str, text: str, version: int = 1) -> None:
+    client.texts[uri] = text
+    client.versions[uri] = version
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=version, text=text
+            )
+        )
+    )
+
+
+def change_doc(client: Client, uri: str, new_text: str) -> int:
+    """Replace the whole text with one incremental change (the range is the old text)."""
+    old = client.texts[uri]
+    end = position_at(old, len(old))
+    return change_range(client, uri, types.Range(types.Position(0, 0), end), new_text)
+
+
+def change_range(client: Client, uri: str, rng: types.Range, text: str) -> int:
+    client.texts[uri] = apply_text_edits(client.texts[uri], [types.TextEdit(rng, text)])
+    client.versions[uri] += 1
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(
+                uri=uri, version=client.versions[uri]
+            ),
+            content_changes=[types.TextDocumentContentChangePartial(range=rng, text=text)],
+        )
+    )
+    return client.versions[uri]
+
+
+async def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what or predicate}")
+
+
+async def diagnostics_for(
+    client: Client, uri: str, version: int | None = None, timeout: float = 15.0, after: int = 0
+) -> list[types.Diagnostic]:
+    """The diagnostics of the first publish for `uri` (at `version`, if given) after index `after`."""
+
+    def found() -> types.PublishDiagnosticsParams | None:
+        for p in client.publishes[after:]:
+            if p.uri == uri and (version is None or p.version == version):
+                return p
+        return None
+
+    p = await wait_for(found, timeout, f"diagnostics for {uri} v{version}")
+    return list(p.diagnostics)
+
+
+# ---------------------------------------------------------------------------- text edits (UTF-16)
+
+
+def _offset(text: str, pos: types.Position) -> int:
+    lines = text.splitlines(keepends=True)
+    if pos.line >= len(lines):
+        return len(text)
+    start = sum(len(line) for line in lines[: pos.line])
+    line = lines[pos.line]
+    units = 0
+    for i, ch in enumerate(line):
+        if units >= pos.character:
+            return start + i
+        units += 2 if ord(ch) > 0xFFFF else 1
+    return start + len(line.rstrip("\r\n")) if pos.character >= units else start + len(line)
+
+
+def position_at(text: str, offset: int) -> types.Position:
+    before = text[:offset]
+    line = before.count("\n")
+    col_text = before[before.rfind("\n") + 1 :]
+    return types.Position(line, sum(2 if ord(c) > 0xFFFF else 1 for c in col_text))
+
+
+def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
+    spans = sorted(
+        ((_offset(text, e.range.start), _offset(text, e.range.end), e.new_text) for e in edits),
+        reverse=True,
+    )
+    for start, end, new in spans:
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def apply_workspace_edit(client: Client, edit: types.WorkspaceEdit) -> None:
+    if edit.document_changes:
+        for dc in edit.document_changes:
+            assert isinstance(dc, types.TextDocumentEdit)
+            uri = dc.text_document.uri
+            if dc.text_document.version is not None:
+                assert dc.text_document.version == client.versions[uri], "edit for an old version"
+            client.texts[uri] = apply_text_edits(client.texts[uri], list(dc.edits))  # type: ignore[arg-type]
+    for uri, edits in (edit.changes or {}).items():
+        client.texts[uri] = apply_text_edits(client.texts[uri], list(edits))
+
+
+async def apply_and_sync(client: Client, uri: str, edit: types.WorkspaceEdit) -> int:
+    """Apply a server's edit like an editor: change the buffer and send didChange."""
+    before = client.texts[uri]
+    apply_workspace_edit(client, edit)
+    after = client.texts[uri]
+    client.texts[uri] = before
+    return change_doc(client, uri, after)
