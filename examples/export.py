@@ -43,6 +43,7 @@ def export_to_memory() -> bytes:
         model,
         (torch.randn(2, 3, 32, 32),),
         buffer,
+        opset_version=13,
         dynamic_shapes={"x": {0: "batch"}},
         fallback=True,
     )
