@@ -41,6 +41,7 @@ __all__ = [
     "effective_kind",
     "example_inputs",
     "exported_model",
+    "exporter_known",
     "forward_params",
     "input_positions",
     "literal_str_list",
@@ -348,9 +349,13 @@ class _Flow:
 
     def _bind(self, target: cst.BaseExpression, state: State) -> State:
         """An unknown value bound to `target` (a for/with/tuple target)."""
-        for node in (target, *iter_descendants(target)):
-            if isinstance(node, (cst.Name, cst.Attribute)) and dotted(node) == self.name:
-                return _UNKNOWN
+        if dotted(target) == self.name:
+            return _UNKNOWN
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                state = self._bind(el.value, state)
+        elif isinstance(target, cst.StarredElement):
+            state = self._bind(target.value, state)
         return state
 
     # -- expressions
@@ -460,6 +465,8 @@ class _Flow:
             if q.startswith(_FRESH_PREFIXES) and q.rsplit(".", 1)[-1][:1].isalpha():
                 if q.startswith("torch.nn.") and not _is_camel(q.rsplit(".", 1)[-1]):
                     return _UNKNOWN
+                if self._wraps_model(expr):  # nn.DataParallel(model), nn.Sequential(a, b)
+                    return _UNKNOWN
                 return frozenset({Origin(Mode.TRAIN)})
         if isinstance(func, cst.Name):
             local = func.value
@@ -488,16 +495,20 @@ class _Flow:
         """`Wrapper(model)`: the wrapped model's own mode decides what gets exported."""
         if self._mode_receivers is None:
             found: set[str] = set()
-            for stmt in self.scope:
-                for node in iter_descendants(stmt):
-                    if (
-                        isinstance(node, cst.Call)
-                        and isinstance(node.func, cst.Attribute)
-                        and node.func.attr.value in ("eval", "train")
-                    ):
-                        d = dotted(node.func.value)
-                        if d is not None:
-                            found.add(d)
+            stack: list[cst.CSTNode] = list(self.scope)
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                    continue
+                if (
+                    isinstance(node, cst.Call)
+                    and isinstance(node.func, cst.Attribute)
+                    and node.func.attr.value in ("eval", "train")
+                ):
+                    d = dotted(node.func.value)
+                    if d is not None:
+                        found.add(d)
+                stack.extend(iter_children(node))
             self._mode_receivers = found
         receivers = self._mode_receivers
         return any(dotted(a.value) in receivers for a in call.args if not a.star)
@@ -968,6 +979,11 @@ def effective_kind(ctx: Context, call: ExportCall) -> ExportKind:
     return call.kind
 
 
+def exporter_known(call: ExportCall) -> bool:
+    """False when `**kwargs` at the call may set `dynamo=`/`training=` (path unknown)."""
+    return not any(a.star == "**" for a in call.node.args)
+
+
 def captures_model_mode(ctx: Context, call: ExportCall) -> bool:
     """Whether the call exports the model in the mode it is in (so it must be in eval).
 
@@ -975,6 +991,8 @@ def captures_model_mode(ctx: Context, call: ExportCall) -> bool:
     otherwise; `export_for_training` wants training mode; `jit.script` compiles both modes.
     """
     kind = effective_kind(ctx, call)
+    if kind in (ExportKind.ONNX_DYNAMO, ExportKind.ONNX_TORCHSCRIPT) and not exporter_known(call):
+        return False
     if kind is ExportKind.ONNX_TORCHSCRIPT:
         training = keyword_arg(call.node, "training")
         return training is not None and (dotted(training.value) or "").endswith(".PRESERVE")

@@ -7,6 +7,7 @@ import libcst as cst
 from onnxlint.exportflow import (
     effective_kind,
     exported_model,
+    exporter_known,
     forward_params,
     names_arg,
     resolve_value,
@@ -116,7 +117,7 @@ class DynamicAxesUnknownName(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         call = self.ctx.export_call(node)
-        if call is None:
+        if call is None or not exporter_known(call):
             return
         kind = effective_kind(self.ctx, call)
         if kind not in (ExportKind.ONNX_DYNAMO, ExportKind.ONNX_TORCHSCRIPT):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.exportflow import convert_dynamic_axes, effective_kind
+from onnxlint.exportflow import convert_dynamic_axes, effective_kind, exporter_known
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.semantic import ExportKind, keyword_arg
 from onnxlint.violation import FixSafety, Severity
@@ -189,7 +189,11 @@ class DynamicAxesOnDynamo(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         call = self.ctx.export_call(node)
-        if call is None or effective_kind(self.ctx, call) is not ExportKind.ONNX_DYNAMO:
+        if (
+            call is None
+            or not exporter_known(call)
+            or effective_kind(self.ctx, call) is not ExportKind.ONNX_DYNAMO
+        ):
             return
         arg = keyword_arg(node, "dynamic_axes")
         if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):

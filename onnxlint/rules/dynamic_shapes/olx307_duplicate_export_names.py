@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.exportflow import effective_kind
+from onnxlint.exportflow import effective_kind, exporter_known
 from onnxlint.rule import Invalid, Rule, Valid
 from onnxlint.semantic import ExportKind, keyword_arg
 from onnxlint.violation import Severity
@@ -64,7 +64,7 @@ class DuplicateExportNames(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         call = self.ctx.export_call(node)
-        if call is None or call.qualname != "torch.onnx.export":
+        if call is None or not exporter_known(call) or call.qualname != "torch.onnx.export":
             return
         raises = effective_kind(
             self.ctx, call

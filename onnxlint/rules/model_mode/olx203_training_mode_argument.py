@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.exportflow import effective_kind
+from onnxlint.exportflow import effective_kind, exporter_known
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.semantic import ExportKind, keyword_arg
 from onnxlint.violation import Severity
@@ -82,7 +82,7 @@ class TrainingModeArgument(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         call = self.ctx.export_call(node)
-        if call is None:
+        if call is None or not exporter_known(call):
             return
         arg = keyword_arg(node, "training")
         if arg is None:
