@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import statistics
 import subprocess
@@ -40,8 +39,18 @@ def fetch_corpus() -> list[Path]:
     if not (CORPUS / "transformers" / "models").is_dir():
         WHEELS.mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(WHEELS),
-             "transformers", "monai"],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "-q",
+                "-d",
+                str(WHEELS),
+                "transformers",
+                "monai",
+            ],
             check=True,
         )
         for whl in WHEELS.glob("*.whl"):
@@ -61,7 +70,7 @@ def _parse_one(path: str) -> int:
     text = Path(path).read_text(encoding="utf-8")
     try:
         cst.parse_module(text)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return 0
     return 1
 
@@ -73,7 +82,9 @@ def libcst_parse_all(files: list[Path], jobs: int) -> float:
     return time.perf_counter() - t
 
 
-def timed(cmd: list[str], cwd: Path | None = None) -> tuple[float, subprocess.CompletedProcess[str], int]:
+def timed(
+    cmd: list[str], cwd: Path | None = None
+) -> tuple[float, subprocess.CompletedProcess[str], int]:
     """Wall time, the process, and peak RSS (KiB) of it and its children."""
     wrapper = [
         sys.executable,
@@ -102,7 +113,11 @@ def bench_edit(runs: int) -> dict[str, float]:
     text = BERT.read_text()
     lines = text.splitlines(keepends=True)
     # A line inside a method body: the first `return` inside a forward.
-    target = next(i for i, line in enumerate(lines) if line.strip().startswith("return") and line.startswith("        "))
+    target = next(
+        i
+        for i, line in enumerate(lines)
+        if line.strip().startswith("return") and line.startswith("        ")
+    )
     engine = Engine()
     engine.check(str(BERT), text)
     samples = []
@@ -145,8 +160,18 @@ def main() -> None:
     for run in range(args.runs):
         parse_t.append(libcst_parse_all(files, args.jobs))
         wall, proc, rss = timed(
-            [*onnxlint, "check", str(CORPUS / "transformers"), str(CORPUS / "monai"),
-             "--no-cache", "--jobs", str(args.jobs), "--format", "json", "--exit-zero"]
+            [
+                *onnxlint,
+                "check",
+                str(CORPUS / "transformers"),
+                str(CORPUS / "monai"),
+                "--no-cache",
+                "--jobs",
+                str(args.jobs),
+                "--format",
+                "json",
+                "--exit-zero",
+            ]
         )
         cold_t.append(wall)
         cold_rss.append(rss)
@@ -155,26 +180,57 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         (work / "pyproject.toml").write_text("[tool.onnxlint]\n")
-        cmd = [*onnxlint, "check", str(CORPUS / "transformers"), str(CORPUS / "monai"),
-               "--jobs", str(args.jobs), "--quiet", "--exit-zero"]
+        cmd = [
+            *onnxlint,
+            "check",
+            str(CORPUS / "transformers"),
+            str(CORPUS / "monai"),
+            "--jobs",
+            str(args.jobs),
+            "--quiet",
+            "--exit-zero",
+        ]
         timed(cmd, cwd=work)  # fills the cache
         warm_t.append(timed(cmd, cwd=work)[0])
         if ruff:
-            ruff_t.append(timed([ruff, "check", "--select", "ALL", "--no-cache", "--exit-zero",
-                                 "--quiet", str(CORPUS / "transformers"), str(CORPUS / "monai")])[0])
+            ruff_t.append(
+                timed(
+                    [
+                        ruff,
+                        "check",
+                        "--select",
+                        "ALL",
+                        "--no-cache",
+                        "--exit-zero",
+                        "--quiet",
+                        str(CORPUS / "transformers"),
+                        str(CORPUS / "monai"),
+                    ]
+                )[0]
+            )
     print("\n== cold full check of the corpus (median of %d runs) ==" % args.runs)
-    print(f"libcst parse only ({args.jobs} procs): {med(parse_t):7.1f} s   runs {[round(x,1) for x in parse_t]}")
-    print(f"onnxlint check --no-cache:      {med(cold_t):7.1f} s   runs {[round(x,1) for x in cold_t]}")
+    print(
+        f"libcst parse only ({args.jobs} procs): {med(parse_t):7.1f} s   runs {[round(x, 1) for x in parse_t]}"
+    )
+    print(
+        f"onnxlint check --no-cache:      {med(cold_t):7.1f} s   runs {[round(x, 1) for x in cold_t]}"
+    )
     print(f"ratio onnxlint / libcst parse:  {med(cold_t) / med(parse_t):7.2f}   (target <= 1.3)")
     if ruff_t:
-        print(f"ruff --select ALL --no-cache:   {med(ruff_t):7.1f} s   (speed-of-light reference; onnxlint/ruff = {med(cold_t)/med(ruff_t):.1f})")
+        print(
+            f"ruff --select ALL --no-cache:   {med(ruff_t):7.1f} s   (speed-of-light reference; onnxlint/ruff = {med(cold_t) / med(ruff_t):.1f})"
+        )
     print(f"warm re-run (cache):            {med(warm_t):7.2f} s   (target <= 1.5 s)")
-    print(f"peak RSS of onnxlint (largest process): {med(cold_rss) / 1024:.0f} MB (target <= 400 MB)")
+    print(
+        f"peak RSS of onnxlint (largest process): {med(cold_rss) / 1024:.0f} MB (target <= 400 MB)"
+    )
 
     edit = bench_edit(args.runs)
     print("\n== modeling_bert.py (%d lines), in-process ==" % edit["lines"])
     print(f"cold check of the file: {edit['cold_file_ms']:.0f} ms")
-    print(f"re-check after a one-line edit in a method: median {edit['edit_median_ms']:.1f} ms, p95 {edit['edit_p95_ms']:.1f} ms (target median <= 60 ms)")
+    print(
+        f"re-check after a one-line edit in a method: median {edit['edit_median_ms']:.1f} ms, p95 {edit['edit_p95_ms']:.1f} ms (target median <= 60 ms)"
+    )
 
     print("\n== findings on the corpus ==")
     codes = Counter(str(f["code"]) for f in findings)
@@ -204,11 +260,29 @@ def bench_torchfix(files: list[Path], args: argparse.Namespace) -> None:
     tf_t, ol_t = [], []
     for _ in range(args.runs):
         tf_t.append(timed([str(tf), "-j", str(args.jobs), "--select", "ALL", str(sample_dir)])[0])
-        ol_t.append(timed([sys.executable, "-m", "onnxlint", "check", str(sample_dir), "--no-cache",
-                           "--jobs", str(args.jobs), "--quiet", "--exit-zero"])[0])
-    print(f"\n== TorchFix (own venv) vs onnxlint on a {len(sample)}-file sample ({slines:,} lines) ==")
-    print(f"torchfix -j {args.jobs} --select ALL: {med(tf_t):.1f} s; onnxlint: {med(ol_t):.1f} s; "
-          f"onnxlint is {med(tf_t) / med(ol_t):.0f}x faster (target >= 20x)")
+        ol_t.append(
+            timed(
+                [
+                    sys.executable,
+                    "-m",
+                    "onnxlint",
+                    "check",
+                    str(sample_dir),
+                    "--no-cache",
+                    "--jobs",
+                    str(args.jobs),
+                    "--quiet",
+                    "--exit-zero",
+                ]
+            )[0]
+        )
+    print(
+        f"\n== TorchFix (own venv) vs onnxlint on a {len(sample)}-file sample ({slines:,} lines) =="
+    )
+    print(
+        f"torchfix -j {args.jobs} --select ALL: {med(tf_t):.1f} s; onnxlint: {med(ol_t):.1f} s; "
+        f"onnxlint is {med(tf_t) / med(ol_t):.0f}x faster (target >= 20x)"
+    )
 
 
 if __name__ == "__main__":

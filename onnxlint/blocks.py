@@ -43,7 +43,7 @@ class Block:
     module: cst.Module | None  # None when the block does not parse
     error: SyntaxErrorInfo | None = None
     # Per-block memo for analyses (index, positions, rule results): dropped with the block.
-    memo: dict[str, Any] = field(default_factory=dict)
+    memo: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def line_count(self) -> int:
@@ -58,7 +58,7 @@ class SyntaxErrorInfo:
 
 
 # (parsed module or None, the parse error or None, the block's memo for later analyses)
-_Entry = tuple[cst.Module | None, Any, dict[str, Any]]
+_Entry = tuple[cst.Module | None, Any, dict[Any, Any]]
 
 
 class ParseCache:
@@ -136,7 +136,7 @@ def _parse(text: str, cache: ParseCache) -> _Entry:
         value = (None, exc, {})
     except (RecursionError, MemoryError) as exc:  # pathological nesting
         value = (None, exc, {})
-    except Exception as exc:  # noqa: BLE001 - libcst validation errors on odd identifiers
+    except Exception as exc:
         value = (None, exc, {})
     cache.put(text, value)
     return value

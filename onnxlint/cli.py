@@ -64,7 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--unsafe-fixes", action="store_true", help="with --fix: apply unsafe fixes too"
     )
-    check.add_argument("--diff", action="store_true", help="show the fixes as a diff; write nothing")
+    check.add_argument(
+        "--diff", action="store_true", help="show the fixes as a diff; write nothing"
+    )
     check.add_argument("--stdin-filename", metavar="PATH", help="read the source from stdin")
     check.add_argument("--exclude", action="append", default=[], metavar="GLOB")
     check.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml")
@@ -96,7 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     commands = {"check", "rule", "rules", "server", "analyze"}
-    if not args_list or (args_list[0] not in commands and args_list[0] not in ("-h", "--help", "--version")):
+    if not args_list or (
+        args_list[0] not in commands and args_list[0] not in ("-h", "--help", "--version")
+    ):
         args_list.insert(0, "check")
     parser = build_parser()
     try:
@@ -126,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_CLEAN
-    except Exception:  # noqa: BLE001 - last line of defence: say it is our bug
+    except Exception:
         traceback.print_exc()
         print(
             "onnxlint: internal error (a bug in onnxlint, not in your code): please report it "
@@ -213,11 +217,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     if problems and not files:
         return EXIT_ERROR
     outcomes = _check_files(files, config, args)
-    violations = sorted(
-        (v for o in outcomes for v in o.violations), key=Violation.sort_key
-    )
+    violations = sorted((v for o in outcomes for v in o.violations), key=Violation.sort_key)
     if args.deep:
-        violations = sorted(violations + _deep_violations(paths, config, args), key=Violation.sort_key)
+        violations = sorted(
+            violations + _deep_violations(paths, config, args), key=Violation.sort_key
+        )
     fixed = sum(o.fixed for o in outcomes)
     _emit(args, violations, outcomes, config, fixed, len(files))
     if problems:
@@ -353,7 +357,9 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
     njobs = args.jobs or (os.cpu_count() or 1)
     if njobs > 1 and len(jobs) > 8:
         with ProcessPoolExecutor(max_workers=min(njobs, len(jobs))) as pool:
-            results = list(pool.map(_worker_check, jobs, chunksize=max(1, len(jobs) // (njobs * 8))))
+            results = list(
+                pool.map(_worker_check, jobs, chunksize=max(1, len(jobs) // (njobs * 8)))
+            )
     else:
         results = [_worker_check(j) for j in jobs]
     for outcome in results:
@@ -370,7 +376,9 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
 
 def _check_stdin(args: argparse.Namespace) -> int:
     path = args.stdin_filename
-    config = _effective_config(args, Path(path).parent if Path(path).parent.exists() else Path.cwd())
+    config = _effective_config(
+        args, Path(path).parent if Path(path).parent.exists() else Path.cwd()
+    )
     raw = sys.stdin.buffer.read()
     try:
         text = raw.decode("utf-8").replace("\r\n", "\n")

@@ -18,7 +18,7 @@ from onnxlint.violation import Severity
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 # The newest torch whose exporter behaviour the rules encode.
 NEWEST_TORCH = "2.13"
@@ -148,7 +148,8 @@ def find_pyproject(start: Path) -> Path | None:
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
-            return tomllib.load(fh)
+            data: dict[str, Any] = tomllib.load(fh)
+            return data
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     except OSError as exc:
@@ -167,12 +168,12 @@ def load_config(start: Path | None = None, pyproject: Path | None = None) -> Con
 
 def _codes(value: Any, key: str, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: `{key}` must be a list of rule codes, like [\"OLX2\"]")
+        raise ConfigError(f'{where}: `{key}` must be a list of rule codes, like ["OLX2"]')
     for v in value:
         if not (v == "ALL" or (v.startswith("OLX") and v[3:].isdigit() and len(v) <= 6)):
             raise ConfigError(
                 f"{where}: `{key}` has {v!r}, which is not a rule code or prefix "
-                "(use e.g. \"OLX\", \"OLX2\", \"OLX201\")"
+                '(use e.g. "OLX", "OLX2", "OLX201")'
             )
     return tuple(value)
 
@@ -220,7 +221,9 @@ def parse_table(table: dict[str, Any], source: Path | None) -> Config:
     if "targets" in table:
         targets = table["targets"]
         if not isinstance(targets, list) or not all(isinstance(t, dict) for t in targets):
-            raise ConfigError(f"{where}: `targets` must be an array of tables [[tool.onnxlint.targets]]")
+            raise ConfigError(
+                f"{where}: `targets` must be an array of tables [[tool.onnxlint.targets]]"
+            )
         kw["targets"] = tuple(targets)
     if "deep" in table:
         if not isinstance(table["deep"], dict):
@@ -231,7 +234,7 @@ def parse_table(table: dict[str, Any], source: Path | None) -> Config:
 
 def parse_torch_version(value: Any, where: str) -> str:
     if not isinstance(value, str) or not _is_version(value):
-        raise ConfigError(f"{where}: `target-torch` must be a version string like \"2.13\"")
+        raise ConfigError(f'{where}: `target-torch` must be a version string like "2.13"')
     major, minor = (int(x) for x in value.split(".")[:2])
     newest = tuple(int(x) for x in NEWEST_TORCH.split("."))
     if (major, minor) < (2, 0):
@@ -249,7 +252,7 @@ def _is_version(value: str) -> bool:
 
 def parse_severity_map(value: Any, where: str) -> tuple[tuple[str, Severity], ...]:
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: `severity` must be a table of code = \"error|warning|info\"")
+        raise ConfigError(f'{where}: `severity` must be a table of code = "error|warning|info"')
     out = []
     for code, sev in value.items():
         _codes([code], "severity", where)
@@ -257,6 +260,6 @@ def parse_severity_map(value: Any, where: str) -> tuple[tuple[str, Severity], ..
             out.append((code, Severity(sev)))
         except ValueError:
             raise ConfigError(
-                f"{where}: `severity.{code}` must be \"error\", \"warning\" or \"info\", not {sev!r}"
+                f'{where}: `severity.{code}` must be "error", "warning" or "info", not {sev!r}'
             ) from None
     return tuple(out)

@@ -53,7 +53,8 @@ def rule_markdown(rule: type[Rule]) -> str:
         f"*Default severity:* {rule.severity.value} · *Added in:* {rule.since} · *Kind:* {kind}"
         f" · *Source:* `{source_path(rule)}`",
         "",
-        _fix_text(rule) + ("" if rule.default_enabled else " Off by default: enable with `select`."),
+        _fix_text(rule)
+        + ("" if rule.default_enabled else " Off by default: enable with `select`."),
         "",
     ]
     for name in _ORDER:
@@ -79,12 +80,20 @@ def index_markdown() -> str:
         fam = r.code[:4]
         if fam != family:
             family = fam
-            lines += ["", f"## {fam}xx: {_FAMILIES.get(fam, '')}", "", "| Code | Name | Severity | Fix | What it does |", "|---|---|---|---|---|"]
+            lines += [
+                "",
+                f"## {fam}xx: {_FAMILIES.get(fam, '')}",
+                "",
+                "| Code | Name | Severity | Fix | What it does |",
+                "|---|---|---|---|---|",
+            ]
         fix = {"safe": "[*]", "unsafe": "[~]", "display": ""}.get(
             r.fix_safety.value if r.fix_safety else "", ""
         )
         summary = r.summary().replace("|", "\\|")
-        lines.append(f"| [{r.code}]({r.code}.md) | `{r.name}` | {r.severity.value} | {fix} | {summary} |")
+        lines.append(
+            f"| [{r.code}]({r.code}.md) | `{r.name}` | {r.severity.value} | {fix} | {summary} |"
+        )
     return "\n".join(lines).strip() + "\n"
 
 
@@ -121,7 +130,9 @@ def main(argv: list[str]) -> int:
         if README.exists() and README.read_text() != readme_with_rules(README.read_text()):
             drift.append("README.md rules table")
         if drift or extra:
-            print(f"docs/rules is out of date ({', '.join(drift + extra)}): run python -m onnxlint.docs")
+            print(
+                f"docs/rules is out of date ({', '.join(drift + extra)}): run python -m onnxlint.docs"
+            )
             return 1
         return 0
     DOCS_DIR.mkdir(parents=True, exist_ok=True)

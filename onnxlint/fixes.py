@@ -102,7 +102,7 @@ def _non_overlapping(violations: Sequence[Violation]) -> list[Violation]:
 def parses(text: str) -> bool:
     try:
         cst.parse_module(text)
-    except Exception:  # noqa: BLE001 - any parser failure means "does not parse"
+    except Exception:
         return False
     return True
 

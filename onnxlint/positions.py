@@ -24,7 +24,7 @@ def block_positions(block: Block) -> dict[cst.CSTNode, CodeRange]:
         wrapper = MetadataWrapper(block.module, unsafe_skip_copy=True)
         cached = dict(wrapper.resolve(PositionProvider))
         block.memo[_KEY] = cached
-    return cached  # type: ignore[no-any-return]
+    return cached  # type: ignore[no-any-return,unused-ignore]
 
 
 def node_span(block: Block, node: cst.CSTNode) -> Span | None:

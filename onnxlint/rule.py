@@ -145,7 +145,7 @@ def rule_handlers(rule_cls: type[Rule]) -> list[tuple[str, type[cst.CSTNode], st
     for attr in dir(rule_cls):
         m = HANDLER_RE.match(attr)
         if m:
-            node_type = getattr(cst, m.group(2), None)
+            node_type: Any = getattr(cst, m.group(2), None)
             if not (isinstance(node_type, type) and issubclass(node_type, cst.CSTNode)):
                 raise TypeError(f"{rule_cls.__name__}.{attr}: libcst has no node {m.group(2)}")
             out.append((m.group(1), node_type, attr))
@@ -248,7 +248,7 @@ class Context:
     def export_call(self, call: cst.Call) -> ExportCall | None:
         return self.model.export_call_for(call)
 
-    def enclosing(self, *types: type[cst.CSTNode]) -> cst.CSTNode | None:
+    def enclosing(self, *types: type) -> cst.CSTNode | None:
         for node in reversed(self.ancestors):
             if isinstance(node, types):
                 return node

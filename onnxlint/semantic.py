@@ -191,9 +191,9 @@ def _nested_defs(stmt: cst.CSTNode) -> Iterator[cst.CSTNode]:
     for child in iter_children(stmt):
         if isinstance(child, (cst.FunctionDef, cst.ClassDef)):
             yield child
-        elif isinstance(child, cst.BaseCompoundStatement | cst.BaseSuite | cst.BaseStatement):
-            yield from _nested_defs(child)
-        elif isinstance(child, (cst.Else, cst.ExceptHandler, cst.Finally)):
+        elif isinstance(
+            child, cst.BaseCompoundStatement | cst.BaseSuite | cst.BaseStatement
+        ) or isinstance(child, (cst.Else, cst.ExceptHandler, cst.Finally)):
             yield from _nested_defs(child)
 
 
@@ -580,16 +580,129 @@ _TORCH_TENSOR_PREFIXES = (
 )
 # Methods that only tensors have (so the receiver is a tensor and so is the result).
 TENSOR_METHODS = frozenset(
-    "sum mean max min abs norm any all argmax argmin std var prod float half double long "
-    "bool int view reshape permute transpose contiguous squeeze unsqueeze matmul softmax "
-    "log_softmax sigmoid tanh relu exp log sqrt rsqrt pow clamp clamp_min clamp_max clip "
-    "masked_fill masked_fill_ eq ne gt lt ge le nonzero to type_as expand expand_as repeat "
-    "flatten unflatten detach clone cumsum cumprod sort topk gather scatter index_select "
-    "new_zeros new_ones new_empty new_full new_tensor narrow chunk split unbind flip roll "
-    "masked_select where triu tril bmm mm sign floor ceil round fill_ zero_ add_ mul_ "
-    "sub_ div_ copy_ masked_scatter_ index_put_ scatter_ add mul sub div neg reciprocal "
-    "logical_not logical_and logical_or isnan isinf isfinite nan_to_num cos sin amax amin "
-    "logsumexp square baddbmm addmm einsum repeat_interleave t".split()
+    [
+        "sum",
+        "mean",
+        "max",
+        "min",
+        "abs",
+        "norm",
+        "any",
+        "all",
+        "argmax",
+        "argmin",
+        "std",
+        "var",
+        "prod",
+        "float",
+        "half",
+        "double",
+        "long",
+        "bool",
+        "int",
+        "view",
+        "reshape",
+        "permute",
+        "transpose",
+        "contiguous",
+        "squeeze",
+        "unsqueeze",
+        "matmul",
+        "softmax",
+        "log_softmax",
+        "sigmoid",
+        "tanh",
+        "relu",
+        "exp",
+        "log",
+        "sqrt",
+        "rsqrt",
+        "pow",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "clip",
+        "masked_fill",
+        "masked_fill_",
+        "eq",
+        "ne",
+        "gt",
+        "lt",
+        "ge",
+        "le",
+        "nonzero",
+        "to",
+        "type_as",
+        "expand",
+        "expand_as",
+        "repeat",
+        "flatten",
+        "unflatten",
+        "detach",
+        "clone",
+        "cumsum",
+        "cumprod",
+        "sort",
+        "topk",
+        "gather",
+        "scatter",
+        "index_select",
+        "new_zeros",
+        "new_ones",
+        "new_empty",
+        "new_full",
+        "new_tensor",
+        "narrow",
+        "chunk",
+        "split",
+        "unbind",
+        "flip",
+        "roll",
+        "masked_select",
+        "where",
+        "triu",
+        "tril",
+        "bmm",
+        "mm",
+        "sign",
+        "floor",
+        "ceil",
+        "round",
+        "fill_",
+        "zero_",
+        "add_",
+        "mul_",
+        "sub_",
+        "div_",
+        "copy_",
+        "masked_scatter_",
+        "index_put_",
+        "scatter_",
+        "add",
+        "mul",
+        "sub",
+        "div",
+        "neg",
+        "reciprocal",
+        "logical_not",
+        "logical_and",
+        "logical_or",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "nan_to_num",
+        "cos",
+        "sin",
+        "amax",
+        "amin",
+        "logsumexp",
+        "square",
+        "baddbmm",
+        "addmm",
+        "einsum",
+        "repeat_interleave",
+        "t",
+    ]
 )
 _DATA_METHODS = {"item": Kind.DATA, "tolist": Kind.DATA, "numpy": Kind.NDARRAY}
 # Methods of dicts, strings and lists that tensors do not have.
@@ -685,7 +798,7 @@ class Kinds:
                 else:
                     self._assign(node.target, Kind.UNKNOWN)
 
-    def of(self, expr: cst.BaseExpression) -> Kind:  # noqa: C901 - one dispatch table
+    def of(self, expr: cst.BaseExpression) -> Kind:
         """The kind of value `expr` evaluates to."""
         if isinstance(expr, cst.Name):
             if expr.value == "None":
@@ -750,10 +863,10 @@ class Kinds:
                 return Kind.DATA
             return Kind.BOOL
         if isinstance(expr, cst.BooleanOperation):
-            kinds = {self.of(expr.left), self.of(expr.right)}
-            if Kind.TENSOR in kinds:
+            sides = {self.of(expr.left), self.of(expr.right)}
+            if Kind.TENSOR in sides:
                 return Kind.TENSOR
-            return Kind.BOOL if kinds <= {Kind.BOOL} else Kind.UNKNOWN
+            return Kind.BOOL if sides <= {Kind.BOOL} else Kind.UNKNOWN
         if isinstance(expr, cst.IfExp):
             a, b = self.of(expr.body), self.of(expr.orelse)
             return a if a == b else Kind.UNKNOWN
@@ -797,8 +910,10 @@ class Kinds:
             base = self.of(func.value)
             if base in (Kind.TENSOR, Kind.UNKNOWN):
                 if method in _DATA_METHODS:
-                    return _DATA_METHODS[method] if base is Kind.TENSOR or method != "numpy" else (
-                        Kind.UNKNOWN
+                    return (
+                        _DATA_METHODS[method]
+                        if base is Kind.TENSOR or method != "numpy"
+                        else (Kind.UNKNOWN)
                     )
                 if method == "size":
                     if base is Kind.TENSOR or (not call.args or len(call.args) == 1):

@@ -113,15 +113,17 @@ def summary_line(
     if fixed:
         parts.append(paint(f"Fixed {fixed} problem{'s' * (fixed != 1)}.", "green", "bold"))
     if n == 0:
-        parts.append(paint(f"All checks passed ({files} file{'s' * (files != 1)} checked).", "green"))
+        parts.append(
+            paint(f"All checks passed ({files} file{'s' * (files != 1)} checked).", "green")
+        )
         return "\n".join(parts)
     sev = Counter(v.severity for v in violations)
-    detail = ", ".join(
-        f"{sev[s]} {s.value}{'s' * (sev[s] != 1)}" for s in Severity if sev[s]
-    )
+    detail = ", ".join(f"{sev[s]} {s.value}{'s' * (sev[s] != 1)}" for s in Severity if sev[s])
     safe = sum(1 for v in violations if v.fix and v.fix.safety.value == "safe")
     unsafe = sum(1 for v in violations if v.fix and v.fix.safety.value == "unsafe")
-    line = f"Found {n} problem{'s' * (n != 1)} ({detail}) in {files} file{'s' * (files != 1)} checked."
+    line = (
+        f"Found {n} problem{'s' * (n != 1)} ({detail}) in {files} file{'s' * (files != 1)} checked."
+    )
     parts.append(paint(line, "bold"))
     if safe:
         parts.append(f"[*] {safe} fixable with `onnxlint check --fix`.")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -61,8 +60,17 @@ def test_json_contract(cli, tmp_path: Path) -> None:
     assert isinstance(data, list) and data
     row = data[0]
     assert set(row) >= {
-        "path", "line", "column", "end_line", "end_column", "code", "severity",
-        "message", "source", "url", "fix",
+        "path",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "code",
+        "severity",
+        "message",
+        "source",
+        "url",
+        "fix",
     }
     assert row["severity"] in ("error", "warning", "info")
     assert row["source"] == "static"
@@ -79,7 +87,10 @@ def test_sarif_validates_against_the_schema(cli, tmp_path: Path) -> None:
     jsonschema.validate(doc, schema)
     results = doc["runs"][0]["results"]
     assert {res["ruleId"] for res in results} >= {"OLX401", "OLX000"}
-    assert all(not res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].startswith("/") for res in results)
+    assert all(
+        not res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].startswith("/")
+        for res in results
+    )
 
 
 def test_github_annotations(cli, tmp_path: Path) -> None:
@@ -116,8 +127,8 @@ def test_diff_writes_nothing(cli, tmp_path: Path) -> None:
     f = write(tmp_path / "bad.py", BAD)
     r = cli("check", str(f), "--diff", "--unsafe-fixes", "--no-cache")
     assert r.returncode == 1
-    assert "-torch.onnx.export(model, (x,), \"m.onnx\", dynamo=False)" in r.stdout
-    assert "+torch.onnx.export(model, (x,), \"m.onnx\", dynamo=True)" in r.stdout
+    assert '-torch.onnx.export(model, (x,), "m.onnx", dynamo=False)' in r.stdout
+    assert '+torch.onnx.export(model, (x,), "m.onnx", dynamo=True)' in r.stdout
     assert f.read_text() == BAD
 
 

@@ -22,8 +22,12 @@ def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("pre-commit") is None and shutil.which("git") is None, reason="needs git")
-def test_hook_fails_on_a_staged_bad_file_then_passes_after_the_fix(tmp_path: Path, repo_root: Path) -> None:
+@pytest.mark.skipif(
+    shutil.which("pre-commit") is None and shutil.which("git") is None, reason="needs git"
+)
+def test_hook_fails_on_a_staged_bad_file_then_passes_after_the_fix(
+    tmp_path: Path, repo_root: Path
+) -> None:
     repo = tmp_path / "user-repo"
     repo.mkdir()
     env = {
@@ -46,7 +50,9 @@ def test_hook_fails_on_a_staged_bad_file_then_passes_after_the_fix(tmp_path: Pat
     assert "OLX405" in out and "do_constant_folding" in out
 
     fixed = _run([*pc, "onnxlint-fix", "--files", "export_model.py"], repo, env)
-    assert fixed.returncode == 1, fixed.stdout + fixed.stderr  # pre-commit fails when a hook edits files
+    assert fixed.returncode == 1, (
+        fixed.stdout + fixed.stderr
+    )  # pre-commit fails when a hook edits files
     text = (repo / "export_model.py").read_text()
     assert "do_constant_folding" not in text and "torch.onnx.export(model, (x,)" in text
 

@@ -28,7 +28,9 @@ def _cases(kind: str):
 
 @pytest.mark.parametrize(("rule", "case"), list(_cases("VALID")))
 def test_valid(rule: type[Rule], case: Valid) -> None:
-    found = [v for v in Engine().check("case.py", case.code, _config(rule, case)) if v.code == rule.code]
+    found = [
+        v for v in Engine().check("case.py", case.code, _config(rule, case)) if v.code == rule.code
+    ]
     assert not found, f"{rule.code} reported on valid code: {[(v.line, v.message) for v in found]}"
 
 
@@ -71,7 +73,14 @@ def test_codes_are_unique_and_well_formed() -> None:
 @pytest.mark.parametrize("rule", all_rules(), ids=lambda r: r.code)
 def test_rule_docs_have_every_section(rule: type[Rule]) -> None:
     sections = rule.doc_sections()
-    needed = ["What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References"]
+    needed = [
+        "What it does",
+        "Why is this bad?",
+        "Example",
+        "Use instead",
+        "Fix safety",
+        "References",
+    ]
     missing = [s for s in needed if s not in sections]
     assert not missing, f"{rule.code} docstring lacks: {missing}"
 

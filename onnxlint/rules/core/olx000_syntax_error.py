@@ -41,4 +41,10 @@ class SyntaxError_(Rule):
     severity = Severity.ERROR
 
     VALID = [Valid("import torch\nx = torch.zeros(1)\n")]
-    INVALID = [Invalid("import torch\ndef forward(self, x)\n    return x\ny = 1\n", line=2, message="cannot parse")]
+    INVALID = [
+        Invalid(
+            "import torch\ndef forward(self, x)\n    return x\ny = 1\n",
+            line=2,
+            message="cannot parse",
+        )
+    ]
