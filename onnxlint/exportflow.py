@@ -45,6 +45,7 @@ __all__ = [
     "forward_params",
     "input_positions",
     "literal_str_list",
+    "mode_insensitive",
     "names_arg",
     "resolve_value",
     "tensor_rank",
@@ -1063,3 +1064,72 @@ def input_positions(ctx: Context, call: ExportCall) -> dict[str, int] | None:
     for i, p in enumerate(params or ()):
         out.setdefault(p, i)
     return out
+
+
+# --------------------------------------------------------------------------- mode sensitivity
+
+_MODE_WORDS = (
+    "Dropout",
+    "dropout",
+    "BatchNorm",
+    "batch_norm",
+    "InstanceNorm",
+    "instance_norm",
+    "training",
+    "RNN",
+    "LSTM",
+    "GRU",
+    "drop_path",
+    "DropPath",
+    "StochasticDepth",
+    "SyncBatchNorm",
+)
+
+
+def mode_insensitive(ctx: Context, class_name: str) -> bool:
+    """True when a local module class provably behaves the same in train and eval mode:
+    no mode-dependent layer or `self.training` anywhere in it (or its local bases and
+    submodule classes), and every submodule it builds is a `torch.nn` layer or such a
+    local class. False whenever unsure (an imported block could hold a Dropout)."""
+    key = ("mode_insensitive", class_name)
+    memo = _memo(ctx)
+    if key not in memo:
+        memo[key] = False  # recursion guard: a cycle counts as unsure
+        memo[key] = _mode_insensitive(ctx, class_name)
+    return bool(memo[key])
+
+
+def _mode_insensitive(ctx: Context, class_name: str) -> bool:
+    info = ctx.model.classes.get(class_name)
+    if info is None:
+        return False
+    for base in info.bases:
+        q = ctx.model.resolve(base)
+        if base in ctx.model.classes:
+            if not mode_insensitive(ctx, base):
+                return False
+        elif q not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+            return False
+    for node in iter_descendants(info.node):
+        if isinstance(node, cst.Name) and any(w in node.value for w in _MODE_WORDS):
+            return False
+        if isinstance(node, cst.Attribute) and any(w in node.attr.value for w in _MODE_WORDS):
+            return False
+        if isinstance(node, cst.SimpleString) and "drop" in node.value.lower():
+            return False
+        if not isinstance(node, cst.Call):
+            continue
+        d = dotted(node.func)
+        if d is None:
+            continue
+        last = d.rsplit(".", 1)[-1]
+        if not _is_camel(last):
+            continue
+        if d in ctx.model.classes:
+            if d != class_name and not mode_insensitive(ctx, d):
+                return False
+            continue
+        q = ctx.model.qualname(node.func) or ""
+        if not q.startswith("torch.nn.") and q not in ("builtins.super",):
+            return False
+    return True

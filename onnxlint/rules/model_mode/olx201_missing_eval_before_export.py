@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.exportflow import Mode, ModelRef, captures_model_mode, exported_model
+from onnxlint.exportflow import (
+    Mode,
+    ModelRef,
+    captures_model_mode,
+    exported_model,
+    mode_insensitive,
+)
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.semantic import ExportKind
 from onnxlint.violation import Fix, FixSafety, Severity
@@ -195,6 +201,21 @@ class MissingEvalBeforeExport(Rule):
                 """
             )
         ),
+        Valid(  # a local module whose layers behave the same in both modes
+            dedent(
+                """
+                import torch
+                from torch import nn
+                class Head(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.proj = nn.Sequential(nn.Linear(4, 4), nn.GELU(), nn.LayerNorm(4))
+                    def forward(self, x):
+                        return self.proj(x)
+                torch.onnx.export(Head(), (x,), "m.onnx")
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(
@@ -254,15 +275,18 @@ class MissingEvalBeforeExport(Rule):
                 """
                 import torch
                 class Net(torch.nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.drop = torch.nn.Dropout(0.1)
                     def forward(self, x):
-                        return x
+                        return self.drop(x)
                 def make_model():
                     return Net()
                 net = make_model()
                 traced = torch.jit.trace(net, (x,))
                 """
             ),
-            line=8,
+            line=11,
             message="tracing records",
         ),
         Invalid(  # inline construction: `.eval()` appended
@@ -295,6 +319,8 @@ class MissingEvalBeforeExport(Rule):
         modes = ref.modes
         if Mode.TRAIN not in modes or Mode.RETRAIN in modes:
             return  # OLX202 reports a `.train()` that undoes an `.eval()`
+        if ref.class_info is not None and mode_insensitive(self.ctx, ref.class_info.name):
+            return  # no Dropout/BatchNorm/`self.training`: the mode changes nothing
         who = f"`{ref.name}`" if ref.name else "the model"
         what = _WHAT.get(call.kind, "the exporter keeps")
         if modes == {Mode.TRAIN}:

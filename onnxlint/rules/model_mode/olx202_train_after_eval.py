@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.exportflow import Mode, captures_model_mode, exported_model
+from onnxlint.exportflow import Mode, captures_model_mode, exported_model, mode_insensitive
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.model_mode.olx201_missing_eval_before_export import eval_fix
 from onnxlint.violation import FixSafety, Severity
@@ -144,6 +144,8 @@ class TrainAfterEval(Rule):
             return
         ref = exported_model(self.ctx, call)
         if ref is None or Mode.RETRAIN not in ref.modes:
+            return
+        if ref.class_info is not None and mode_insensitive(self.ctx, ref.class_info.name):
             return
         name = ref.name or "model"
         every = ref.modes == {Mode.RETRAIN}
