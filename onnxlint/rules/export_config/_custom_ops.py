@@ -15,6 +15,7 @@ walking every block: OLX503/OLX504 are file-scoped and run on each check.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -25,6 +26,7 @@ from onnxlint.semantic import FileModel, FunctionInfo, dotted, positional_args
 from onnxlint.walker import iter_descendants
 
 _FAKE_KEYS = ("Meta", "CompositeImplicitAutograd")
+_FAKE_DECORATOR = re.compile(r"^[ \t]*@[ \t]*([\w.]+)\.register_fake\b", re.M)
 
 
 @dataclass
@@ -138,6 +140,9 @@ def _collect(model: FileModel, text: str) -> CustomOps:
     libs = _libraries(model)
     if "impl_abstract" in text:  # not in the indexed call tails: be conservative
         out.fake_unknown = True
+    # `@op.register_fake` decorators: read from the text, since the decorated functions
+    # are usually all named `_` (the model's function table keeps only one of them).
+    out.fake_names.update(_FAKE_DECORATOR.findall(text))
     # Decorated module-level functions: definitions and `@op.register_fake`.
     for f in model.functions.values():
         for dec in f.node.decorators:
@@ -147,9 +152,6 @@ def _collect(model: FileModel, text: str) -> CustomOps:
             q = model.qualname(target)
             if q == "torch.library.custom_op" and call is not None:
                 out.defined.append(CustomOp(_str(_first_arg(call, "name")), f.name, dec))
-            d = dotted(target) or ""
-            if d.endswith(".register_fake") and q != "torch.library.register_fake":
-                out.fake_names.add(d.rsplit(".", 1)[0])
     # `op = torch.library.custom_op("ns::name", fn, ...)` at module level.
     for stmt in model.module_body:
         if not isinstance(stmt, cst.SimpleStatementLine):

@@ -97,6 +97,29 @@ class CustomOpWithoutFakeKernel(Rule):
             )
         ),
         Valid("def define(x): pass\ndefine('mylib::x')\n"),
+        Valid(
+            dedent(
+                """
+                import torch
+
+                @torch.library.custom_op("mylib::a", mutates_args=())
+                def a(x: torch.Tensor) -> torch.Tensor:
+                    return x.clone()
+
+                @a.register_fake
+                def _(x):
+                    return torch.empty_like(x)
+
+                @torch.library.custom_op("mylib::b", mutates_args=())
+                def b(x: torch.Tensor) -> torch.Tensor:
+                    return x.clone()
+
+                @b.register_fake
+                def _(x):
+                    return torch.empty_like(x)
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(

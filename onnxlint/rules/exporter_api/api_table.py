@@ -293,3 +293,61 @@ def int_literal(expr: cst.BaseExpression) -> int | None:
     if isinstance(expr, cst.Integer):
         return int(expr.evaluated_value)
     return None
+
+
+_VERSION_WORDS = ("version", "torch_greater", "torch_less", "pytorch_after", "torch_ge", "torch_lt")
+
+
+def in_version_branch(ctx: Context) -> bool:
+    """Whether the node being visited sits in an `if`/`else` (or ternary) that tests a
+    version (`torch.__version__`, `Version(...)`, `is_torch_greater_or_equal(...)`): code
+    written for another torch, where a removed API is deliberate."""
+    for anc in ctx.ancestors:
+        if isinstance(anc, (cst.If, cst.IfExp)):
+            test = ctx.code_of(anc.test).lower()
+            if any(w in test for w in _VERSION_WORDS):
+                return True
+    return False
+
+
+# `torch.onnx.export`'s keywords in torch 2.13 (no `**kwargs` since 2.7: others are a TypeError).
+EXPORT_KEYWORDS_2_13 = frozenset(
+    {
+        "model",
+        "args",
+        "f",
+        "kwargs",
+        "verbose",
+        "input_names",
+        "output_names",
+        "opset_version",
+        "dynamo",
+        "external_data",
+        "dynamic_shapes",
+        "custom_translation_table",
+        "report",
+        "optimize",
+        "verify",
+        "profile",
+        "dump_exported_program",
+        "artifacts_dir",
+        "export_params",
+        "keep_initializers_as_inputs",
+        "dynamic_axes",
+        "training",
+        "operator_export_type",
+        "do_constant_folding",
+        "custom_opsets",
+        "export_modules_as_functions",
+        "autograd_inlining",
+    }
+)
+UNKNOWN_KWARGS_REJECTED_SINCE: Version = (2, 7)  # PR #146003 removed the `**_` catch-all
+# Keywords of older `torch.onnx.export` signatures, with what became of them.
+OLD_EXPORT_KEYWORDS = {
+    "example_outputs": "outputs come from running the model",
+    "_retain_param_name": "parameter names are always kept",
+    "strip_doc_string": "use `verbose=`",
+    "enable_onnx_checker": "check the saved model with `onnx.checker.check_model`",
+    "use_external_data_format": "use `external_data=`",
+}

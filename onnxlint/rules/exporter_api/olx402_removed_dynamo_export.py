@@ -9,6 +9,7 @@ from onnxlint.rules.exporter_api.api_table import (
     API_FACTS,
     DYNAMO_DEFAULT_SINCE,
     fmt_version,
+    in_version_branch,
     torch_module_name,
 )
 from onnxlint.semantic import ExportKind
@@ -21,6 +22,9 @@ class RemovedDynamoExport(Rule):
     """
     ## What it does
     Flags calls of `torch.onnx.dynamo_export(model, *args, **kwargs)`.
+
+    Code inside an `if`/`else` that tests a torch version is left alone (written for
+    another torch on purpose).
 
     ## Why is this bad?
     `dynamo_export` was deprecated in torch 2.7 and removed in 2.9: the call raises
@@ -61,6 +65,17 @@ class RemovedDynamoExport(Rule):
     VALID = [
         Valid("import torch\nprog = torch.onnx.export(model, (x,))\n"),
         Valid("def dynamo_export(*a): pass\ndynamo_export(model, x)\n"),
+        Valid(
+            dedent(
+                """
+                import torch
+                if torch.__version__ < "2.9":
+                    prog = torch.onnx.dynamo_export(model, x)
+                else:
+                    prog = torch.onnx.export(model, (x,))
+                """
+            )
+        ),
         Valid(
             "import torch\nprog = torch.onnx.dynamo_export(model, x)\n",
             config={"target-torch": "2.6"},
@@ -139,6 +154,8 @@ class RemovedDynamoExport(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
+        if in_version_branch(self.ctx):
+            return
         call = self.ctx.export_call(node)
         if call is None or call.kind is not ExportKind.ONNX_DYNAMO_EXPORT:
             return

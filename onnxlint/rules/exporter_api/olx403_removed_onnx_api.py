@@ -10,6 +10,7 @@ from onnxlint.rules.exporter_api.api_table import (
     ApiFact,
     Version,
     fmt_version,
+    in_version_branch,
 )
 from onnxlint.semantic import dotted, keyword_arg
 from onnxlint.violation import Severity
@@ -39,6 +40,9 @@ class RemovedOnnxApi(Rule):
     helpers (`find_mismatch`, `verify`, `VerificationOptions`, ...), the logging helpers,
     `ExportTypes`, `export_to_pretty_string`, `select_model_mode_for_export`, and
     `torch.compile(backend="onnxrt")`. Names are matched through the file's imports.
+
+    Code inside an `if`/`else` that tests a torch version is left alone (written for
+    another torch on purpose).
 
     ## Why is this bad?
     A removed name raises `AttributeError` (or `ImportError` for `from torch.onnx import X`)
@@ -151,6 +155,8 @@ class RemovedOnnxApi(Rule):
         return None if severity is None else (fact, severity)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
+        if in_version_branch(self.ctx):
+            return
         found = self._fact(self.ctx.qualname(node))
         if found is None:
             return
@@ -165,6 +171,8 @@ class RemovedOnnxApi(Rule):
         self.report(node, _message(fact, "AttributeError", severity), severity=severity)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if in_version_branch(self.ctx):
+            return
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
             return
         module = dotted(node.module)
@@ -183,6 +191,8 @@ class RemovedOnnxApi(Rule):
                 self.report(alias.name, _message(fact, "ImportError", severity), severity=severity)
 
     def visit_Import(self, node: cst.Import) -> None:
+        if in_version_branch(self.ctx):
+            return
         for alias in node.names:
             found = self._fact(dotted(alias.name))
             if found is not None:
@@ -190,6 +200,8 @@ class RemovedOnnxApi(Rule):
                 self.report(alias.name, _message(fact, "ImportError", severity), severity=severity)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if in_version_branch(self.ctx):
+            return
         if self.ctx.config.torch_version < _ONNXRT_REMOVED:
             return
         if self.ctx.qualname(node.func) != "torch.compile":

@@ -5,7 +5,11 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.rule import Invalid, Rule, Valid, make_fix
-from onnxlint.rules.exporter_api.api_table import FALLBACK_DEFAULT_FALSE, FALLBACK_REMOVED
+from onnxlint.rules.exporter_api.api_table import (
+    FALLBACK_DEFAULT_FALSE,
+    FALLBACK_REMOVED,
+    in_version_branch,
+)
 from onnxlint.semantic import ExportKind, literal_bool
 from onnxlint.violation import FixSafety, Severity
 
@@ -14,6 +18,9 @@ class RemovedFallbackArgument(Rule):
     """
     ## What it does
     Flags the `fallback=` keyword of `torch.onnx.export`.
+
+    Code inside an `if`/`else` that tests a torch version is left alone (written for
+    another torch on purpose).
 
     ## Why is this bad?
     `fallback=True` re-ran a failed dynamo export through the TorchScript exporter. It
@@ -81,6 +88,8 @@ class RemovedFallbackArgument(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
+        if in_version_branch(self.ctx):
+            return
         call = self.ctx.export_call(node)
         if call is None or call.kind is not ExportKind.ONNX_DYNAMO:
             return

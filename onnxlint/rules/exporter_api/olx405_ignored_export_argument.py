@@ -8,6 +8,7 @@ from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.exporter_api.api_table import (
     IGNORED_BY_DYNAMO,
     IGNORED_KWARGS_SINCE,
+    in_version_branch,
     onnx_export_on_dynamo,
 )
 from onnxlint.violation import FixSafety, Severity
@@ -19,6 +20,9 @@ class IgnoredExportArgument(Rule):
     Flags `training=`, `operator_export_type=`, `do_constant_folding=`, `custom_opsets=`,
     `export_modules_as_functions=` and `autograd_inlining=` on a `torch.onnx.export` call
     that takes the dynamo exporter (the default since torch 2.9, or `dynamo=True`).
+
+    Code inside an `if`/`else` that tests a torch version is left alone (written for
+    another torch on purpose).
 
     ## Why is this bad?
     The dynamo exporter accepts these keywords for compatibility and drops them without a
@@ -67,6 +71,17 @@ class IgnoredExportArgument(Rule):
             config={"target-torch": "2.8"},
         ),
         Valid("import torch\ntorch.export.export(model, (x,), training=True)\n"),
+        Valid(
+            dedent(
+                """
+                import torch
+                if Version(torch.__version__) >= Version("1.11"):
+                    torch.onnx.export(model, (x,), "m.onnx", dynamo=False, training=t)
+                else:
+                    torch.onnx.export(model, (x,), "m.onnx", training=t)
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(
@@ -114,6 +129,8 @@ class IgnoredExportArgument(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
+        if in_version_branch(self.ctx):
+            return
         if self.ctx.config.torch_version < IGNORED_KWARGS_SINCE:
             return
         call = onnx_export_on_dynamo(self.ctx, node)
