@@ -495,23 +495,12 @@ class _Flow:
     def _wraps_model(self, call: cst.Call) -> bool:
         """`Wrapper(model)`: the wrapped model's own mode decides what gets exported."""
         if self._mode_receivers is None:
-            found: set[str] = set()
-            stack: list[cst.CSTNode] = list(self.scope)
-            while stack:
-                node = stack.pop()
-                if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                    continue
-                if (
-                    isinstance(node, cst.Call)
-                    and isinstance(node.func, cst.Attribute)
-                    and node.func.attr.value in ("eval", "train")
-                ):
-                    d = dotted(node.func.value)
-                    if d is not None:
-                        found.add(d)
-                stack.extend(iter_children(node))
-            self._mode_receivers = found
-        receivers = self._mode_receivers
+            key = ("receivers", id(self.scope))
+            memo = _memo(self.ctx)
+            if key not in memo:
+                memo[key] = _mode_receivers(self.scope)
+            self._mode_receivers = memo[key]  # type: ignore[assignment]
+        receivers = self._mode_receivers or set()
         return any(dotted(a.value) in receivers for a in call.args if not a.star)
 
     def _helper_returns(self, info: FunctionInfo) -> State:
@@ -543,6 +532,22 @@ class _Flow:
         result = _join(*states) if states else _UNKNOWN
         memo[key] = result
         return result
+
+
+def _mode_receivers(scope: Sequence[cst.CSTNode]) -> set[str]:
+    """Dotted receivers of `.eval()`/`.train()` calls in a scope (not in nested defs)."""
+    found: set[str] = set()
+    for small in _small_statements(scope):
+        for node in iter_descendants(small):
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in ("eval", "train")
+            ):
+                d = dotted(node.func.value)
+                if d is not None:
+                    found.add(d)
+    return found
 
 
 def _train_flag(call: cst.Call) -> bool | None:
@@ -686,25 +691,60 @@ def _binds(func: cst.FunctionDef, name: str) -> bool:
     return bool(_assignments(body, name))
 
 
-def _assignments(stmts: Sequence[cst.CSTNode], name: str) -> list[cst.CSTNode]:
-    """Assign/AnnAssign nodes binding `name` in `stmts` (not inside nested defs)."""
-    out: list[cst.CSTNode] = []
+_SUITES = (
+    cst.IndentedBlock,
+    cst.Else,
+    cst.Finally,
+    cst.ExceptHandler,
+    cst.MatchCase,
+    cst.ExceptStarHandler,
+)
+
+
+def _small_statements(stmts: Sequence[cst.CSTNode]) -> Iterator[cst.BaseSmallStatement]:
+    """The small statements under `stmts`, through compound statements, not nested defs."""
     stack = list(reversed(stmts))
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            yield from node.body
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             continue
-        if isinstance(node, cst.Assign):
-            if any(dotted(t.target) == name for t in node.targets):
-                out.append(node)
-            continue
-        if isinstance(node, cst.AnnAssign):
-            if dotted(node.target) == name:
-                out.append(node)
-            continue
-        if isinstance(node, cst.BaseExpression):
-            continue
-        stack.extend(reversed(list(iter_children(node))))
+        elif isinstance(node, cst.BaseCompoundStatement):
+            parts: list[cst.CSTNode] = []
+            for name in ("body", "orelse", "handlers", "finalbody", "cases"):
+                part = getattr(node, name, None)
+                if isinstance(part, (list, tuple)):
+                    parts.extend(part)
+                elif part is not None:
+                    parts.append(part)
+            stack.extend(reversed(parts))
+        elif isinstance(node, _SUITES):
+            stack.extend(reversed(list(_suite_body(node))))
+
+
+def _suite_body(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    if isinstance(node, cst.IndentedBlock):
+        return node.body
+    body = getattr(node, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        return body.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        return [body]
+    if isinstance(body, cst.If):
+        return [body]
+    return []
+
+
+def _assignments(stmts: Sequence[cst.CSTNode], name: str) -> list[cst.CSTNode]:
+    """Assign/AnnAssign nodes binding `name` in `stmts` (not inside nested defs)."""
+    out: list[cst.CSTNode] = []
+    for small in _small_statements(stmts):
+        if isinstance(small, cst.Assign):
+            if any(dotted(t.target) == name for t in small.targets):
+                out.append(small)
+        elif isinstance(small, cst.AnnAssign) and dotted(small.target) == name:
+            out.append(small)
     return out
 
 
