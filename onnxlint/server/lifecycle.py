@@ -48,11 +48,12 @@ def register(server: OnnxlintServer) -> None:
     @server.feature(types.INITIALIZED)
     async def initialized(ls: OnnxlintServer, params: types.InitializedParams) -> None:
         ls.get_loop()
-        errors = list(getattr(ls, "pending_errors", []))
+        errors = list(ls.pending_errors)
+        before = (ls.global_settings, dict(ls.folder_settings))
         if _client_supports_configuration(ls.client_capabilities):
             errors += await pull_configuration(ls)
         ls.report_settings_errors(errors)
-        if ls.docs:
+        if ls.docs and before != (ls.global_settings, ls.folder_settings):
             ls.recheck_all()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
@@ -109,7 +110,8 @@ async def pull_configuration(ls: OnnxlintServer) -> list[str]:
     except Exception as exc:
         log.warning("workspace/configuration failed: %s", exc)
         return []
-    if not isinstance(values, list) or len(values) != len(items):
+    log.debug("workspace/configuration: %r", values)
+    if not isinstance(values, (list, tuple)) or len(values) != len(items):
         return []
     scopes: list[str | None] = [None, *(f.uri for f in folders)]
     pairs = [(scope, v) for scope, v in zip(scopes, values, strict=True) if isinstance(v, dict)]

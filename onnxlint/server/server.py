@@ -68,6 +68,7 @@ class Result:
     text: str
     violations: list[Violation]
     config_error: str | None = None
+    generation: int = 0  # the server's settings generation it was computed under
 
 
 @dataclass
@@ -112,6 +113,7 @@ class OnnxlintServer(LanguageServer):
         self.loop: asyncio.AbstractEventLoop | None = None
         self.deep: Any = None  # onnxlint.server.deep.DeepService, set by create_server
         self.check_count = 0
+        self.generation = 0  # bumped by every settings/configuration change
         self.pending_errors: list[str] = []
         self.code_action_caps: Any = None
 
@@ -311,15 +313,24 @@ class OnnxlintServer(LanguageServer):
             return
         doc = self.workspace.text_documents[uri]
         text, version = doc.source, doc.version
-        if st.result is not None and st.result.version == version and st.result.text == text:
+        if self._is_current(st.result, doc):
             self._wake(st)
             return
         st.running = True
         st.dirty = False
         config, _, config_error = self.config_for(uri)
         path = self.path_of(uri)
+        gen = self.generation
         fut = self.run_check(lambda: self._check(path, text, config))
-        fut.add_done_callback(lambda f: self._finished(uri, version, text, config_error, f))
+        fut.add_done_callback(lambda f: self._finished(uri, version, text, gen, config_error, f))
+
+    def _is_current(self, res: Result | None, doc: TextDocument) -> bool:
+        return (
+            res is not None
+            and res.version == doc.version
+            and res.generation == self.generation
+            and res.text == doc.source
+        )
 
     def _check(self, path: str, text: str, config: Config) -> list[Violation]:
         """On the engine thread: the engine's findings, or OLX001 if the engine itself fails."""
@@ -346,6 +357,7 @@ class OnnxlintServer(LanguageServer):
         uri: str,
         version: int | None,
         text: str,
+        gen: int,
         config_error: str | None,
         fut: asyncio.Future[list[Violation]],
     ) -> None:
@@ -361,8 +373,9 @@ class OnnxlintServer(LanguageServer):
         doc = self.workspace.text_documents.get(uri)
         if doc is None:
             return
-        if doc.version == version and doc.source == text:
-            st.result = Result(version, text, violations, config_error)
+        fresh = doc.version == version and doc.source == text and gen == self.generation
+        if fresh:
+            st.result = Result(version, text, violations, config_error, gen)
             st.fix_cache.clear()
             st.revision += 1
             if config_error:
@@ -374,7 +387,7 @@ class OnnxlintServer(LanguageServer):
             log.debug(
                 "dropped a stale result for %s (version %s, now %s)", uri, version, doc.version
             )
-        if st.dirty or doc.version != version or doc.source != text:
+        if st.dirty or not fresh:
             st.dirty = False
             # The newest text is not checked yet; a pending debounce timer will ask for it.
             if st.timer is None:
@@ -388,7 +401,7 @@ class OnnxlintServer(LanguageServer):
             if w.done():
                 continue
             doc = self.workspace.text_documents.get(st.uri)
-            if st.result is not None and doc is not None and st.result.version == doc.version:
+            if st.result is not None and doc is not None and self._is_current(st.result, doc):
                 w.set_result(st.result)
             else:
                 keep.append(w)
@@ -398,11 +411,7 @@ class OnnxlintServer(LanguageServer):
         """The static result for the document's current version (checking now if needed)."""
         doc = self.document(uri)
         st = self.state(uri)
-        if (
-            st.result is not None
-            and st.result.version == doc.version
-            and st.result.text == doc.source
-        ):
+        if st.result is not None and self._is_current(st.result, doc):
             return st.result
         fut: asyncio.Future[Result] = self.get_loop().create_future()
         st.waiters.append(fut)
@@ -467,8 +476,8 @@ class OnnxlintServer(LanguageServer):
     def recheck_all(self) -> None:
         """After a settings or configuration change: check every open document again."""
         self.invalidate_config()
+        self.generation += 1
         for uri, st in list(self.docs.items()):
-            st.result = None
             st.revision += 1
             if uri in self.workspace.text_documents:
                 self.trigger(uri)

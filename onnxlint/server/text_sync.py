@@ -7,6 +7,7 @@ do. Never both: VS Code would show every finding twice.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
 from lsprotocol import types
@@ -68,14 +69,13 @@ async def pull_diagnostics(
 ) -> types.DocumentDiagnosticReport:
     uri = params.text_document.uri
     res = await ls.current(uri)
-    st = ls.state(uri)
-    result_id = f"{res.version}.{st.revision}"
+    items: list[types.Diagnostic] = []
+    if ls.settings_for(uri).enable:
+        _, items = ls.merged(uri)
+    digest = hashlib.sha1(repr((res.version, items)).encode("utf-8")).hexdigest()[:16]
+    result_id = f"{res.version}-{digest}"
     if params.previous_result_id == result_id:
         return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
-    if not ls.settings_for(uri).enable:
-        items: list[types.Diagnostic] = []
-    else:
-        _, items = ls.merged(uri)
     return types.RelatedFullDocumentDiagnosticReport(items=items, result_id=result_id)
 
 

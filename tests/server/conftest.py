@@ -2,13 +2,16 @@
 
 `lsp` is a started but not yet initialized client; `start(lsp, editor, ...)` initializes it with
 the capabilities a real editor sends (VS Code 1.65, Neovim 0.7 / 0.11 from pytest-lsp) and
-the settings under test. The client records every publish (with its version) and applies
-`workspace/applyEdit` to its own copy of each document, like an editor.
+the settings under test; `shared` is one initialized VS Code-like session per test module
+(each test module runs in one event loop: `pytest.mark.asyncio(loop_scope="module")`). The
+client records every publish (with its version) and applies `workspace/applyEdit` to its own
+copy of each document, like an editor.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -69,13 +72,15 @@ def make_client() -> Client:
     return client
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, client_factory=make_client))
+@pytest_lsp.fixture(
+    config=ClientServerConfig(server_command=SERVER, client_factory=make_client),
+    loop_scope="module",
+)
 async def lsp(lsp_client: Client):  # type: ignore[no-untyped-def]
     yield
-    try:
+    # a test that killed the server has already failed or passed
+    with contextlib.suppress(Exception):
         await asyncio.wait_for(lsp_client.shutdown_session(), 10)
-    except Exception:  # noqa: BLE001 - a test that killed the server has already failed or passed
-        pass
 
 
 # ---------------------------------------------------------------------------- session helpers
@@ -169,7 +174,7 @@ async def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, what: st
 async def diagnostics_for(
     client: Client, uri: str, version: int | None = None, timeout: float = 15.0, after: int = 0
 ) -> list[types.Diagnostic]:
-    """The diagnostics of the first publish for `uri` (at `version`, if given) after index `after`."""
+    """The diagnostics of the first publish for `uri` (at `version`) after index `after`."""
 
     def found() -> types.PublishDiagnosticsParams | None:
         for p in client.publishes[after:]:
@@ -234,3 +239,15 @@ async def apply_and_sync(client: Client, uri: str, edit: types.WorkspaceEdit) ->
     after = client.texts[uri]
     client.texts[uri] = before
     return change_doc(client, uri, after)
+
+
+@pytest_lsp.fixture(
+    scope="module",
+    config=ClientServerConfig(server_command=SERVER, client_factory=make_client),
+)
+async def shared(lsp_client: Client):  # type: ignore[no-untyped-def]
+    """One VS Code-like session for a whole module (tests use their own documents)."""
+    await start(lsp_client, "vscode")
+    yield
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(lsp_client.shutdown_session(), 10)

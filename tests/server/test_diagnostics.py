@@ -17,6 +17,8 @@ from .conftest import (
     wait_for,
 )
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 LEGACY = """import torch
 
 torch.onnx.export(model, (x,), "m.onnx", dynamo=False)
@@ -59,7 +61,7 @@ async def test_diagnostics_appear_change_and_clear(lsp: Client, editor: str, tmp
 async def test_columns_are_utf16(lsp: Client, tmp_path) -> None:
     await start(lsp)
     uri = uri_of(tmp_path / "wide.py")
-    # "𝕩" is one code point but two UTF-16 units; "é" is one of each.
+    # U+1D569 is one code point but two UTF-16 units; "é" is one of each.
     text = 'import torch\ntorch.onnx.export(m, (x,), "é𝕩.onnx", dynamo=False)\n'
     open_doc(lsp, uri, text)
     (d,) = await diagnostics_for(lsp, uri, version=1)
