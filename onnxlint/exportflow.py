@@ -835,11 +835,35 @@ def example_inputs(
         return elements
     if isinstance(value, (cst.List, cst.Dict, cst.ListComp, cst.GeneratorExp)):
         return None
-    if isinstance(value, cst.Name):
-        resolved = resolve_value(ctx, value, ref)
-        if resolved is None:
-            return None  # `args` built elsewhere: could be a tuple
-    return [value] if value is not None else None
+    if value is None:
+        return None
+    # A single input: only when it clearly is one tensor (a name bound to a call could
+    # just as well hold a tuple of inputs).
+    single = resolve_value(ctx, value, ref) if isinstance(value, cst.Name) else value
+    return [value] if single is not None and _is_tensor_expr(ctx, single) else None
+
+
+_TENSOR_CHAIN = frozenset(
+    {"to", "cuda", "cpu", "float", "half", "double", "long", "int", "bool", "unsqueeze"}
+    | {"view", "reshape", "permute", "contiguous", "clone", "detach", "requires_grad_"}
+    | {"expand", "repeat", "transpose", "squeeze", "type", "bfloat16"}
+)
+
+
+def _is_tensor_expr(ctx: Context, expr: cst.BaseExpression) -> bool:
+    """A `torch.<factory>(...)` call, possibly followed by tensor methods (`.to(device)`)."""
+    while (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in _TENSOR_CHAIN
+    ):
+        expr = expr.func.value
+    if not isinstance(expr, cst.Call):
+        return False
+    q = ctx.qualname(expr.func) or ""
+    if q in ("torch.autograd.Variable", "torch.Tensor", "torch.tensor", "torch.from_numpy"):
+        return True
+    return q.startswith("torch.") and q.count(".") == 1 and q[6:7].islower()
 
 
 # --------------------------------------------------------------------------- dynamic_axes
@@ -900,6 +924,8 @@ def convert_dynamic_axes(ctx: Context, call: ExportCall) -> list[Edit] | None:
     kwargs_names = _kwargs_names(ctx, call, ref)
     if kwargs_names is None:
         return None
+    if any(isinstance(i, (cst.Tuple, cst.List, cst.Dict, cst.Set)) for i in inputs):
+        return None  # nested inputs: `input_names` name the flattened tensors
     params = forward_params(ctx, ref.class_info) if ref is not None else None
     n_inputs = len(inputs) + len(kwargs_names)
     if len(input_names) > n_inputs:

@@ -91,3 +91,32 @@ def test_fixed_script_exports_with_the_named_dynamic_dims(tmp_path: Path) -> Non
     # have matched the entries by dict order).
     assert lines["input_ids"] == "['batch', 5]"
     assert lines["attention_mask"] == "['batch', 5]"
+
+
+def test_no_fix_when_the_inputs_cannot_be_counted() -> None:
+    code = textwrap.dedent(
+        """
+        import torch
+        from mypkg import Net, make_inputs
+
+        model = Net().eval()
+        inputs = make_inputs()  # one tensor or a tuple of them: unknown
+        torch.onnx.export(model, inputs, "m.onnx", input_names=["a"], dynamic_axes={"a": [0]})
+        """
+    )
+    found = [v for v in Engine().check("case.py", code, CONFIG) if v.code == "OLX304"]
+    assert found and found[0].fix is None
+
+
+def test_single_tensor_input_gets_a_one_element_tuple() -> None:
+    code = textwrap.dedent(
+        """
+        import torch
+        from mypkg import Net
+
+        model = Net().eval()
+        dummy = torch.randn(1, 3, 224, 224).to("cpu")
+        torch.onnx.export(model, dummy, "m.onnx", input_names=["img"], dynamic_axes={"img": {0: "n"}})
+        """
+    )
+    assert 'dynamic_shapes=({0: "n"},)' in _fix(code)
