@@ -116,7 +116,7 @@ def test_single_tensor_input_gets_a_one_element_tuple() -> None:
 
         model = Net().eval()
         dummy = torch.randn(1, 3, 224, 224).to("cpu")
-        torch.onnx.export(model, dummy, "m.onnx", input_names=["img"], dynamic_axes={"img": {0: "n"}})
+        torch.onnx.export(model, dummy, "m.onnx", input_names=["i"], dynamic_axes={"i": {0: "n"}})
         """
     )
     assert 'dynamic_shapes=({0: "n"},)' in _fix(code)
