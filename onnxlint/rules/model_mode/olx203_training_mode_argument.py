@@ -21,7 +21,8 @@ class TrainingModeArgument(Rule):
     inference runtime gives random, batch-dependent results. With the dynamo exporter
     (the default since torch 2.9) the keyword is silently ignored (deprecated since torch
     2.6): the graph follows the mode the model is in, so the keyword neither produces the
-    training graph it asks for nor protects an inference export.
+    training graph it asks for nor protects an inference export; that case is reported by
+    OLX405 (ignored export argument), which also removes the keyword.
 
     ## Example
     ```python
@@ -55,6 +56,11 @@ class TrainingModeArgument(Rule):
             "dynamo=False)\n"
         ),
         Valid("TRAINING = 1\nexport(m, training=TRAINING)\n"),
+        # The dynamo exporter ignores the keyword: OLX405 reports that, not this rule.
+        Valid(
+            "import torch\n"
+            "torch.onnx.export(m, (x,), 'm.onnx', training=torch.onnx.TrainingMode.TRAINING)\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -67,16 +73,6 @@ class TrainingModeArgument(Rule):
             ),
             line=3,
             message="training graph",
-        ),
-        Invalid(
-            dedent(
-                """
-                import torch
-                torch.onnx.export(m, (x,), "m.onnx", training=torch.onnx.TrainingMode.TRAINING)
-                """
-            ),
-            line=2,
-            message="ignored by the dynamo exporter",
         ),
     ]
 
@@ -96,12 +92,6 @@ class TrainingModeArgument(Rule):
                 "`training=TrainingMode.TRAINING` exports a training graph (active Dropout, "
                 "batch-statistics BatchNorm); use `TrainingMode.EVAL` for an inference model"
             )
-        elif kind is ExportKind.ONNX_DYNAMO:
-            message = (
-                "`training=TrainingMode.TRAINING` is ignored by the dynamo exporter: the graph "
-                "follows the model's own mode; call `model.eval()` (or `model.train()`) "
-                "before exporting and drop the keyword"
-            )
         else:
-            return
+            return  # on the dynamo path the keyword is ignored: OLX405 reports (and removes) it
         self.report(arg, message)
