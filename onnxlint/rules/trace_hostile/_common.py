@@ -125,12 +125,27 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     yield from iter_descendants(node)
 
 
-def size_call(ctx: Context, call: cst.Call) -> bool:
-    """A call whose positional arguments are sizes: `torch.zeros(n)`, `x.view(n, -1)`."""
+def size_call(ctx: Context, call: cst.Call, arg: cst.Arg | None = None) -> bool:
+    """A call whose positional arguments are sizes: `torch.zeros(n)`, `x.view(n, -1)`.
+
+    With `arg`, whether that argument is one of the sizes (`torch.full(size, fill)` has one).
+    """
     q = ctx.qualname(call.func)
-    if q in SIZE_FUNCTIONS:
+    if q not in SIZE_FUNCTIONS and not (
+        isinstance(call.func, cst.Attribute) and call.func.attr.value in SIZE_METHODS
+    ):
+        return False
+    if arg is None:
         return True
-    return isinstance(call.func, cst.Attribute) and call.func.attr.value in SIZE_METHODS
+    if arg.keyword is not None:
+        return arg.keyword.value in ("size", "sizes", "shape", "length", "end", "n")
+    positional = [a for a in call.args if a.keyword is None]
+    method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+    if q in ("torch.full", "torch.randint") or method == "new_full":
+        return arg is positional[0 if q != "torch.randint" else -1]
+    if method == "narrow":
+        return arg is not positional[0]
+    return True
 
 
 def classify_use(ctx: Context, chain: list[cst.CSTNode]) -> tuple[str | None, str | None]:
@@ -149,7 +164,15 @@ def classify_use(ctx: Context, chain: list[cst.CSTNode]) -> tuple[str | None, st
             if isinstance(parent.operator, cst.Not):
                 return BRANCH, None
             continue
-        if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget)):
+        if isinstance(parent, cst.Comparison):
+            if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons):
+                return None, None  # `v is None` reads no value
+            continue
+        if isinstance(parent, cst.BinaryOperation):
+            if ctx.kind(parent) is Kind.TENSOR:
+                return None, None  # back into a tensor: OLX101 judges its truth
+            continue
+        if isinstance(parent, cst.ComparisonTarget):
             continue
         if isinstance(parent, cst.Arg):
             continue
@@ -159,7 +182,7 @@ def classify_use(ctx: Context, chain: list[cst.CSTNode]) -> tuple[str | None, st
             q = ctx.qualname(parent.func)
             if q == "builtins.range":
                 return RANGE, None
-            if size_call(ctx, parent):
+            if size_call(ctx, parent, child if isinstance(child, cst.Arg) else None):
                 return SIZE, None
             if q in _PASS_THROUGH:
                 continue

@@ -1,0 +1,199 @@
+"""OLX102: `.item()`, `.tolist()`, `int(t)`, `float(t)`, `bool(t)` whose value steers Python."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from onnxlint.rule import Context, Invalid, Rule, Valid, dedent
+from onnxlint.rules.trace_hostile._common import (
+    BRANCH,
+    RANGE,
+    NameUses,
+    traced,
+    under_export_guard,
+    value_uses,
+)
+from onnxlint.semantic import Kind
+from onnxlint.violation import Severity
+
+_CONVERTERS = {"builtins.int": "int", "builtins.float": "float", "builtins.bool": "bool"}
+
+
+class TensorToPython(Rule):
+    """
+    ## What it does
+    Flags tensor-to-Python conversions (`.item()`, `.tolist()`, `int(t)`, `float(t)`,
+    `bool(t)`) in code reachable from `forward`, rated by where the value goes: a Python
+    branch, a `range()`, a size argument (`torch.zeros(n)`, `x.view(n, -1)`).
+
+    ## Why is this bad?
+    Under the dynamo exporter (the default since torch 2.9) the value becomes a symbol
+    with no known value: branching on it fails with `GuardOnDataDependentSymNode` (error);
+    using it as a loop count or a size often needs `torch._check` hints (warning).
+    Under tracing (`torch.jit.trace`, `dynamo=False`) every conversion is frozen into a
+    constant of the example input, silently (warning). A value only used in arithmetic
+    exports fine with the dynamo exporter and is not reported then.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        n = x.sum().item()
+        if n > 0:
+            x = x * 2
+        return x
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        return torch.where(x.sum() > 0, x * 2, x)
+    ```
+
+    ## Fix safety
+    No automatic fix: keeping the value a tensor changes the code around it.
+
+    ## References
+    - https://docs.pytorch.org/docs/stable/export/programming_model.html
+    - https://docs.pytorch.org/docs/stable/generated/exportdb/index.html
+    """
+
+    code = "OLX102"
+    name = "tensor-to-python"
+    severity = Severity.ERROR
+
+    VALID = [
+        Valid(  # arithmetic only: fine under the dynamo exporter
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        scale = x.abs().max().item()
+                        return x / scale
+                """
+            )
+        ),
+        Valid(  # a shape is not data
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        n = int(x.shape[0])
+                        if n > 1:
+                            x = x[1:]
+                        return x
+                """
+            )
+        ),
+        Valid(  # not reachable from forward
+            dedent(
+                """
+                import torch
+                def report(x):
+                    if x.sum().item() > 0:
+                        print("positive")
+                """
+            )
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        n = x.sum().item()
+                        if n > 0:
+                            x = x * 2
+                        return x
+                """
+            ),
+            line=4,
+            message="feeds a Python branch",
+            severity=Severity.ERROR,
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        steps = int(x.max())
+                        for _ in range(steps):
+                            x = x * 2
+                        return torch.zeros(x.max().item())
+                """
+            ),
+            line=4,
+            message="loop count",
+            severity=Severity.WARNING,
+            count=2,
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        scale = x.abs().max().item()
+                        return x / scale
+                m = torch.jit.trace(M(), torch.ones(3))
+                """
+            ),
+            line=4,
+            message="frozen into a constant",
+            severity=Severity.WARNING,
+        ),
+    ]
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self._uses: dict[int, NameUses] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        what = self._conversion(node)
+        if what is None or not self.ctx.in_forward:
+            return
+        if traced(self.ctx.model, self.ctx.config.exporter):
+            self.report(
+                node,
+                f"`{what}` is frozen into a constant when the model is traced: the exported "
+                "graph keeps the example input's value; keep the value a tensor",
+                severity=Severity.WARNING,
+            )
+            return
+        uses = value_uses(self.ctx, node, self._uses)
+        if not uses or under_export_guard(self.ctx, node):
+            return
+        if BRANCH in uses:
+            self.report(
+                node,
+                f"`{what}` feeds a Python branch: data-dependent control flow fails in "
+                "`torch.export`/`torch.onnx.export`; use `torch.where` or `torch.cond`",
+            )
+        else:
+            use = "a loop count" if RANGE in uses else "a size"
+            self.report(
+                node,
+                f"`{what}` is used as {use}: the exporter sees a data-dependent value "
+                "(unbacked symbol) and may fail or need `torch._check`; derive it from "
+                "shapes or keep it a tensor",
+                severity=Severity.WARNING,
+            )
+
+    def _conversion(self, node: cst.Call) -> str | None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("item", "tolist"):
+            if node.args:
+                return None
+            kind = self.ctx.kind(func.value)
+            if kind is Kind.TENSOR or (kind is Kind.UNKNOWN and func.attr.value == "item"):
+                return f".{func.attr.value}()"
+            return None
+        if isinstance(func, cst.Name) and len(node.args) == 1 and not node.args[0].star:
+            name = _CONVERTERS.get(self.ctx.qualname(func) or "")
+            if name is not None and self.ctx.kind(node.args[0].value) is Kind.TENSOR:
+                return f"{name}(tensor)"
+        return None
