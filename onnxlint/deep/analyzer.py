@@ -296,7 +296,9 @@ class DeepAnalyzer:
             try:
                 ev = worker.events.get(timeout=0.1)
             except queue.Empty:
-                continue
+                if worker.alive():
+                    continue
+                ev = None  # exited, even if an orphan still holds its pipes
             if ev is None:
                 tail = "\n".join(list(worker.stderr_tail)[-12:])
                 worker.kill()

@@ -163,6 +163,12 @@ class Zygote:
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child; its exit code is the test
             os.close(r)
+            # the protocol pipe belongs to the zygote: holding it would keep onnxlint
+            # from seeing the zygote die
+            try:
+                self.proto.close()
+            except OSError:
+                pass
             _child(req, w, memory)
         os.close(w)
         reader = LineReader(r)
@@ -262,6 +268,7 @@ def _child(req: dict[str, Any], w: int, memory: int) -> None:  # pragma: no cove
     """Run one analysis and exit without returning to the zygote's loop."""
     code = 0
     try:
+        _die_with_parent()
         os.setpgid(0, 0)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
@@ -293,6 +300,22 @@ def _child(req: dict[str, Any], w: int, memory: int) -> None:  # pragma: no cove
     finally:
         sys.stderr.flush()
         os._exit(code)
+
+
+def _die_with_parent() -> None:
+    """Linux: the child gets SIGKILL when the zygote dies, so no analysis outlives it."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the zygote died before prctl took effect
+        os._exit(71)
 
 
 def _limit_data(memory: int) -> None:
