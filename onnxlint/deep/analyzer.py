@@ -11,6 +11,7 @@ runs at a time, others wait.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import os
 import queue
@@ -110,10 +111,8 @@ class _Worker:
         self.proc.wait()
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
-                try:
+                with contextlib.suppress(OSError):
                     stream.close()
-                except OSError:
-                    pass
 
     def stop(self, timeout: float = 5.0) -> None:
         if self.proc.poll() is None:
@@ -260,7 +259,9 @@ class DeepAnalyzer:
             rid = next(self._ids)
             options = {"timeout": target.timeout, "memory_limit_mb": target.memory_limit_mb}
             try:
-                worker.send({"op": wire.OP_ANALYZE, "id": rid, "target": wire_target, "options": options})
+                worker.send(
+                    {"op": wire.OP_ANALYZE, "id": rid, "target": wire_target, "options": options}
+                )
             except (OSError, ValueError):
                 worker.kill()
                 return result_mod.error_result(target, "the worker closed its input")
@@ -280,17 +281,17 @@ class DeepAnalyzer:
             if cancel.is_set() and not cancel_sent:
                 cancel_sent = True
                 deadline = min(deadline, time.monotonic() + 10.0)
-                try:
+                with contextlib.suppress(OSError, ValueError):
                     worker.send({"op": wire.OP_CANCEL, "id": rid})
-                except (OSError, ValueError):
-                    pass
             if time.monotonic() > deadline:
                 # the worker itself is stuck: kill it, the next call starts a fresh one
                 worker.kill()
                 status = wire.STATUS_CANCELLED if cancel_sent else wire.STATUS_TIMEOUT
                 end = {
                     "status": status,
-                    "detail": "cancelled" if cancel_sent else f"no answer within {target.timeout:g} s",
+                    "detail": "cancelled"
+                    if cancel_sent
+                    else f"no answer within {target.timeout:g} s",
                 }
                 return result_mod.from_worker(target, end, data)
             try:
@@ -312,10 +313,8 @@ class DeepAnalyzer:
                 continue  # a late event of an earlier, cancelled analysis
             kind = ev.get("ev")
             if kind == wire.EV_PROGRESS:
-                try:
+                with contextlib.suppress(Exception):
                     progress(str(ev.get("phase")), ev.get("percent"))
-                except Exception:
-                    pass
             elif kind == wire.EV_RESULT:
                 data = ev.get("result") or {}
             elif kind == wire.EV_END:
@@ -325,7 +324,12 @@ class DeepAnalyzer:
 
     @staticmethod
     def _end_of(res: DeepResult) -> dict[str, Any]:
-        return {"status": res.status, "detail": res.detail, "peak_rss": res.peak_rss, "wall": res.wall}
+        return {
+            "status": res.status,
+            "detail": res.detail,
+            "peak_rss": res.peak_rss,
+            "wall": res.wall,
+        }
 
     def _remember(self, res: DeepResult) -> None:
         self.last_result = res

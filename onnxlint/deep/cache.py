@@ -8,6 +8,7 @@ to an unrelated file does not.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -23,7 +24,11 @@ FORMAT = 1
 @cache
 def torch_version_of(python: str) -> str:
     """The torch version installed for an interpreter, without importing torch (~50 ms)."""
-    code = "import importlib.metadata as m\ntry: print(m.version('torch'))\nexcept Exception: print('none')"
+    code = (
+        "import importlib.metadata as m\n"
+        "try: print(m.version('torch'))\n"
+        "except Exception: print('none')"
+    )
     try:
         out = subprocess.run(
             [python, "-c", code], capture_output=True, text=True, timeout=30, check=False
@@ -70,7 +75,7 @@ class ResultCache:
                 return None
         if not isinstance(entry.get("result"), dict) or not isinstance(entry.get("end"), dict):
             return None
-        return entry
+        return dict(entry)
 
     def put(self, key: str, result: dict[str, Any], end: dict[str, Any]) -> None:
         files = {p: d for p in result.get("project_files") or [] if (d := file_digest(p))}
@@ -84,7 +89,5 @@ class ResultCache:
                 f.write(data)
             os.replace(tmp, self._path(key))
         except OSError:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass

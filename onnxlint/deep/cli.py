@@ -176,7 +176,9 @@ def run_analyze(args: argparse.Namespace, config: Any) -> int:
     report_path = getattr(args, "report", None)
     if report_path is not None:
         report.write_report(results, Path(report_path))
-    violations = sorted([*problems, *(v for r in results for v in r.violations)], key=Violation.sort_key)
+    violations = sorted(
+        [*problems, *(v for r in results for v in r.violations)], key=Violation.sort_key
+    )
     if fmt == "json":
         print(
             json.dumps(

@@ -97,7 +97,12 @@ def _md_target(r: DeepResult) -> list[str]:
             out += _md_violation(v, root)
     unsupported = s["unsupported"]
     if unsupported:
-        out += ["### Unsupported operators", "", "| op | nodes | where | workaround |", "|---|---|---|---|"]
+        out += [
+            "### Unsupported operators",
+            "",
+            "| op | nodes | where | workaround |",
+            "|---|---|---|---|",
+        ]
         for u in unsupported:
             where = f"{_rel(u['file'], root)}:{u['line']}" if u.get("file") else "?"
             out.append(f"| `{u['op']}` | {u['count']} | {where} | {u['workaround']} |")
@@ -121,10 +126,16 @@ def _md_target(r: DeepResult) -> list[str]:
         out += [f"| {k} | {v} |" for k, v in (onnx.get("op_histogram") or {}).items()]
         out.append("")
     if s["verify"]:
-        out += ["### Verification (onnxruntime vs eager)", "", "| case | max abs | max rel | status |", "|---|---|---|---|"]
+        out += [
+            "### Verification (onnxruntime vs eager)",
+            "",
+            "| case | max abs | max rel | status |",
+            "|---|---|---|---|",
+        ]
         for c in s["verify"]:
             out.append(
-                f"| {c.get('case')} | {c.get('max_abs', '')} | {c.get('max_rel', '')} | {c.get('status')} |"
+                f"| {c.get('case')} | {c.get('max_abs', '')} | {c.get('max_rel', '')} "
+                f"| {c.get('status')} |"
             )
         out.append("")
     if s["skipped"]:
@@ -179,7 +190,7 @@ def to_html(results: list[DeepResult]) -> str:
     for i, r in enumerate(results):
         body.append(_html_target(r, i))
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         "<title>onnxlint deep analysis</title><style>"
         + _CSS
         + "</style></head><body>\n"
@@ -214,7 +225,9 @@ def _html_target(r: DeepResult, index: int) -> str:
             f"<tr><td>parameters</td><td>{m.get('params', 0):,} ({by_dtype or 'none'}); real "
             f"weights would take <b>{_size(m.get('weight_bytes'))}</b></td></tr>"
         )
-        out.append(f"<tr><td>inputs</td><td><code>{_e(', '.join(m.get('inputs', [])))}</code></td></tr>")
+        out.append(
+            f"<tr><td>inputs</td><td><code>{_e(', '.join(m.get('inputs', [])))}</code></td></tr>"
+        )
     out.append(
         f"<tr><td>worker peak memory</td><td>{_size(r.peak_rss)}</td></tr>"
         f"<tr><td>wall time</td><td>{r.wall:.2f} s</td></tr></table>"
@@ -244,7 +257,10 @@ def _html_target(r: DeepResult, index: int) -> str:
             out.append(f"<pre>{lines}</pre>")
         out.append("</div>")
     if s["unsupported"]:
-        out.append("<h3>Unsupported operators</h3><table><tr><th>op</th><th>nodes</th><th>where</th><th>workaround</th></tr>")
+        out.append(
+            "<h3>Unsupported operators</h3><table><tr><th>op</th><th>nodes</th>"
+            "<th>where</th><th>workaround</th></tr>"
+        )
         for u in s["unsupported"]:
             where = f"{_rel(u['file'], root)}:{u['line']}" if u.get("file") else "?"
             out.append(
@@ -261,14 +277,26 @@ def _html_target(r: DeepResult, index: int) -> str:
             f"checker: {_e(onnx.get('checker'))}</p>"
         )
         out.append("<table><tr><th>input</th><th>type</th></tr>")
-        out += [f"<tr><td><code>{_e(i['name'])}</code></td><td><code>{_e(_shape(i))}</code></td></tr>" for i in onnx.get("inputs", [])]
+        out += [
+            f"<tr><td><code>{_e(i['name'])}</code></td><td><code>{_e(_shape(i))}</code></td></tr>"
+            for i in onnx.get("inputs", [])
+        ]
         out.append("</table><table><tr><th>output</th><th>type</th></tr>")
-        out += [f"<tr><td><code>{_e(o['name'])}</code></td><td><code>{_e(_shape(o))}</code></td></tr>" for o in onnx.get("outputs", [])]
+        out += [
+            f"<tr><td><code>{_e(o['name'])}</code></td><td><code>{_e(_shape(o))}</code></td></tr>"
+            for o in onnx.get("outputs", [])
+        ]
         out.append("</table><table><tr><th>op type</th><th>count</th></tr>")
-        out += [f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in (onnx.get("op_histogram") or {}).items()]
+        out += [
+            f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>"
+            for k, v in (onnx.get("op_histogram") or {}).items()
+        ]
         out.append("</table>")
     if s["verify"]:
-        out.append("<h3>Verification (onnxruntime vs eager)</h3><table><tr><th>case</th><th>max abs</th><th>max rel</th><th>status</th></tr>")
+        out.append(
+            "<h3>Verification (onnxruntime vs eager)</h3><table><tr><th>case</th>"
+            "<th>max abs</th><th>max rel</th><th>status</th></tr>"
+        )
         for c in s["verify"]:
             out.append(
                 f"<tr><td>{_e(c.get('case'))}</td><td>{_e(c.get('max_abs', ''))}</td>"

@@ -122,7 +122,14 @@ def from_worker(target: Target, end: dict[str, Any], data: dict[str, Any] | None
         for f in data.get("findings") or []:
             code = codes.code_for_kind(str(f.get("kind")))
             res.violations.append(
-                violation(target, code, str(f.get("message")), f.get("file"), f.get("line"), f.get("notes") or ())
+                violation(
+                    target,
+                    code,
+                    str(f.get("message")),
+                    f.get("file"),
+                    f.get("line"),
+                    f.get("notes") or (),
+                )
             )
     if status in codes.STATUS_TO_CODE:
         notes = [

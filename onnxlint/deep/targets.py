@@ -101,7 +101,7 @@ def _check_dims(where: str, key: str, dims: Any) -> dict[int, str | None]:
         dims = {i: v for i, v in enumerate(dims)}
     if not isinstance(dims, dict):
         raise TargetError(
-            f"{where}: `{key}` must be a table of dim index to dim name, e.g. {{0 = \"batch\"}}"
+            f'{where}: `{key}` must be a table of dim index to dim name, e.g. {{0 = "batch"}}'
         )
     out: dict[int, str | None] = {}
     for k, v in dims.items():
@@ -114,9 +114,7 @@ def _check_dims(where: str, key: str, dims: Any) -> dict[int, str | None]:
         if v in ("", False):
             v = None
         if v is not None and not (isinstance(v, str) and re.fullmatch(r"[A-Za-z_]\w*", v)):
-            raise TargetError(
-                f"{where}: `{key}.{idx}` must be a dim name like \"batch\", got {v!r}"
-            )
+            raise TargetError(f'{where}: `{key}.{idx}` must be a dim name like "batch", got {v!r}')
         out[idx] = v
     return out
 
@@ -131,9 +129,9 @@ def _check_dynamic_shapes(where: str, spec: Any) -> Any:
         )
     if isinstance(spec, dict):
         return {
-            str(arg): None if d in (None, False, {}) else _check_dims(
-                where, f"dynamic_shapes.{arg}", d
-            )
+            str(arg): None
+            if d in (None, False, {})
+            else _check_dims(where, f"dynamic_shapes.{arg}", d)
             for arg, d in spec.items()
         }
     raise TargetError(
@@ -157,9 +155,7 @@ def validate_target(raw: Mapping[str, Any], root: Path, index: int = 0) -> Targe
         raise TargetError(f"{where}: `name` is required and must be a non-empty string")
     factory = raw.get("factory")
     if not isinstance(factory, str) or not FACTORY_RE.match(factory):
-        raise TargetError(
-            f"{where}: `factory` must be \"package.module:function\", got {factory!r}"
-        )
+        raise TargetError(f'{where}: `factory` must be "package.module:function", got {factory!r}')
     exporter = raw.get("exporter", {})
     if not isinstance(exporter, Mapping):
         raise TargetError(f"{where}: `exporter` must be a table, e.g. {{opset = 18}}")
@@ -170,19 +166,25 @@ def validate_target(raw: Mapping[str, Any], root: Path, index: int = 0) -> Targe
             f"(known: {', '.join(sorted(_EXPORTER_KEYS))})"
         )
     opset = exporter.get("opset")
-    if opset is not None and (isinstance(opset, bool) or not isinstance(opset, int) or not 7 <= opset <= 30):
-        raise TargetError(f"{where}: `exporter.opset` must be an integer opset (e.g. 18), got {opset!r}")
+    if opset is not None and (
+        isinstance(opset, bool) or not isinstance(opset, int) or not 7 <= opset <= 30
+    ):
+        raise TargetError(
+            f"{where}: `exporter.opset` must be an integer opset (e.g. 18), got {opset!r}"
+        )
     table = exporter.get("translation_table")
     if table is not None and (not isinstance(table, str) or not FACTORY_RE.match(table)):
         raise TargetError(
-            f"{where}: `exporter.translation_table` must be \"package.module:NAME\", got {table!r}"
+            f'{where}: `exporter.translation_table` must be "package.module:NAME", got {table!r}'
         )
     verify = raw.get("verify", False)
     if not isinstance(verify, bool):
         raise TargetError(f"{where}: `verify` must be true or false, got {verify!r}")
     timeout = raw.get("timeout", DEFAULT_TIMEOUT_S)
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise TargetError(f"{where}: `timeout` must be a positive number of seconds, got {timeout!r}")
+        raise TargetError(
+            f"{where}: `timeout` must be a positive number of seconds, got {timeout!r}"
+        )
     memory = raw.get("memory_limit_mb", DEFAULT_MEMORY_LIMIT_MB)
     if isinstance(memory, bool) or not isinstance(memory, int) or memory < 64:
         raise TargetError(f"{where}: `memory_limit_mb` must be an integer >= 64, got {memory!r}")
@@ -353,7 +355,10 @@ def classes_built_by(target: Target) -> list[tuple[Path, int]]:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func:
             for sub in ast.walk(node):
-                if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
-                    if sub.func.id in classes:
-                        out.append((path, classes[sub.func.id]))
+                if (
+                    isinstance(sub, ast.Call)
+                    and isinstance(sub.func, ast.Name)
+                    and sub.func.id in classes
+                ):
+                    out.append((path, classes[sub.func.id]))
     return sorted(set(out))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-MODELS = '''
+MODELS = """
 import torch
 
 
@@ -71,9 +71,9 @@ def not_a_tuple():
 
 def raises():
     raise RuntimeError("weights.pt not found")
-'''
+"""
 
-CUSTOM = '''
+CUSTOM = """
 import torch
 from onnxscript import opset18 as op
 
@@ -116,9 +116,9 @@ def no_fake():
 
 def no_translation():
     return NoTranslation(), (torch.randn(2, 3),)
-'''
+"""
 
-FAULTS = '''
+FAULTS = """
 import ctypes
 import os
 
@@ -142,9 +142,9 @@ def hog():
     blocks = []
     while True:
         blocks.append(bytearray(64 * 2**20))
-'''
+"""
 
-PYPROJECT = '''
+PYPROJECT = """
 [project]
 name = "deepproj"
 
@@ -156,7 +156,7 @@ factory = "deepproj.models:breaks"
 name = "clean"
 factory = "deepproj.models:clean"
 dynamic_shapes = [{0 = "batch"}]
-'''
+"""
 
 
 def write_project(root: Path) -> Path:

@@ -25,7 +25,9 @@ def _codes_at(result: object) -> set[tuple[str, int]]:
 def test_every_break_and_unsupported_op_at_the_users_line(project: Path, analyzer) -> None:
     models = project / "deepproj" / "models.py"
     progress: list[str] = []
-    res = analyzer.analyze(_target(project, "deepproj.models:breaks"), lambda p, _pct: progress.append(p))
+    res = analyzer.analyze(
+        _target(project, "deepproj.models:breaks"), lambda p, _pct: progress.append(p)
+    )
     assert res.status == "ok", res.detail
     got = _codes_at(res)
     # the print is the first statement: explain() itself drops this break
@@ -64,7 +66,9 @@ def test_clean_model_has_no_findings_and_a_symbolic_signature(project: Path, ana
     assert model["params_by_dtype"]["float32"]["bytes"] == 4 * (4 * 8 + 8)
 
 
-def test_requested_dynamic_dim_forced_static_is_reported_at_the_line(project: Path, analyzer) -> None:
+def test_requested_dynamic_dim_forced_static_is_reported_at_the_line(
+    project: Path, analyzer
+) -> None:
     models = project / "deepproj" / "models.py"
     res = analyzer.analyze(_target(project, "deepproj.models:specialized"))
     spec = [v for v in res.violations if v.code == "OLX804"]
@@ -88,7 +92,12 @@ def test_custom_op_without_and_with_translation(project: Path, analyzer) -> None
         ("OLX807", line_of(custom, "return twice(x) + 1"))
     ]
     res = analyzer.analyze(
-        _target(project, "deepproj.custom:no_translation", translation_table="deepproj.custom:TABLE", verify=True)
+        _target(
+            project,
+            "deepproj.custom:no_translation",
+            translation_table="deepproj.custom:TABLE",
+            verify=True,
+        )
     )
     assert res.violations == [], res.violations
     assert res.data["onnx"]["op_histogram"].get("Add", 0) >= 2
@@ -104,7 +113,9 @@ def test_custom_op_without_and_with_translation(project: Path, analyzer) -> None
         ("deepproj.models:raises", "raised RuntimeError: weights.pt not found"),
     ],
 )
-def test_bad_targets_are_one_clear_finding(project: Path, analyzer, factory: str, needle: str) -> None:
+def test_bad_targets_are_one_clear_finding(
+    project: Path, analyzer, factory: str, needle: str
+) -> None:
     res = analyzer.analyze(_target(project, factory))
     assert res.status == "ok"
     assert [v.code for v in res.violations] == ["OLX812"]

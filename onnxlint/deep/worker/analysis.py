@@ -37,7 +37,13 @@ _RAISED_AT = re.compile(r'The following call raised this error:\s*\n\s*File "([^
 
 
 def _finding(kind: str, message: str, **extra: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": kind, "message": message, "notes": [], "file": None, "line": None}
+    out: dict[str, Any] = {
+        "kind": kind,
+        "message": message,
+        "notes": [],
+        "file": None,
+        "line": None,
+    }
     out.update(extra)
     return out
 
@@ -169,7 +175,8 @@ class Analysis:
             self.add(
                 _finding(
                     wire.KIND_TARGET_ERROR,
-                    f"target {name!r}: factory {factory!r} must look like 'package.module:function'",
+                    f"target {name!r}: factory {factory!r} must look like "
+                    "'package.module:function'",
                 )
             )
             return False
@@ -189,7 +196,9 @@ class Analysis:
                     _finding(
                         wire.KIND_TARGET_ERROR,
                         f"target {name!r}: {kind_msg}",
-                        notes=[f"sys.path starts with {root!r}; is the module under the project root?"],
+                        notes=[
+                            f"sys.path starts with {root!r}; is the module under the project root?"
+                        ],
                     ),
                     fr,
                 )
@@ -244,7 +253,9 @@ class Analysis:
         if problem:
             self.add(
                 _place(
-                    _finding(wire.KIND_TARGET_ERROR, f"target {name!r}: factory {factory!r} {problem}"),
+                    _finding(
+                        wire.KIND_TARGET_ERROR, f"target {name!r}: factory {factory!r} {problem}"
+                    ),
                     self.result["factory_loc"],
                 )
             )
@@ -306,7 +317,9 @@ class Analysis:
                 if id(t) in seen:
                     continue
                 seen.add(id(t))
-                d = by_dtype.setdefault(str(t.dtype).replace("torch.", ""), {"count": 0, "bytes": 0})
+                d = by_dtype.setdefault(
+                    str(t.dtype).replace("torch.", ""), {"count": 0, "bytes": 0}
+                )
                 d["count"] += int(t.numel())
                 d["bytes"] += int(t.numel()) * int(t.element_size())
         cls = type(self.model)
@@ -338,7 +351,7 @@ class Analysis:
             self.add(
                 _place(
                     _finding(
-                        wire.KIND_FAKE_MODE_LIMITATION,
+                        wire.KIND_FAKE_MODE_LIMIT,
                         f"graph-break search stopped here: {type(e).__name__}: {text}",
                         notes=[
                             "This code cannot run on fake tensors (no data), so the breaks "
@@ -395,16 +408,20 @@ class Analysis:
             except Exception as e:
                 if first_error is None:
                     first_error = e
-                if not auto and requested is not None and torch_internals.is_constraint_violation(e):
+                if (
+                    not auto
+                    and requested is not None
+                    and torch_internals.is_constraint_violation(e)
+                ):
                     auto = True
                     continue
                 if not lenient and torch_internals.is_data_dependent_error(e):
                     self._export_failure(e)
                     lenient = True
                     continue
-                if not (lenient and e is not first_error and torch_internals.is_data_dependent_error(e)):
-                    self._export_failure(e)
-                elif not any(f["kind"] == wire.KIND_DATA_DEPENDENT for f in self.findings):
+                if not (
+                    lenient and e is not first_error and torch_internals.is_data_dependent_error(e)
+                ) or not any(f["kind"] == wire.KIND_DATA_DEPENDENT for f in self.findings):
                     self._export_failure(e)
                 self.ep = None
                 return
@@ -439,8 +456,7 @@ class Analysis:
                             "Python control flow on a tensor value cannot be exported: use "
                             "torch.cond or torch.where, or tell export what holds with "
                             "torch._check(...).",
-                            "Found by tracing on as if the earlier data-dependent conditions "
-                            "held.",
+                            "Found by tracing on as if the earlier data-dependent conditions held.",
                         ],
                     ),
                     fr,
@@ -626,7 +642,8 @@ class Analysis:
                 kind = wire.KIND_CUSTOM_OP_NO_TRANSLATION
                 msg = f"custom op {g['op']} has no ONNX translation{times}"
                 note = (
-                    "Pass custom_translation_table={torch.ops." + g["op"].rsplit(".", 1)[0]
+                    "Pass custom_translation_table={torch.ops."
+                    + g["op"].rsplit(".", 1)[0]
                     + ".default: onnxscript_fn} to torch.onnx.export (and name the table in "
                     "the target's exporter.translation_table)."
                 )
@@ -634,9 +651,7 @@ class Analysis:
                 kind = wire.KIND_UNSUPPORTED_OP
                 msg = f"ATen op {g['op']} has no ONNX translation{times}"
                 note = workaround(g["op"])
-            self.add(
-                _place(_finding(kind, msg, notes=[note, g["reason"]], op=g["op"]), g["frame"])
-            )
+            self.add(_place(_finding(kind, msg, notes=[note, g["reason"]], op=g["op"]), g["frame"]))
             unsupported.append(
                 {
                     "op": g["op"],
@@ -650,7 +665,7 @@ class Analysis:
 
     def _opset(self) -> int:
         try:
-            torchlib, default, _max = torch_internals.onnx_opset_bounds()
+            _torchlib, default, _max = torch_internals.onnx_opset_bounds()
         except torch_internals.Unsupported:
             return int(self.opset or 18)
         return int(self.opset or default)
@@ -680,10 +695,14 @@ class Analysis:
         if m is not None:
             for node in self.decomposed.graph.nodes:
                 if node.name == m.group(1):
-                    fr = frames.pick(frames.parse_stack_trace(node.meta.get("stack_trace")), self.root)
+                    fr = frames.pick(
+                        frames.parse_stack_trace(node.meta.get("stack_trace")), self.root
+                    )
                     break
         cause = e.__cause__
-        detail = f"{type(cause).__name__}: {_first_line(str(cause))}" if cause else _first_line(text)
+        detail = (
+            f"{type(cause).__name__}: {_first_line(str(cause))}" if cause else _first_line(text)
+        )
         return _place(
             _finding(
                 wire.KIND_TRANSLATION_FAILURE,
@@ -755,7 +774,9 @@ def _graph_break_finding(rec: dict[str, Any]) -> dict[str, Any]:
     lines = [ln.strip() for ln in rec["reason"].splitlines()]
     lines = [ln for ln in lines if ln and not ln.startswith("Encountered graph break")]
     title = lines[0] if lines else rec["gb_type"]
-    explanation = next((ln[len("Explanation:") :].strip() for ln in lines if ln.startswith("Explanation:")), "")
+    explanation = next(
+        (ln[len("Explanation:") :].strip() for ln in lines if ln.startswith("Explanation:")), ""
+    )
     hints = [ln[len("Hint:") :].strip() for ln in lines if ln.startswith("Hint:")]
     hints = [h for h in hints if "report an issue to PyTorch" not in h]
     url = torch_internals.graph_break_doc_url(rec["gb_type"])
@@ -804,7 +825,11 @@ def _source_loc(obj: Any) -> dict[str, Any] | None:
         return None
     if not file:
         return None
-    return {"file": os.path.realpath(file), "line": int(line), "name": getattr(obj, "__qualname__", "")}
+    return {
+        "file": os.path.realpath(file),
+        "line": int(line),
+        "name": getattr(obj, "__qualname__", ""),
+    }
 
 
 def _dim_str(d: Any) -> str | int:

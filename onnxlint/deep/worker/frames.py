@@ -74,10 +74,10 @@ def pick(frames: Sequence[dict[str, Any]], root: str) -> dict[str, Any] | None:
     """The innermost project frame, else the innermost non-library frame."""
     for fr in reversed(frames):
         if is_project_file(fr["file"], root):
-            return fr
+            return dict(fr)
     for fr in reversed(frames):
         if not is_library_file(fr["file"]):
-            return fr
+            return dict(fr)
     return None
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -33,16 +33,23 @@ def is_tested_version() -> bool:
     return any(torch_version().startswith(v + ".") or torch_version() == v for v in TESTED_TORCH)
 
 
+def _patch(owner: Any, name: str, value: Any) -> None:
+    """Replace a torch attribute (a method we wrap); always undone in a `finally`."""
+    setattr(owner, name, value)
+
+
 def _exporter() -> Any:
     try:
-        from torch.onnx._internal.exporter import (  # type: ignore[attr-defined]
+        from torch.onnx._internal.exporter import (
             _core,
             _dispatching,
             _dynamic_shapes,
             _registration,
         )
     except ImportError as e:  # pragma: no cover - depends on the torch version
-        raise Unsupported(f"torch {torch_version()} has no dynamo ONNX exporter internals: {e}")
+        raise Unsupported(
+            f"torch {torch_version()} has no dynamo ONNX exporter internals: {e}"
+        ) from e
     return _core, _dispatching, _dynamic_shapes, _registration
 
 
@@ -59,7 +66,7 @@ def fake_mode_class() -> type[Any]:
     """
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    class LenientFakeTensorMode(FakeTensorMode):  # type: ignore[misc]
+    class LenientFakeTensorMode(FakeTensorMode):  # type: ignore[no-untyped-call]
         lenient_scalars = False
 
         def dispatch(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -106,7 +113,7 @@ def record_graph_breaks(records: list[dict[str, Any]]) -> Iterator[None]:
     try:
         from torch._dynamo import symbolic_convert
     except ImportError as e:  # pragma: no cover
-        raise Unsupported(f"torch {torch_version()} has no dynamo: {e}")
+        raise Unsupported(f"torch {torch_version()} has no dynamo: {e}") from e
     cls = symbolic_convert.InstructionTranslatorBase
     original = getattr(cls, "log_graph_break", None)
     if original is None:
@@ -126,11 +133,11 @@ def record_graph_breaks(records: list[dict[str, Any]]) -> Iterator[None]:
             )
         return original(self, code_options, reason, exc)
 
-    cls.log_graph_break = hooked
+    _patch(cls, "log_graph_break", hooked)
     try:
         yield
     finally:
-        cls.log_graph_break = original
+        _patch(cls, "log_graph_break", original)
 
 
 def graph_break_doc_url(gb_type: str | None) -> str | None:
@@ -171,7 +178,7 @@ def record_specializations(records: list[dict[str, Any]]) -> Iterator[None]:
     try:
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
     except ImportError as e:  # pragma: no cover
-        raise Unsupported(f"torch {torch_version()} has no ShapeEnv: {e}")
+        raise Unsupported(f"torch {torch_version()} has no ShapeEnv: {e}") from e
     original = getattr(ShapeEnv, "_set_replacement", None)
     if original is None:
         raise Unsupported(f"torch {torch_version()}: ShapeEnv has no _set_replacement")
@@ -196,11 +203,11 @@ def record_specializations(records: list[dict[str, Any]]) -> Iterator[None]:
             pass
         return result
 
-    ShapeEnv._set_replacement = hooked
+    _patch(ShapeEnv, "_set_replacement", hooked)
     try:
         yield
     finally:
-        ShapeEnv._set_replacement = original
+        _patch(ShapeEnv, "_set_replacement", original)
 
 
 @contextlib.contextmanager
@@ -212,16 +219,18 @@ def assume_data_dependent(records: list[dict[str, Any]]) -> Iterator[None]:
     way `guard_or_true` does. The graph is then that of one branch, enough to
     check the ops after it. Only boolean conditions can be assumed.
     """
-    import sympy
+    import sympy  # type: ignore[import-untyped]
 
     try:
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
     except ImportError as e:  # pragma: no cover
-        raise Unsupported(f"torch {torch_version()} has no ShapeEnv: {e}")
+        raise Unsupported(f"torch {torch_version()} has no ShapeEnv: {e}") from e
     orig_eval = getattr(ShapeEnv, "_evaluate_expr", None)
     orig_log = getattr(ShapeEnv, "_log_suppressed_dde", None)
     if orig_eval is None or orig_log is None:
-        raise Unsupported(f"torch {torch_version()}: ShapeEnv cannot suppress data-dependent errors")
+        raise Unsupported(
+            f"torch {torch_version()}: ShapeEnv cannot suppress data-dependent errors"
+        )
     boolean = (sympy.logic.boolalg.Boolean, sympy.core.relational.Relational)
 
     def evaluate(
@@ -246,13 +255,13 @@ def assume_data_dependent(records: list[dict[str, Any]]) -> Iterator[None]:
             records.append({"expr": str(a), "stack": traceback.extract_stack()[:-1]})
         return orig_log(self, a, assumed)
 
-    ShapeEnv._evaluate_expr = evaluate
-    ShapeEnv._log_suppressed_dde = log
+    _patch(ShapeEnv, "_evaluate_expr", evaluate)
+    _patch(ShapeEnv, "_log_suppressed_dde", log)
     try:
         yield
     finally:
-        ShapeEnv._evaluate_expr = orig_eval
-        ShapeEnv._log_suppressed_dde = orig_log
+        _patch(ShapeEnv, "_evaluate_expr", orig_eval)
+        _patch(ShapeEnv, "_log_suppressed_dde", orig_log)
 
 
 def to_export_dims(dynamic_shapes: Any, *, auto: bool = False) -> Any:
@@ -312,8 +321,10 @@ def static_int(d: Any) -> int | None:
 
 def is_constraint_violation(exc: BaseException) -> bool:
     text = str(exc)
-    return "Constraints violated" in text or "specialized it to be a constant" in text or (
-        "user-specified" in text and "static shape" in text
+    return (
+        "Constraints violated" in text
+        or "specialized it to be a constant" in text
+        or ("user-specified" in text and "static shape" in text)
     )
 
 
@@ -325,9 +336,7 @@ def is_data_dependent_error(exc: BaseException) -> bool:
     return "data-dependent" in text or "data dependent" in text
 
 
-def export(
-    model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any
-) -> Any:
+def export(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any) -> Any:
     """Non-strict torch.export, as torch.onnx.export's first capture strategy does."""
     return torch.export.export(
         model, args, kwargs=kwargs or None, dynamic_shapes=dynamic_shapes, strict=False
@@ -343,7 +352,7 @@ def onnx_opset_bounds() -> tuple[int, int, int]:
         from torch.onnx import _constants as public_constants
         from torch.onnx._internal.exporter import _constants
     except ImportError as e:  # pragma: no cover
-        raise Unsupported(f"torch {torch_version()}: {e}")
+        raise Unsupported(f"torch {torch_version()}: {e}") from e
     return (
         int(_constants.TORCHLIB_OPSET),
         int(public_constants.ONNX_DEFAULT_OPSET),

@@ -48,7 +48,8 @@ def run(a: Analysis) -> None:
     report: list[dict[str, Any]] = []
     a.result["verify"] = report
     try:
-        program = torch.onnx.export(
+        export: Any = torch.onnx.export
+        program = export(
             model,
             args,
             kwargs=kwargs or None,

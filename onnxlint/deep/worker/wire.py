@@ -47,7 +47,6 @@ KIND_VERIFY_FAILURE = "verification-failure"
 KIND_TARGET_ERROR = "target-error"
 KIND_FAKE_MODE_LIMIT = "fake-mode-limitation"
 KIND_TORCH_UNSUPPORTED = "torch-version-unsupported"
-KIND_SHAPE_ASSUMPTION = "dynamic-dim-constrained"
 
 PHASES = ("load", "explain", "export", "decompose", "translate", "verify")
 

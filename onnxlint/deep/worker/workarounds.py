@@ -37,8 +37,8 @@ WORKAROUNDS: dict[str, str] = {
     "for small sequences, or `torch.bucketize`, which translates.",
     "aten.masked_select": "Use boolean-mask indexing `x[mask]` (translates) or `torch.where`.",
     "aten.sort": "`sort(stable=True)` has no translation: drop `stable=True` or use topk.",
-    "aten.scatter": "`scatter(..., reduce=\"add\")` has no translation: use `scatter_add` or "
-    "`scatter_reduce(..., reduce=\"sum\")`.",
+    "aten.scatter": '`scatter(..., reduce="add")` has no translation: use `scatter_add` or '
+    '`scatter_reduce(..., reduce="sum")`.',
     "aten.randperm": "Random permutations cannot be exported; pass the permutation as an input.",
     "aten.polygamma": "No polygamma in ONNX; use a series approximation.",
     "aten._adaptive_avg_pool3d": "Use `F.avg_pool3d` with kernel and stride computed from the "

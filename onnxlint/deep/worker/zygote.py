@@ -10,6 +10,7 @@ Linux and macOS (fork); the RSS watchdog reads /proc and so is Linux only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import resource
@@ -165,10 +166,8 @@ class Zygote:
             os.close(r)
             # the protocol pipe belongs to the zygote: holding it would keep onnxlint
             # from seeing the zygote die
-            try:
+            with contextlib.suppress(OSError):
                 self.proto.close()
-            except OSError:
-                pass
             _child(req, w, memory)
         os.close(w)
         reader = LineReader(r)
@@ -258,10 +257,8 @@ def _kill(pid: int) -> None:
         try:
             os.killpg(pid, sig)
         except (ProcessLookupError, PermissionError):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
 
 
 def _child(req: dict[str, Any], w: int, memory: int) -> None:  # pragma: no cover - child
