@@ -905,6 +905,16 @@ def _check_structure(model: Any) -> tuple[bool, str]:
         return False, f"onnx/onnx_ir not importable: {e}"
     inits = dict(model.graph.initializers)
     saved_inputs = list(model.graph.inputs)
+    # Unused outputs (e.g. batch norm's saved mean in eval) carry placeholder shapes
+    # from the FX graph that shape inference contradicts; torch.onnx.export's default
+    # optimizer removes them, so they are not the user's problem: forget their shapes.
+    graph_outputs = {id(v) for v in model.graph.outputs}
+    saved_shapes = []
+    for node in _all_nodes(model.graph):
+        for out in node.outputs:
+            if id(out) not in graph_outputs and not out.uses() and out.shape is not None:
+                saved_shapes.append((out, out.shape))
+                out.shape = None
     try:
         model.graph.initializers.clear()
         for v in inits.values():
@@ -915,6 +925,8 @@ def _check_structure(model: Any) -> tuple[bool, str]:
         model.graph.inputs.extend(saved_inputs)
         for k, v in inits.items():
             model.graph.initializers[k] = v
+        for out, shape in saved_shapes:
+            out.shape = shape
     try:
         onnx.checker.check_model(proto, full_check=True)
     except Exception as e:
