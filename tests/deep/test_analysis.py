@@ -182,3 +182,49 @@ def test_verification_is_skipped_above_the_parameter_limit(project: Path, analyz
     )
     assert "verification limit" in res.data["skipped"]["verify"]
     assert "verify" not in res.data
+
+
+def test_numpy_in_forward_fails_fake_export_at_its_line(project: Path, analyzer) -> None:
+    mod = project / "deepproj" / "usesnumpy.py"
+    mod.write_text(
+        textwrap.dedent(
+            """
+            import numpy as np
+            import torch
+
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    y = x * 2
+                    return torch.from_numpy(np.exp(y.numpy()))
+
+            def make():
+                return M(), (torch.randn(2, 3),)
+            """
+        )
+    )
+    res = analyzer.analyze(_target(project, "deepproj.usesnumpy:make"))
+    [v] = res.violations
+    assert (v.code, v.line) == ("OLX803", line_of(mod, "y.numpy()"))
+    assert "not supported for tensor subclasses" in v.message
+
+
+def test_graph_break_search_stops_where_fake_tensors_cannot_go(project: Path, analyzer) -> None:
+    mod = project / "deepproj" / "dynshape.py"
+    mod.write_text(
+        textwrap.dedent(
+            """
+            import torch
+
+            class M(torch.nn.Module):
+                def forward(self, x):
+                    idx = torch.nonzero(x > 0)
+                    return idx.sum()
+
+            def make():
+                return M(), (torch.randn(4, 3),)
+            """
+        )
+    )
+    res = analyzer.analyze(_target(project, "deepproj.dynshape:make"))
+    stops = [v for v in res.violations if v.code == "OLX816"]
+    assert [v.line for v in stops] == [line_of(mod, "torch.nonzero")], res.violations
