@@ -100,6 +100,13 @@ def twice_onnx(x):
 TABLE = {torch.ops.olxtest.twice.default: twice_onnx}
 
 
+def twice_wrong_type(x):
+    return op.Cast(x, to=7)  # INT64, where torch says float32
+
+
+BAD_TABLE = {torch.ops.olxtest.twice.default: twice_wrong_type}
+
+
 class NoFake(torch.nn.Module):
     def forward(self, x):
         return nofake(x) + 1

@@ -61,6 +61,7 @@ def test_clean_model_has_no_findings_and_a_symbolic_signature(project: Path, ana
     assert onnx["outputs"][0]["shape"][0] == "batch"
     assert set(onnx["op_histogram"]) >= {"Gemm", "Relu", "Softmax"}
     assert set(res.phases) >= {"load", "explain", "export", "decompose", "translate"}
+    assert onnx["opset"] == 20  # version-converted to the default opset, as torch.onnx.export
     model = res.data["model"]
     assert model["params"] == 4 * 8 + 8
     assert model["params_by_dtype"]["float32"]["bytes"] == 4 * (4 * 8 + 8)
@@ -102,6 +103,18 @@ def test_custom_op_without_and_with_translation(project: Path, analyzer) -> None
     assert res.violations == [], res.violations
     assert res.data["onnx"]["op_histogram"].get("Add", 0) >= 2
     assert [c["status"] for c in res.data["verify"]] == ["ok"]
+
+
+def test_a_wrongly_typed_translation_fails_the_checker_at_the_call(project: Path, analyzer) -> None:
+    custom = project / "deepproj" / "custom.py"
+    res = analyzer.analyze(
+        _target(
+            project, "deepproj.custom:no_translation", translation_table="deepproj.custom:BAD_TABLE"
+        )
+    )
+    [v] = res.violations
+    assert (v.code, v.line) == ("OLX809", line_of(custom, "return twice(x) + 1"))
+    assert "elem type differs" in v.message
 
 
 @pytest.mark.parametrize(

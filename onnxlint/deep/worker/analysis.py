@@ -686,6 +686,9 @@ class Analysis:
         except Exception as e:
             self.add(self._translation_failure(e))
             return
+        problem = torch_internals.convert_opset(self.onnx_program, self._opset())
+        if problem:
+            self.result["skipped"]["opset"] = f"conversion to opset {self._opset()}: {problem}"
         self.result["onnx"] = _onnx_summary(self.onnx_program, self._opset(), self)
 
     def _translation_failure(self, e: BaseException) -> dict[str, Any]:
@@ -874,9 +877,25 @@ def _onnx_summary(program: Any, opset: int, analysis: Analysis) -> dict[str, Any
     out["checker"] = "ok" if checker_ok else problem
     if not checker_ok:
         analysis.add(
-            _finding(wire.KIND_CHECKER_FAILURE, f"the ONNX model fails the checker: {problem}")
+            _place(
+                _finding(wire.KIND_CHECKER_FAILURE, f"the ONNX model fails the checker: {problem}"),
+                _onnx_node_frame(model, problem, analysis.root),
+            )
         )
     return out
+
+
+def _onnx_node_frame(model: Any, problem: str, root: str) -> dict[str, Any] | None:
+    """The user's line of the ONNX node an error names, from the exporter's node metadata."""
+    m = re.search(r"node name: ([^\s)]+)", problem)
+    if m is None:
+        return None
+    for g in [model.graph, *model.functions.values()]:
+        for node in _all_nodes(g):
+            if node.name == m.group(1):
+                trace = node.metadata_props.get("pkg.torch.onnx.stack_trace")
+                return frames.pick(frames.parse_stack_trace(trace), root)
+    return None
 
 
 def _all_nodes(graph: Any) -> Any:

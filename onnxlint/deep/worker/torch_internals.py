@@ -410,15 +410,29 @@ def to_onnx(decomposed_ep: Any, reg: Any, opset: int, dynamic_shapes: Any) -> An
     if convert is None:
         raise Unsupported(f"torch {torch_version()}: no _exported_program_to_onnx_program")
     program = convert(decomposed_ep, registry=reg)
-    torchlib_opset, _, _ = onnx_opset_bounds()
-    if opset < torchlib_opset:
-        # torch.onnx.export would version-convert; we analyse at the torchlib opset
-        # and the caller reports it.
-        pass
     if dynamic_shapes is not None:
         with contextlib.suppress(Exception):
             program._rename_dynamic_axes(dynamic_shapes)
     return program
+
+
+def convert_opset(program: Any, opset: int) -> str | None:
+    """Version-convert to the requested opset, as torch.onnx.export does; the problem, if any."""
+    try:
+        from torch.onnx._internal._lazy_import import onnxscript_apis
+    except ImportError as e:  # pragma: no cover
+        raise Unsupported(f"torch {torch_version()}: no onnxscript_apis: {e}") from e
+    before = int(program.model.opset_imports.get("", 0))
+    if before == opset:
+        return None
+    try:
+        program.model = onnxscript_apis.convert_version(program.model, opset)
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    after = int(program.model.opset_imports.get("", 0))
+    if after != opset:
+        return f"the model stayed at opset {after} (conversion from {before} to {opset} failed)"
+    return None
 
 
 def is_custom_op(target: Any) -> bool:
