@@ -419,7 +419,9 @@ def to_onnx(decomposed_ep: Any, reg: Any, opset: int, dynamic_shapes: Any) -> An
 def convert_opset(program: Any, opset: int) -> str | None:
     """Version-convert to the requested opset, as torch.onnx.export does; the problem, if any."""
     try:
-        from torch.onnx._internal._lazy_import import onnxscript_apis
+        from torch.onnx._internal._lazy_import import (  # type: ignore[attr-defined]
+            onnxscript_apis,
+        )
     except ImportError as e:  # pragma: no cover
         raise Unsupported(f"torch {torch_version()}: no onnxscript_apis: {e}") from e
     before = int(program.model.opset_imports.get("", 0))
