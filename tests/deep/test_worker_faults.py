@@ -30,6 +30,13 @@ def _still_works(analyzer, project: Path) -> None:
     assert res.status == "ok" and res.violations == []
 
 
+def test_the_worker_is_warm_and_independent_of_onnxlint(analyzer) -> None:
+    info = analyzer.info
+    assert info["torch"].startswith("2.")
+    assert info["imports_onnxlint"] is False
+    assert info["warm_error"] is None
+
+
 def test_segfault_is_a_finding_on_the_factory(project: Path, analyzer) -> None:
     pid = analyzer.worker_pid
     res = analyzer.analyze(_t(project, "deepproj.faults:segfault"))

@@ -348,6 +348,8 @@ def main(argv: list[str]) -> int:
             "python": sys.executable,
             "python_version": platform.python_version(),
             "pid": os.getpid(),
+            # the worker must run where onnxlint is not installed: it never imports it
+            "imports_onnxlint": any(m.split(".")[0] == "onnxlint" for m in sys.modules),
         }
     )
     z.send(info)
