@@ -274,3 +274,25 @@ def torch_name(model: FileModel) -> str | None:
         if full == "torch":
             return bound
     return None
+
+
+def kind_here(ctx: Context, expr: cst.BaseExpression, at: cst.CSTNode) -> Kind:
+    """The kind of `expr` at `at`: for a plain name, the kind of its last assignment
+    before `at` in source order (the flow-insensitive kind merges every assignment)."""
+    func = ctx.function
+    if not isinstance(expr, cst.Name) or func is None:
+        return ctx.kind(expr)
+    from onnxlint.walker import iter_descendants
+
+    last: cst.BaseExpression | None = None
+    enclosing = {id(a) for a in ctx.ancestors}  # `x = np.exp(x)`: not yet assigned
+    for node in iter_descendants(func.node.body):
+        if node is at:
+            break
+        if id(node) in enclosing:
+            continue
+        if isinstance(node, cst.Assign) and any(
+            isinstance(t.target, cst.Name) and t.target.value == expr.value for t in node.targets
+        ):
+            last = node.value
+    return ctx.kind(expr) if last is None else ctx.kind(last)

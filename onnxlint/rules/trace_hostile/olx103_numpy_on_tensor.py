@@ -1,0 +1,133 @@
+"""OLX103: NumPy, `math` or `random` applied to a tensor, or `.numpy()`, in forward."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from onnxlint.rule import Invalid, Rule, Valid, dedent
+from onnxlint.rules.trace_hostile._common import kind_here, traced, under_export_guard
+from onnxlint.semantic import Kind
+from onnxlint.violation import Severity
+
+_MODULES = ("numpy.", "math.", "random.")
+
+
+class NumpyOnTensor(Rule):
+    """
+    ## What it does
+    Flags `t.numpy()` and calls into `numpy`, `math` or `random` with a tensor argument
+    (`np.exp(x)`, `math.sqrt(x.sum())`) in code reachable from `forward`.
+
+    ## Why is this bad?
+    These leave PyTorch: the value is read out of the tensor. Under fake tensors (how
+    `torch.export` and memory-light ONNX export run, and how `torch.compile` traces) this
+    fails with `.numpy() is not supported for tensor subclasses`; under tracing the result
+    is a constant of the example input. Scalars from shapes (`math.sqrt(x.size(-1))`) are
+    fine and are not reported.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        return torch.from_numpy(np.exp(x.numpy()))
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        return torch.exp(x)
+    ```
+
+    ## Fix safety
+    No automatic fix: the torch equivalent is usually obvious but not always identical.
+
+    ## References
+    - https://github.com/pytorch/pytorch/issues/132559
+    - https://docs.pytorch.org/docs/stable/export/programming_model.html
+    """
+
+    code = "OLX103"
+    name = "numpy-on-tensor"
+    severity = Severity.WARNING
+    requires = ("numpy", "np.", "math", "random")
+
+    VALID = [
+        Valid(
+            dedent(
+                """
+                import math
+                import numpy as np
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        scale = math.sqrt(x.size(-1))
+                        eps = np.finfo(np.float32).eps
+                        return x / scale + eps
+                """
+            )
+        ),
+        Valid(  # outside forward: data preparation is fine
+            dedent(
+                """
+                import numpy as np
+                import torch
+                def to_numpy(t: torch.Tensor):
+                    return t.detach().cpu().numpy()
+                """
+            )
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            dedent(
+                """
+                import numpy as np
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        return torch.from_numpy(np.exp(x.detach().numpy()))
+                """
+            ),
+            line=5,
+            message="`.numpy()` leaves PyTorch",
+            count=1,
+        ),
+        Invalid(
+            dedent(
+                """
+                import math
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        y = x.mean()
+                        y = math.exp(y)
+                        return x * y
+                """
+            ),
+            line=6,
+            message="`math.exp` on a tensor",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and not node.args:
+            if self.ctx.kind(func.value) is not Kind.TENSOR or not self.ctx.in_forward:
+                return
+            what = "`.numpy()`"
+        else:
+            q = self.ctx.qualname(func)
+            if q is None or not q.startswith(_MODULES) or not self.ctx.in_forward:
+                return
+            if not any(kind_here(self.ctx, a.value, node) is Kind.TENSOR for a in node.args):
+                return
+            what = f"`{q}` on a tensor"
+        if under_export_guard(self.ctx, node):
+            return
+        frozen = traced(self.ctx.model, self.ctx.config.exporter)
+        self.report(
+            node,
+            f"{what} leaves PyTorch in forward: it fails under fake tensors "
+            "(`torch.export`, `torch.compile`)"
+            + (" and is frozen into a constant by tracing" if frozen else "")
+            + "; use the `torch` equivalent",
+        )
