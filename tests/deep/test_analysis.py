@@ -241,3 +241,38 @@ def test_graph_break_search_stops_where_fake_tensors_cannot_go(project: Path, an
     res = analyzer.analyze(_target(project, "deepproj.dynshape:make"))
     stops = [v for v in res.violations if v.code == "OLX816"]
     assert [v.line for v in stops] == [line_of(mod, "torch.nonzero")], res.violations
+
+
+def test_weights_loaded_from_disk_are_faked_and_a_missing_file_is_explained(
+    project: Path, analyzer
+) -> None:
+    mod = project / "deepproj" / "loads.py"
+    mod.write_text(
+        textwrap.dedent(
+            """
+            import os
+            import torch
+
+            def make():
+                model = torch.nn.Linear(4, 4)
+                model.load_state_dict(torch.load(os.environ["WEIGHTS"]))
+                return model.eval(), (torch.randn(2, 4),)
+            """
+        )
+    )
+    import torch
+
+    weights = project / "w.pt"
+    torch.save(torch.nn.Linear(4, 4).state_dict(), weights)
+    (project / "deepproj" / "env.py").write_text(
+        f"import os\nos.environ['WEIGHTS'] = {str(weights)!r}\n"
+    )
+    mod.write_text("import deepproj.env  # noqa: F401\n" + mod.read_text())
+    res = analyzer.analyze(_target(project, "deepproj.loads:make"))
+    assert res.violations == [] and res.data["onnx"]["checker"] == "ok"
+    weights.unlink()
+    res = analyzer.analyze(_target(project, "deepproj.loads:make"))
+    [v] = res.violations
+    assert (v.code, v.line) == ("OLX812", line_of(mod, "torch.load"))
+    assert "FileNotFoundError" in v.message
+    assert any("ONNXLINT_DEEP" in n for n in v.notes)
