@@ -152,6 +152,7 @@ class DeepAnalyzer:
         self._model_classes: dict[str, tuple[str, int]] = {}
         self.restarts = 0
         self.last_result: DeepResult | None = None
+        self._closing = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -166,6 +167,7 @@ class DeepAnalyzer:
         if self._worker is not None:
             self._worker.kill()
             self.restarts += 1
+        self._closing = False
         try:
             worker = _Worker(self.python, self.env)
         except OSError as e:
@@ -179,10 +181,21 @@ class DeepAnalyzer:
         return worker
 
     def shutdown(self) -> None:
-        with self._lock:
-            if self._worker is not None:
-                self._worker.stop()
-                self._worker = None
+        """Stop the worker. Does not wait for a running analysis: that one is killed
+        and returns as cancelled."""
+        self._closing = True
+        if self._lock.acquire(blocking=False):
+            try:
+                if self._worker is not None:
+                    self._worker.stop()
+                    self._worker = None
+            finally:
+                self._closing = False
+                self._lock.release()
+            return
+        worker = self._worker
+        if worker is not None:
+            worker.kill()
 
     @property
     def worker_pid(self) -> int | None:
@@ -300,6 +313,8 @@ class DeepAnalyzer:
                 if worker.alive():
                     continue
                 ev = None  # exited, even if an orphan still holds its pipes
+            if ev is None and self._closing:
+                return DeepResult(target=target, status=wire.STATUS_CANCELLED, detail="shut down")
             if ev is None:
                 tail = "\n".join(list(worker.stderr_tail)[-12:])
                 worker.kill()

@@ -108,3 +108,22 @@ def test_an_interpreter_without_torch_is_one_finding(project: Path) -> None:
     assert res.status == "error"
     assert [v.code for v in res.violations] == ["OLX813"]
     assert "cannot run '/nonexistent/python3'" in res.violations[0].message
+
+
+def test_shutdown_during_an_analysis_does_not_wait_for_it(project: Path) -> None:
+    from onnxlint.deep.analyzer import DeepAnalyzer
+
+    a = DeepAnalyzer()
+    a.start()
+    results: list[object] = []
+    runner = threading.Thread(
+        target=lambda: results.append(a.analyze(_t(project, "deepproj.faults:spin", timeout=120)))
+    )
+    runner.start()
+    time.sleep(1.5)
+    start = time.monotonic()
+    a.shutdown()
+    runner.join(timeout=20)
+    assert not runner.is_alive()
+    assert time.monotonic() - start < 10
+    assert [r.status for r in results] == ["cancelled"]  # type: ignore[attr-defined]
