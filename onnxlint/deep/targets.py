@@ -4,7 +4,9 @@ Two sources: `[[tool.onnxlint.targets]]` tables in pyproject.toml (validated
 here, each error naming the target and the key), and module-level zero-argument
 functions marked `# onnxlint: target` (on the line above the `def`, or at the
 end of the `def` line). A factory returns `(model, args)`, `(model, args,
-kwargs)` or `(model, args, kwargs, dynamic_shapes)`.
+kwargs)` or `(model, args, kwargs, dynamic_shapes)`; dynamic shapes returned by
+the factory take precedence over the table's. The factory runs under fake
+tensors with `ONNXLINT_DEEP=1` in the environment.
 """
 
 from __future__ import annotations
