@@ -217,6 +217,7 @@ def _fingerprint(model: FileModel) -> int:
             tuple(sorted(model.functions)),
             tuple(sorted(model.reachable, key=lambda k: (k[0] or "", k[1]))),
             model.uses_torchscript,
+            model.declares_dynamic_dims,
             tuple(sorted(e.kind.value for e in model.export_calls)),
             tuple(sorted(model.assigned_names)),
         )

@@ -506,6 +506,16 @@ class FileModel:
             return False
         return self.default_exporter == "torchscript"
 
+    @property
+    def declares_dynamic_dims(self) -> bool:
+        """Whether an export call of the file passes `dynamic_shapes` or `dynamic_axes`."""
+        for e in self.export_calls:
+            for name in ("dynamic_shapes", "dynamic_axes"):
+                arg = keyword_arg(e.node, name)
+                if arg is not None and not _is_none(arg.value):
+                    return True
+        return False
+
     def export_call_for(self, call: cst.Call) -> ExportCall | None:
         for e in self.export_calls:
             if e.node is call:

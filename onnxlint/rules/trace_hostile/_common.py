@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from onnxlint.rule import Context
-from onnxlint.semantic import ExportKind, FileModel, Kind, dotted, keyword_arg
+from onnxlint.semantic import ExportKind, FileModel, Kind, dotted
 
 # Calls that tell the code is being exported or compiled: code guarded by them was written
 # with export in mind, so the tensor-condition rules leave it alone.
@@ -72,18 +72,6 @@ def traced(model: FileModel, exporter: str) -> bool:
             for e in model.export_calls
         )
     return exporter == "torchscript"
-
-
-def declares_dynamic_dims(model: FileModel) -> bool:
-    """Whether an export call of the file asks for dynamic dimensions."""
-    for e in model.export_calls:
-        for name in ("dynamic_shapes", "dynamic_axes"):
-            arg = keyword_arg(e.node, name)
-            if arg is not None and not (
-                isinstance(arg.value, cst.Name) and arg.value.value == "None"
-            ):
-                return True
-    return False
 
 
 def mentions_export_guard(ctx: Context, expr: cst.CSTNode) -> bool:
@@ -296,3 +284,68 @@ def kind_here(ctx: Context, expr: cst.BaseExpression, at: cst.CSTNode) -> Kind:
         ):
             last = node.value
     return ctx.kind(expr) if last is None else ctx.kind(last)
+
+
+def shape_names(ctx: Context, cache: dict[int, set[str]]) -> set[str]:
+    """Names of the current function bound to sizes read from tensor shapes
+    (`b, c, h, w = x.shape`, `n = x.size(0)`, `t = len(x)`)."""
+    func = ctx.function
+    if func is None:
+        return set()
+    found = cache.get(id(func.node))
+    if found is not None:
+        return found
+    from onnxlint.walker import iter_descendants
+
+    names: set[str] = set()
+    assigns = [n for n in iter_descendants(func.node.body) if isinstance(n, cst.Assign)]
+    for _ in range(2):  # `n = x.size(0)` then `m = n * 2`
+        for a in assigns:
+            if from_shape(ctx, a.value, names):
+                for t in a.targets:
+                    _bind(t.target, names)
+    cache[id(func.node)] = names
+    return names
+
+
+def _bind(target: cst.BaseExpression, names: set[str]) -> None:
+    if isinstance(target, cst.Name):
+        names.add(target.value)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            _bind(el.value, names)
+
+
+def from_shape(ctx: Context, expr: cst.BaseExpression, names: set[str]) -> bool:
+    """Whether `expr` computes with a dimension size read from a tensor's shape."""
+    for node in _walk(expr):
+        if isinstance(node, cst.Name) and node.value in names:
+            return True
+        if isinstance(node, cst.Attribute) and node.attr.value == "shape":
+            if ctx.kind(node.value) is Kind.TENSOR:
+                return True
+        elif isinstance(node, cst.Call):
+            f = node.func
+            if isinstance(f, cst.Attribute) and f.attr.value == "size":
+                if ctx.kind(f.value) is Kind.TENSOR:
+                    return True
+            elif (
+                ctx.qualname(f) == "builtins.len"
+                and node.args
+                and ctx.kind(node.args[0].value) is Kind.TENSOR
+            ):
+                return True
+    return False
+
+
+def specialising_path(ctx: Context) -> str | None:
+    """Why a shape read as a Python int is a problem for this file, or None if it is not
+    known to be: tracing keeps the example's value, a declared dynamic dim is specialised."""
+    model = ctx.model
+    if any(e.kind is ExportKind.JIT_TRACE for e in model.export_calls):
+        return "tracing freezes it to the example input's size"
+    if model.declares_dynamic_dims:
+        return "it specialises a dimension the export call declares dynamic"
+    if not model.export_calls and ctx.config.exporter == "torchscript":
+        return "tracing freezes it to the example input's size"
+    return None
