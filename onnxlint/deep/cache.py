@@ -1,5 +1,6 @@
 """Cache of deep results, keyed by the target, the interpreter and its torch.
 
+The key also covers the worker's own source, so a new onnxlint re-analyses.
 An entry also records the project files the model imported and their content
 hashes (reported by the worker); it is valid only while every one of them is
 unchanged, so an edit anywhere in the model's code invalidates it, and an edit
@@ -38,6 +39,16 @@ def torch_version_of(python: str) -> str:
     return out.stdout.strip() or "unknown"
 
 
+@cache
+def worker_digest() -> str:
+    """The worker's own code: a new onnxlint (or a local edit of it) re-analyses."""
+    h = hashlib.sha256()
+    for path in sorted((Path(__file__).resolve().parent / "worker").glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def file_digest(path: str) -> str | None:
     try:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -53,7 +64,13 @@ class ResultCache:
 
     def key(self, wire_target: dict[str, Any], python: str) -> str:
         blob = json.dumps(
-            {"t": wire_target, "py": python, "torch": torch_version_of(python), "f": FORMAT},
+            {
+                "t": wire_target,
+                "py": python,
+                "torch": torch_version_of(python),
+                "worker": worker_digest(),
+                "f": FORMAT,
+            },
             sort_keys=True,
             default=str,
         )
