@@ -11,7 +11,7 @@ from onnxlint.deep.targets import Target
 
 from .conftest import line_of
 
-pytestmark = pytest.mark.deep
+pytestmark = [pytest.mark.deep, pytest.mark.xdist_group("deep")]
 
 
 def _target(project: Path, factory: str, **kw: object) -> Target:

@@ -18,7 +18,7 @@ from onnxlint.deep.targets import Target
 
 from .conftest import line_of
 
-pytestmark = pytest.mark.deep
+pytestmark = [pytest.mark.deep, pytest.mark.xdist_group("deep")]
 
 
 def test_analyze_command_json_and_html_report(project: Path, tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from onnxlint.deep.targets import Target
 
 from .conftest import line_of
 
-pytestmark = pytest.mark.deep
+pytestmark = [pytest.mark.deep, pytest.mark.xdist_group("deep")]
 
 
 def _t(project: Path, factory: str, **kw: object) -> Target:
