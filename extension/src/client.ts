@@ -9,7 +9,6 @@ import {
     RevealOutputChannelOn,
     type ServerOptions,
     State,
-    TransportKind,
 } from 'vscode-languageclient/node';
 import { Coalescer } from './coalesce';
 import { SERVER_COMMANDS, TRUST_MESSAGE } from './commands';
@@ -206,7 +205,8 @@ export class Controller implements vscode.Disposable {
         const serverOptions: ServerOptions = {
             command: interpreter.command,
             args: serverArgs(interpreter, this.settings.args),
-            transport: TransportKind.stdio,
+            // No `transport`: with TransportKind.stdio the client appends `--stdio`, which is not in the
+            // contract (`-m onnxlint server` speaks stdio by default).
             options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
         };
         const clientOptions: LanguageClientOptions = {
@@ -274,11 +274,11 @@ export class Controller implements vscode.Disposable {
         return `onnxlint ${version ?? '?'} in ${interpreter}`;
     }
 
-    private executeCommand(
+    private async executeCommand(
         command: string,
         args: unknown[],
         next: (command: string, args: unknown[]) => unknown,
-    ): unknown {
+    ): Promise<unknown> {
         if (command === 'onnxlint.analyzeExport' && !vscode.workspace.isTrusted) {
             this.showTrustMessage();
             return undefined;
@@ -290,8 +290,52 @@ export class Controller implements vscode.Disposable {
                 return undefined;
             }
             args = [editor.document.uri.toString()];
+            if (command === 'onnxlint.analyzeExport') {
+                const lensArgs = await this.pickAnalyzeLens(editor);
+                if (lensArgs === null) {
+                    return undefined; // the user dismissed the choice
+                }
+                args = lensArgs ?? args;
+            }
         }
-        return next(command, args);
+        this.output.info(`${command} ${JSON.stringify(args)}`);
+        const result = await next(command, args);
+        // The server explains failures itself (window/showMessage); the log keeps the outcome.
+        this.output.info(`${command} -> ${result === undefined ? 'no result' : JSON.stringify(result)}`);
+        return result;
+    }
+
+    /**
+     * From the command palette, "Analyze export" runs what one of the file's "Analyze export" code
+     * lenses would (they name the class, export call or target): the one lens, or the user's pick with
+     * the one nearest above the cursor first. Undefined when the file has none (the server then says
+     * why), null when the user dismissed the pick.
+     */
+    private async pickAnalyzeLens(editor: vscode.TextEditor): Promise<unknown[] | undefined | null> {
+        const lenses =
+            (await vscode.commands.executeCommand<vscode.CodeLens[] | undefined>(
+                'vscode.executeCodeLensProvider',
+                editor.document.uri,
+            )) ?? [];
+        const ours = lenses
+            .filter((lens) => lens.command?.command === 'onnxlint.analyzeExport')
+            .sort((a, b) => a.range.start.line - b.range.start.line);
+        if (ours.length <= 1) {
+            return ours[0]?.command?.arguments;
+        }
+        const cursor = editor.selection.active.line;
+        const above = ours.filter((lens) => lens.range.start.line <= cursor + 1);
+        const nearest = above[above.length - 1] ?? ours[0];
+        const ordered = nearest === undefined ? ours : [nearest, ...ours.filter((lens) => lens !== nearest)];
+        const choice = await vscode.window.showQuickPick(
+            ordered.map((lens) => ({
+                label: lens.command?.title ?? 'Analyze export',
+                description: `line ${lens.range.start.line + 1}: ${editor.document.lineAt(lens.range.start.line).text.trim()}`,
+                lens,
+            })),
+            { title: 'onnxlint: analyze the export of...' },
+        );
+        return choice === undefined ? null : choice.lens.command?.arguments;
     }
 
     private showTrustMessage(): void {

@@ -8,13 +8,15 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-LOCK = REPO / "node_modules" / ".onnxlint-tests.lock"
+# Outside node_modules/, which `npm ci` deletes while the lock is held.
+LOCK = Path(tempfile.gettempdir()) / f"onnxlint-extension-{hashlib.sha256(bytes(REPO)).hexdigest()[:12]}.lock"
 
 NpmRunner = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -22,7 +24,6 @@ NpmRunner = Callable[..., subprocess.CompletedProcess[str]]
 @contextlib.contextmanager
 def repo_lock() -> Iterator[None]:
     """Serialises npm runs: parallel workers (pytest-xdist) would write dist/ and node_modules/ at once."""
-    LOCK.parent.mkdir(exist_ok=True)
     with LOCK.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

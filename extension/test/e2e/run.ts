@@ -194,7 +194,13 @@ function makeWorkspace(opts: Options, dir: string): Workspace {
         throw new Error(`no .py file under ${source} contains dynamo=False (the e2e needs one)`);
     }
     const rel = (f: string): string => path.relative(folder, f).split(path.sep).join('/');
-    return { folder, dynamoFile: rel(dynamo), deepFile: opts.deepFile ?? rel(dynamo) };
+    // The model file of a declared target (examples/pyproject.toml): deep findings are filed on the
+    // model's own lines, and the server publishes them for open documents.
+    const deepFile = opts.deepFile ?? 'vision/classifier.py';
+    if (!fs.existsSync(path.join(folder, deepFile))) {
+        throw new Error(`${deepFile} is not in ${source}; pass --deep-file with a model file of a deep-analysis target`);
+    }
+    return { folder, dynamoFile: rel(dynamo), deepFile };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -328,6 +334,7 @@ async function openWorkbench(browser: Browser, server: CodeServer, folder: strin
 
 async function quickInput(page: Page, key: string, text: string, rowText: string | RegExp): Promise<void> {
     await page.locator('.monaco-workbench').first().click({ position: { x: 700, y: 5 } }).catch(() => undefined);
+    await page.mouse.move(5, 600); // off the title bar, whose tooltip would cover the screenshots
     await page.keyboard.press(key);
     const input = page.locator('.quick-input-widget input').first();
     await input.waitFor({ state: 'visible', timeout: 10_000 });
@@ -362,7 +369,8 @@ async function openFile(page: Page, relative: string): Promise<void> {
 }
 
 async function runCommand(page: Page, title: string): Promise<void> {
-    await quickInput(page, 'F1', title, title);
+    // fill() replaces the whole input, including the '>' that makes it the command palette.
+    await quickInput(page, 'F1', `>${title}`, title);
 }
 
 async function showProblems(page: Page): Promise<void> {
@@ -425,6 +433,10 @@ async function waitForStaticDiagnostics(ctx: Ctx, timeoutMs = 90_000): Promise<s
     const rows = await waitFor(
         'onnxlint diagnostics in the Problems panel',
         async () => {
+            const broken = (await notifications(ctx.page)).find((n) => /failed to start|crashed|not installed/.test(n));
+            if (broken !== undefined) {
+                throw new Error(`the server did not start: ${broken}\n${await describeState(ctx)}`);
+            }
             const found = onnxlintRows(await problemRows(ctx.page));
             return found.length > 0 ? found : undefined;
         },
@@ -438,7 +450,7 @@ async function waitForStaticDiagnostics(ctx: Ctx, timeoutMs = 90_000): Promise<s
 /** Diagnostics appear in the Problems panel with their codes, including the dynamo=False one. */
 async function scenarioStatic(ctx: Ctx): Promise<void> {
     const rows = await waitForStaticDiagnostics(ctx);
-    const dynamoRow = rows.find((r) => /dynamo/i.test(r));
+    const dynamoRow = rows.find((r) => /dynamo\s*=\s*False/.test(r));
     if (dynamoRow === undefined) {
         throw new Error(`no diagnostic about dynamo=False among ${JSON.stringify(rows)}`);
     }
@@ -457,7 +469,7 @@ async function scenarioStatic(ctx: Ctx): Promise<void> {
 async function scenarioQuickFix(ctx: Ctx): Promise<void> {
     const page = ctx.page;
     const rows = await waitForStaticDiagnostics(ctx);
-    const dynamoRow = rows.find((r) => /dynamo/i.test(r) && /OLX4\d\d/.test(r));
+    const dynamoRow = rows.find((r) => /dynamo\s*=\s*False/.test(r) && /OLX4\d\d/.test(r));
     if (dynamoRow === undefined) {
         throw new Error(`no OLX4xx dynamo diagnostic to fix among ${JSON.stringify(rows)}`);
     }
@@ -467,9 +479,14 @@ async function scenarioQuickFix(ctx: Ctx): Promise<void> {
     await page.locator('.markers-panel .monaco-tl-row', { hasText: code }).first().click();
     await sleep(500);
     await page.keyboard.press('Control+.');
-    const action = page.locator('.action-widget .monaco-list-row, .context-view .monaco-list-row', { hasText: /dynamo=True|dynamo/ }).first();
+    // The fix for this code, not the "Suppress" action next to it.
+    const action = page
+        .locator('.action-widget [role="option"], .context-view [role="menuitem"]')
+        .filter({ hasText: code })
+        .filter({ hasNotText: /suppress/i })
+        .first();
     await action.waitFor({ state: 'visible', timeout: 15_000 }).catch(async (e: unknown) => {
-        const offered = await page.locator('.action-widget, .context-view').allInnerTexts().catch(() => []);
+        const offered = await page.locator('.action-widget, .context-view').evaluateAll((els) => els.map((el) => el.outerHTML.slice(0, 4000)));
         throw new Error(`no dynamo quick fix offered (${String(e)}); menu: ${JSON.stringify(offered)}\n${await describeState(ctx)}`);
     });
     ctx.detail.push(`quick fix offered: ${(await action.innerText()).trim()}`);
@@ -503,9 +520,15 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
     const before = new Set(onnxlintRows(await problemRows(page)));
     const started = Date.now();
     await runCommand(page, 'onnxlint: Analyze export');
+    // With several "Analyze export" lenses in the file the extension asks which; take the first offered.
+    const pick = page.locator('.quick-input-widget', { hasText: 'analyze the export of' });
+    if (await pick.waitFor({ state: 'visible', timeout: 3_000 }).then(() => true, () => false)) {
+        ctx.detail.push(`picked: ${(await pick.locator('.monaco-list-row').first().innerText()).replace(/\s+/g, ' ')}`);
+        await page.keyboard.press('Enter');
+    }
     let sawAnalyzing = false;
     const added = await waitFor(
-        'new diagnostics from the deep analysis',
+        'OLX8xx diagnostics from the deep analysis',
         async () => {
             if (/analyzing/i.test(await statusBar(page))) {
                 sawAnalyzing = true;
@@ -514,7 +537,8 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
             if (errors.length > 0) {
                 throw new Error(`the analysis reported an error: ${JSON.stringify(errors)}\n${await describeState(ctx)}`);
             }
-            const fresh = onnxlintRows(await problemRows(page)).filter((r) => !before.has(r));
+            // Deep findings carry OLX8xx codes; static ones never do.
+            const fresh = onnxlintRows(await problemRows(page)).filter((r) => !before.has(r) && /OLX8\d\d/.test(r));
             return fresh.length > 0 ? fresh : undefined;
         },
         360_000,
@@ -670,7 +694,8 @@ async function main(): Promise<number> {
                 { scenario: 'quickfix', run: scenarioQuickFix },
                 { scenario: 'deep', run: scenarioDeep },
             ],
-            { 'security.workspace.trust.enabled': false, 'onnxlint.interpreter': [goodPython] },
+            // Message traces make a failure's log tail say what the client and server exchanged.
+            { 'security.workspace.trust.enabled': false, 'onnxlint.interpreter': [goodPython], 'onnxlint.trace.server': 'messages' },
         );
         await session(
             'untrusted',
