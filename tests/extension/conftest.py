@@ -16,14 +16,26 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # Outside node_modules/, which `npm ci` deletes while the lock is held.
-LOCK = Path(tempfile.gettempdir()) / f"onnxlint-extension-{hashlib.sha256(bytes(REPO)).hexdigest()[:12]}.lock"
+_REPO_ID = hashlib.sha256(bytes(REPO)).hexdigest()[:12]
+LOCK = Path(tempfile.gettempdir()) / f"onnxlint-extension-{_REPO_ID}.lock"
 
 NpmRunner = Callable[..., subprocess.CompletedProcess[str]]
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist `--dist loadgroup`, keep these tests on one worker: they share dist/ and
+    node_modules/, and the e2e is slow enough without a second npm build competing for the cores."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.xdist_group("vscode-extension"))
+
+
 @contextlib.contextmanager
 def repo_lock() -> Iterator[None]:
-    """Serialises npm runs: parallel workers (pytest-xdist) would write dist/ and node_modules/ at once."""
+    """Serialises npm runs: parallel workers would write dist/ and node_modules/ at once."""
     with LOCK.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -37,7 +49,7 @@ def _lock_digest() -> str:
 
 
 def ensure_node_modules() -> None:
-    """`npm ci` unless node_modules already matches package-lock.json (a stamp records which one)."""
+    """`npm ci` unless node_modules matches package-lock.json (a stamp records which one)."""
     stamp = REPO / "node_modules" / ".onnxlint-lock-sha256"
     if stamp.exists() and stamp.read_text().strip() == _lock_digest():
         return
@@ -54,9 +66,9 @@ def ensure_node_modules() -> None:
 
 @pytest.fixture(scope="session")
 def npm() -> NpmRunner:
-    """Runs `npm run <script>` at the repository root, after making sure node_modules is installed."""
+    """Runs `npm run <script>` at the repository root, once node_modules is installed."""
     if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are not installed, so the VS Code extension cannot be built or tested")
+        pytest.skip("node and npm are not installed: cannot build or test the VS Code extension")
     with repo_lock():
         ensure_node_modules()
 

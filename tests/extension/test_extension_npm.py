@@ -29,7 +29,7 @@ def test_compile_bundles_one_file(npm: NpmRunner) -> None:
     # vscode-languageclient is bundled in (the .vsix ships no node_modules); vscode stays external.
     assert "onnxlint/analysisState" in text
     assert 'require("vscode")' in text
-    assert "require(\"vscode-languageclient" not in text
+    assert 'require("vscode-languageclient' not in text
 
 
 def test_lint_has_no_warnings(npm: NpmRunner) -> None:

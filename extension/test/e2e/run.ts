@@ -475,8 +475,9 @@ async function scenarioQuickFix(ctx: Ctx): Promise<void> {
     }
     const code = /OLX4\d\d/.exec(dynamoRow)?.[0] ?? '';
     const before = rows.filter((r) => r.includes(code)).length;
-    // Clicking the row puts the cursor on the diagnostic, where Ctrl+. offers its fixes.
-    await page.locator('.markers-panel .monaco-tl-row', { hasText: code }).first().click();
+    // Double-clicking the row moves the cursor and the focus to the diagnostic in the editor, where
+    // Ctrl+. opens the editor's quick fix menu (a single click leaves the focus in the panel).
+    await page.locator('.markers-panel .monaco-tl-row', { hasText: code }).first().dblclick();
     await sleep(500);
     await page.keyboard.press('Control+.');
     // The fix for this code, not the "Suppress" action next to it.
