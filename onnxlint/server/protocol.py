@@ -60,6 +60,27 @@ class OnnxlintProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def _handle_notification(self, method_name: str, params: Any) -> None:
+        # pygls 2.1 files the future of a generator notification handler (its built-in
+        # didOpen/didChange/didClose) under a fresh id in `_request_futures` and never
+        # removes it: one leaked Future per keystroke. Drop them once they are done.
+        before = set(self._request_futures)
+        super()._handle_notification(method_name, params)
+        for key in set(self._request_futures) - before:
+            fut = self._request_futures.get(key)
+            if fut is None:
+                continue
+            if fut.done():
+                self._request_futures.pop(key, None)
+            else:
+                fut.add_done_callback(self._forget(key))
+
+    def _forget(self, key: Any) -> Any:
+        def done(_fut: Any) -> None:
+            self._request_futures.pop(key, None)
+
+        return done
+
     def send_error(self, msg_id: Any, code: int, message: str) -> None:
         if not isinstance(msg_id, (int, str)):
             msg_id = None
