@@ -25,6 +25,7 @@ KIND_TO_CODE: dict[str, str] = {
     wire.KIND_TARGET_ERROR: "OLX812",
     wire.KIND_FAKE_MODE_LIMIT: "OLX816",
     wire.KIND_TORCH_UNSUPPORTED: "OLX817",
+    wire.KIND_OUTPUT_DIM_SPECIALIZED: "OLX818",
 }
 
 STATUS_TO_CODE: dict[str, str] = {

@@ -105,6 +105,24 @@ def violation(
     )
 
 
+VERIFY_CODES = frozenset({"OLX810", "OLX811"})
+
+
+def _export_call_site(target: Target, data: dict[str, Any]) -> tuple[str, int] | None:
+    """The user's `torch.onnx.export` call of the target's model class, if the project has one."""
+    model = data.get("model") or {}
+    qualname = model.get("class")
+    if not qualname:
+        return None
+    loc = model.get("class_loc") or {}
+    try:
+        from onnxlint.deep.callsite import export_call_for_class
+
+        return export_call_for_class(target.root, str(qualname), loc.get("file"))
+    except Exception:  # a static-analysis problem must never lose the finding
+        return None
+
+
 def from_worker(target: Target, end: dict[str, Any], data: dict[str, Any] | None) -> DeepResult:
     """Build the result from the worker's `end` event and (if any) its `result` payload."""
     _line_cache.clear()
@@ -119,18 +137,22 @@ def from_worker(target: Target, end: dict[str, Any], data: dict[str, Any] | None
     )
     if data:
         res.phases = dict(data.get("phases") or {})
+        call_sites: list[tuple[str, int] | None] = []  # looked up once, when first needed
         for f in data.get("findings") or []:
             code = codes.code_for_kind(str(f.get("kind")))
-            res.violations.append(
-                violation(
-                    target,
-                    code,
-                    str(f.get("message")),
-                    f.get("file"),
-                    f.get("line"),
-                    f.get("notes") or (),
-                )
-            )
+            path, line, notes = f.get("file"), f.get("line"), list(f.get("notes") or ())
+            if code in VERIFY_CODES and not path:
+                if not call_sites:
+                    call_sites.append(_export_call_site(target, data))
+                call_site = call_sites[0]
+                if call_site is not None:
+                    path, line = call_site
+                    notes.append(
+                        f"found by verifying target {target.name!r} (real random weights, "
+                        "onnxruntime against eager PyTorch); this is the export call of "
+                        "the same model class"
+                    )
+            res.violations.append(violation(target, code, str(f.get("message")), path, line, notes))
     if status in codes.STATUS_TO_CODE:
         notes = [
             "The analysis ran in a separate process; onnxlint and the editor are unaffected, "

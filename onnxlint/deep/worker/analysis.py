@@ -33,6 +33,9 @@ Emit = Callable[[str, int | None], None]
 DEFAULT_VERIFY_MAX_PARAMS = 50_000_000
 """Verification allocates real weights; above this many parameters it is skipped."""
 
+PROBE_BUDGET_S = 30.0
+"""Wall-time budget of the eager fake-mode runs that check output dims (OLX818)."""
+
 _RAISED_AT = re.compile(r'The following call raised this error:\s*\n\s*File "([^"]+)", line (\d+)')
 
 
@@ -86,6 +89,7 @@ class Analysis:
         self.opset: int | None = target.get("opset")
         self.translation_table: dict[Any, Any] | None = None
         self.ep: Any = None
+        self._dim_bounds: dict[tuple[int, int], tuple[int | None, int | None]] = {}
         self.decomposed: Any = None
         self.onnx_program: Any = None
 
@@ -391,16 +395,24 @@ class Analysis:
         requested = self.dynamic_shapes
         auto = False
         lenient = False
+        placeholder = 0  # index into torch_internals.PLACEHOLDER_INTS
         first_error: BaseException | None = None
-        for _attempt in range(3):
+        assumed: list[dict[str, Any]] = []
+        for _attempt in range(2 + len(torch_internals.PLACEHOLDER_INTS)):
             events: list[dict[str, Any]] = []
-            assumed: list[dict[str, Any]] = []
+            guards: list[dict[str, Any]] = []
+            assumed = []
             try:
                 dims = torch_internals.to_export_dims(requested, auto=auto)
                 with contextlib.ExitStack() as stack:
                     stack.enter_context(torch_internals.record_specializations(events))
+                    stack.enter_context(torch_internals.record_guards(guards))
                     if lenient:
-                        stack.enter_context(torch_internals.assume_data_dependent(assumed))
+                        stack.enter_context(
+                            torch_internals.assume_data_dependent(
+                                assumed, torch_internals.PLACEHOLDER_INTS[placeholder]
+                            )
+                        )
                     self.ep = torch_internals.export(self.model, self.args, self.kwargs, dims)
             except torch_internals.Unsupported as e:
                 self.add(_finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
@@ -419,10 +431,20 @@ class Analysis:
                     self._export_failure(e)
                     lenient = True
                     continue
+                numbers = [r for r in assumed if r.get("value") is not None]
+                if (
+                    numbers
+                    and not torch_internals.is_data_dependent_error(e)
+                    and placeholder + 1 < len(torch_internals.PLACEHOLDER_INTS)
+                ):
+                    placeholder += 1  # the failure may follow from the placeholder: another one
+                    continue
+                if lenient:
+                    self._report_assumed(assumed)
                 if not (
                     lenient and e is not first_error and torch_internals.is_data_dependent_error(e)
                 ) or not any(f["kind"] == wire.KIND_DATA_DEPENDENT for f in self.findings):
-                    self._export_failure(e)
+                    self._export_failure(e, numbers)
                 self.ep = None
                 return
             break
@@ -435,9 +457,13 @@ class Analysis:
             self._report_assumed(assumed)
             self.result["assumed_branches"] = True
         self._report_constraints()
+        try:
+            self._report_output_dims(guards)
+        except Exception as e:  # a probe must never cost the rest of the analysis
+            self.result["skipped"]["output_dims"] = f"{type(e).__name__}: {_first_line(str(e))}"
 
     def _report_assumed(self, assumed: list[dict[str, Any]]) -> None:
-        """Each further data-dependent condition found while assuming the first ones held."""
+        """Each further data-dependent site found while tracing on past the first ones."""
         known = {
             (f["file"], f["line"]) for f in self.findings if f["kind"] == wire.KIND_DATA_DEPENDENT
         }
@@ -447,27 +473,42 @@ class Analysis:
             if key in known:
                 continue
             known.add(key)
-            self.add(
-                _place(
-                    _finding(
-                        wire.KIND_DATA_DEPENDENT,
-                        f"torch.export cannot decide the data-dependent condition {rec['expr']}",
-                        notes=[
-                            "Python control flow on a tensor value cannot be exported: use "
-                            "torch.cond or torch.where, or tell export what holds with "
-                            "torch._check(...).",
-                            "Found by tracing on as if the earlier data-dependent conditions held.",
-                        ],
-                    ),
-                    fr,
+            if rec.get("value") is None:
+                msg = f"torch.export cannot decide the data-dependent condition {rec['expr']}"
+                notes = [
+                    "Python control flow on a tensor value cannot be exported: use "
+                    "torch.cond or torch.where, or tell export what holds with "
+                    "torch._check(...).",
+                    "Found by tracing on as if the earlier data-dependent conditions held.",
+                ]
+            else:
+                msg = (
+                    f"torch.export needs a Python number here, but it depends on the data "
+                    f"({rec['expr']}): int()/float() of a tensor, or a data-dependent value "
+                    "used where Python needs a real number"
                 )
-            )
+                notes = [
+                    "Keep it a tensor (torch ops, torch.where), or use `.item()` (torch.export "
+                    "keeps it symbolic) and state its range with torch._check(...).",
+                    f"Found by tracing on with the placeholder value {rec['value']}; what "
+                    "follows was checked for that value only.",
+                ]
+            self.add(_place(_finding(wire.KIND_DATA_DEPENDENT, msg, notes=notes), fr))
 
-    def _export_failure(self, e: BaseException) -> None:
+    def _export_failure(
+        self, e: BaseException, placeholders: list[dict[str, Any]] | None = None
+    ) -> None:
         fr = self.user_frame_of(e)
         text = str(e)
         head = _first_line(text)
         notes = []
+        if placeholders:
+            tried = ", ".join(map(str, torch_internals.PLACEHOLDER_INTS))
+            notes.append(
+                "This may follow from the placeholder values (tried: "
+                f"{tried}) given to the data-dependent numbers reported above; with real "
+                "data it may not happen."
+            )
         if "Suggested fixes:" in text:
             fix = text.split("Suggested fixes:", 1)[1].strip().split("\n\n")[0]
             notes.append("torch suggests: " + " ".join(fix.split()))
@@ -521,6 +562,7 @@ class Analysis:
                 for d, n in items:
                     if n is None or isinstance(n, int):
                         continue
+                    self._dim_bounds[(flat, int(d))] = _bounds(n)
                     out.append((flat, int(d), n if isinstance(n, str) else str(n), label))
             flat += len(leaves)
         return out
@@ -578,6 +620,181 @@ class Analysis:
             if fr is not None and any(s.endswith(wanted) for s in ev["sources"]):
                 return fr
         return None
+
+    def _report_output_dims(self, guards: list[dict[str, Any]]) -> None:
+        """Report each output dim the export baked while it follows a requested dynamic dim.
+
+        Criterion: for each requested dim that stayed dynamic in the exported
+        program (symbol `s`), and each probe size P of it (1, 2, n-1, n+1, n+3
+        and just outside the range export inferred for `s`, within the bounds
+        the user asked for), the exported output shapes are evaluated at s=P and
+        compared with the model run eagerly, in fake mode (no data), on inputs
+        where every dim of that name has size P. An axis where they differ is
+        reported once: the export cannot be valid at P. It is placed at the first
+        guard on `s` (`if x.shape[0] > 2:`) that is false at P, i.e. the size
+        condition whose other branch eager took; else at the line that made the
+        output. Probes where eager itself fails (a size the model rejects) are
+        skipped.
+        """
+        if self.ep is None or self.fake_mode is None:
+            return
+        requested = self._requested_dims()
+        if not requested:
+            return
+        try:
+            env = torch_internals.shape_env_of(self.ep)
+            hints = torch_internals.symbol_hints(env)
+            placeholders = _user_input_vals(self.ep)
+            outputs = _user_output_nodes(self.ep)
+        except Exception:  # introspection of the program must never stop the analysis
+            return
+        if env is None or not hints or not outputs:
+            return
+        groups: dict[str, list[tuple[int, int, Any]]] = {}
+        for flat, dim, name, _label in requested:
+            val = placeholders[flat] if flat < len(placeholders) else None
+            if not isinstance(val, torch.Tensor) or dim >= val.dim():
+                continue
+            expr = torch_internals.size_expr(val.shape[dim])
+            syms = torch_internals.free_symbols(expr)
+            if len(syms) != 1 or expr not in syms or expr not in hints:
+                continue  # static (OLX804 reports it) or not a plain symbol
+            groups.setdefault(name, []).append((flat, dim, expr))
+        found: dict[tuple[int, int], dict[str, Any]] = {}
+        deadline = time.perf_counter() + PROBE_BUDGET_S
+        for name, members in groups.items():
+            symbols = {m[2] for m in members}
+            for size in self._probe_sizes(members, hints):
+                if time.perf_counter() > deadline:
+                    self.result["skipped"]["output_dims"] = (
+                        f"stopped after {PROBE_BUDGET_S:g} s of eager probes"
+                    )
+                    break
+                values = dict(hints)
+                for sym in symbols:
+                    values[sym] = size
+                eager = self._eager_shapes({(f, d): size for f, d, _ in members})
+                if eager is None or len(eager) != len(outputs):
+                    continue
+                for i, (node, shape) in enumerate(zip(outputs, eager, strict=True)):
+                    val = node.meta.get("val")
+                    if not isinstance(val, torch.Tensor) or shape is None:
+                        continue
+                    if val.dim() != len(shape):
+                        continue
+                    for axis, d in enumerate(val.shape):
+                        expr = torch_internals.size_expr(d)
+                        if expr is None or not torch_internals.free_symbols(expr) <= set(values):
+                            continue
+                        exported = torch_internals.substitute(expr, values)
+                        if exported is None or exported == shape[axis]:
+                            continue
+                        if (i, axis) in found:
+                            found[(i, axis)]["probes"].append((size, shape[axis], exported))
+                            continue
+                        found[(i, axis)] = {
+                            "output": i,
+                            "node": node,
+                            "axis": axis,
+                            "name": name,
+                            "symbols": symbols,
+                            "expr": expr,
+                            "static": not torch_internals.free_symbols(expr),
+                            "probes": [(size, shape[axis], exported)],
+                            "guard": _failing_guard(guards, symbols, values, self.root),
+                        }
+        for rec in found.values():
+            self.add(self._output_dim_finding(rec))
+
+    def _probe_sizes(self, members: list[tuple[int, int, Any]], hints: dict[Any, int]) -> list[int]:
+        n = hints[members[0][2]]
+        sizes = {1, 2, n - 1, n + 1, n + 3}
+        lo, hi = torch_internals.symbol_range(self.ep, members[0][2])
+        if lo is not None:
+            sizes.add(lo - 1)
+        if hi is not None:
+            sizes.add(hi + 1)
+        want_lo, want_hi = 1, None
+        for f, d, _ in members:
+            b_lo, b_hi = self._dim_bounds.get((f, d), (None, None))
+            if b_lo is not None:
+                want_lo = max(want_lo, b_lo)
+            if b_hi is not None:
+                want_hi = b_hi if want_hi is None else min(want_hi, b_hi)
+        return sorted(
+            s for s in sizes if s != n and s >= want_lo and (want_hi is None or s <= want_hi)
+        )[:6]
+
+    def _eager_shapes(self, changes: dict[tuple[int, int], int]) -> list[Any] | None:
+        """The model's tensor output shapes, run eagerly on fake inputs resized per `changes`."""
+        try:
+            with (
+                self.fake_mode,
+                torch_internals.lenient_scalars(self.fake_mode),
+                torch.no_grad(),
+            ):
+                args, kwargs = _fake_resize((self.args, self.kwargs), changes)
+                out = self.model(*args, **kwargs)
+        except Exception:
+            return None
+        leaves = torch.utils._pytree.tree_leaves(out)
+        return [tuple(int(s) for s in t.shape) for t in leaves if isinstance(t, torch.Tensor)]
+
+    def _output_dim_finding(self, rec: dict[str, Any]) -> dict[str, Any]:
+        name = rec["name"]
+        size, eager, exported = rec["probes"][0]
+        shown = _rename_symbols(rec["expr"], rec["symbols"], name)
+        if rec["static"]:
+            head = (
+                f"output {rec['output']} dim {rec['axis']} is exported as the constant "
+                f"{shown}, but it follows the dynamic dim {name!r}"
+            )
+        else:
+            head = (
+                f"output {rec['output']} dim {rec['axis']} is exported as {shown}, which is "
+                f"wrong for other sizes of the dynamic dim {name!r}"
+            )
+        msg = f"{head}: eager PyTorch gives {eager} at {name}={size}, the export {exported}"
+        notes = []
+        guard = rec["guard"]
+        fr = None
+        if guard is not None:
+            fr = guard["frame"]
+            cond = _rename_symbols(guard["expr"], rec["symbols"], name)
+            notes.append(
+                f"torch.export assumed `{cond}` on this line and traced only that branch; "
+                "the ONNX model does not check it, so for other sizes it declares (and may "
+                "compute) the wrong shape."
+            )
+        if len(rec["probes"]) > 1:
+            notes.append(
+                "also differs at "
+                + ", ".join(f"{name}={p} (eager {e}, export {x})" for p, e, x in rec["probes"][1:])
+            )
+        notes.append(
+            "Make the output size follow the input (`x[: min(2, x.shape[0])]` is traced as a "
+            "function of the size), branch with torch.cond, or do not ask for this dim to be "
+            "dynamic."
+        )
+        if fr is None:
+            fr = frames.pick(
+                frames.parse_stack_trace(rec["node"].meta.get("stack_trace")), self.root
+            )
+        return _place(
+            _finding(
+                wire.KIND_OUTPUT_DIM_SPECIALIZED,
+                msg,
+                notes=notes,
+                output_dim={
+                    "output": rec["output"],
+                    "dim": rec["axis"],
+                    "name": name,
+                    "exported": shown,
+                    "probes": rec["probes"],
+                },
+            ),
+            fr or self.result.get("model", {}).get("class_loc"),
+        )
 
     def _report_constraints(self) -> None:
         """Record the range constraints export inferred for dynamic dims (for the report)."""
@@ -801,6 +1018,60 @@ def _json_dynamic_shapes(spec: Any) -> Any:
     if isinstance(spec, list):
         return tuple(_json_dynamic_shapes(v) for v in spec)
     return spec
+
+
+def _user_output_nodes(ep: Any) -> list[Any]:
+    """The FX nodes of the user-visible outputs (not buffer mutations), in order."""
+    names = list(getattr(ep.graph_signature, "user_outputs", []))
+    out_node = next(n for n in ep.graph.nodes if n.op == "output")
+    leaves = [a for a in torch.utils._pytree.tree_leaves(out_node.args) if hasattr(a, "meta")]
+    by_name = {a.name: a for a in leaves}
+    return [by_name[n] for n in names if n in by_name]
+
+
+def _failing_guard(
+    guards: list[dict[str, Any]], symbols: set[Any], values: dict[Any, int], root: str
+) -> dict[str, Any] | None:
+    """The first guard on one of `symbols`, at a user line, that is false at `values`."""
+    for g in guards:
+        free = torch_internals.free_symbols(g["expr"])
+        if not free & symbols or not free <= set(values):
+            continue
+        if torch_internals.substitute(g["expr"], values) is not False:
+            continue
+        fr = frames.pick(frames.user_frames(g["stack"]), root)
+        if fr is not None:
+            return {"expr": g["expr"], "frame": fr}
+    return None
+
+
+def _rename_symbols(expr: Any, symbols: set[Any], name: str) -> str:
+    """`s77 + s12 - 1` -> `2*batch - 1`: the dim's name for the symbols torch gave it."""
+    return str(torch_internals.rename_symbols(expr, symbols, name))
+
+
+def _bounds(dim: Any) -> tuple[int | None, int | None]:
+    """The min/max a `Dim("batch", min=..., max=...)` asks for (None when unbounded)."""
+    lo, hi = getattr(dim, "min", None), getattr(dim, "max", None)
+    lo = lo if isinstance(lo, int) else None
+    hi = hi if isinstance(hi, int) and hi < 2**62 else None
+    return lo, hi
+
+
+def _fake_resize(tree: Any, changes: dict[tuple[int, int], int]) -> Any:
+    """A copy of the inputs with the given (flat leaf, dim) sizes, as zero-filled (fake) tensors."""
+    leaves, spec = torch.utils._pytree.tree_flatten(tree)
+    out = []
+    for i, leaf in enumerate(leaves):
+        mine = {d: s for (f, d), s in changes.items() if f == i}
+        if not mine or not isinstance(leaf, torch.Tensor):
+            out.append(leaf)
+            continue
+        shape = list(leaf.shape)
+        for d, s in mine.items():
+            shape[d] = s
+        out.append(torch.zeros(shape, dtype=leaf.dtype, device=leaf.device))
+    return torch.utils._pytree.tree_unflatten(out, spec)
 
 
 def _user_input_vals(ep: Any) -> list[Any]:

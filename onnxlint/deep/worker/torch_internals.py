@@ -56,13 +56,26 @@ def _exporter() -> Any:
 # --------------------------------------------------------------------------- fake mode
 
 
+PLACEHOLDER_INTS = (2, 8)
+"""Values given, in turn, to a data-dependent int (`int(tensor)`) so tracing can go on.
+
+Python's `int()` must return a real number, so no torch API keeps it symbolic
+(`.item()` does: torch.export then carries an unbacked symbol). 1 and 0 are
+special sizes (broadcasting, empty tensors), so the first placeholder is 2;
+when the trace then fails on an error that follows from the placeholder (a
+`view(-1, 8)` of 2 elements), the next one is tried.
+"""
+
+
 def fake_mode_class() -> type[Any]:
     """A FakeTensorMode whose data-dependent scalars can be answered with a placeholder.
 
     Under plain fake mode `.item()` raises, so `torch._dynamo.explain` stops at
     the first data-dependent graph break. With `lenient_scalars` on, `.item()`
-    returns 1 (or True/1.0) and explain goes on to find the breaks after it.
-    The values are meaningless, so this is used for explain only.
+    returns the example's real value when the input was built from literal data
+    (`torch.tensor([2, 4])` keeps its value as a fake tensor's constant), else a
+    placeholder (True, 1.0, or `PLACEHOLDER_INTS[0]`). The values are not the
+    data's, so this is used for explain and shape probes only.
     """
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -72,6 +85,12 @@ def fake_mode_class() -> type[Any]:
         def dispatch(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             if self.lenient_scalars and func in _data_dependent_scalar_ops():
                 t = args[0] if args else None
+                constant = getattr(t, "constant", None)
+                if isinstance(constant, torch.Tensor) and func is not torch.ops.aten.equal.default:
+                    with contextlib.suppress(Exception):
+                        if func is torch.ops.aten.is_nonzero.default:
+                            return bool(constant)
+                        return constant.item()
                 if func is torch.ops.aten.equal.default:
                     return True
                 dtype = getattr(t, "dtype", torch.float32)
@@ -79,7 +98,7 @@ def fake_mode_class() -> type[Any]:
                     return True
                 if dtype.is_floating_point or dtype.is_complex:
                     return 1.0
-                return 1
+                return PLACEHOLDER_INTS[0]
             return super().dispatch(func, types, args, kwargs)
 
     return LenientFakeTensorMode
@@ -211,13 +230,19 @@ def record_specializations(records: list[dict[str, Any]]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def assume_data_dependent(records: list[dict[str, Any]]) -> Iterator[None]:
-    """Let export go on past data-dependent conditions, assuming each is True.
+def assume_data_dependent(
+    records: list[dict[str, Any]], int_value: int = PLACEHOLDER_INTS[0]
+) -> Iterator[None]:
+    """Let export go on past data-dependent values, recording each one.
 
-    Plain export stops at the first `if tensor_value:`; with this, every such
-    condition is recorded (expression and stack) and traced as if it held, the
-    way `guard_or_true` does. The graph is then that of one branch, enough to
-    check the ops after it. Only boolean conditions can be assumed.
+    Plain export stops at the first `if tensor_value:` or `int(tensor)`. With
+    this, a data-dependent condition is traced as if it held (the way
+    `guard_or_true` does) and a data-dependent number that Python needs as a
+    real one (`int(t)`, `float(t)`, `range(t.item())`, an index) gets the
+    placeholder `int_value`; each is recorded (expression, stack, assumed value).
+    The graph is then that of one branch and one size, enough to find the
+    sites after it and check the ops. Sympy's Symbol is also a Boolean: only
+    relations and logic are conditions, any other expression is a number.
     """
     import sympy  # type: ignore[import-untyped]
 
@@ -231,7 +256,7 @@ def assume_data_dependent(records: list[dict[str, Any]]) -> Iterator[None]:
         raise Unsupported(
             f"torch {torch_version()}: ShapeEnv cannot suppress data-dependent errors"
         )
-    boolean = (sympy.logic.boolalg.Boolean, sympy.core.relational.Relational)
+    boolean = sympy.logic.boolalg.Boolean
 
     def evaluate(
         self: Any,
@@ -242,17 +267,25 @@ def assume_data_dependent(records: list[dict[str, Any]]) -> Iterator[None]:
         fallback_value: Any = None,
         **kw: Any,
     ) -> Any:
-        if fallback_value is None and isinstance(orig_expr, boolean):
+        if fallback_value is None and isinstance(orig_expr, sympy.Basic):
+            if isinstance(orig_expr, boolean) and not isinstance(orig_expr, sympy.Expr):
+                assumed: Any = True
+            elif getattr(orig_expr, "is_integer", False):
+                assumed = sympy.Integer(int_value)
+            else:
+                assumed = sympy.Float(float(int_value))
             self._onnxlint_assuming = True
             try:
-                return orig_eval(self, orig_expr, hint, fx_node, size_oblivious, True, **kw)
+                return orig_eval(self, orig_expr, hint, fx_node, size_oblivious, assumed, **kw)
             finally:
                 self._onnxlint_assuming = False
         return orig_eval(self, orig_expr, hint, fx_node, size_oblivious, fallback_value, **kw)
 
     def log(self: Any, a: Any, assumed: Any) -> Any:
         if getattr(self, "_onnxlint_assuming", False):
-            records.append({"expr": str(a), "stack": traceback.extract_stack()[:-1]})
+            value = None if assumed is True else str(assumed)
+            stack = traceback.extract_stack()[:-1]
+            records.append({"expr": str(a), "value": value, "stack": stack})
         return orig_log(self, a, assumed)
 
     _patch(ShapeEnv, "_evaluate_expr", evaluate)
@@ -262,6 +295,127 @@ def assume_data_dependent(records: list[dict[str, Any]]) -> Iterator[None]:
     finally:
         _patch(ShapeEnv, "_evaluate_expr", orig_eval)
         _patch(ShapeEnv, "_log_suppressed_dde", orig_log)
+
+
+@contextlib.contextmanager
+def record_guards(records: list[dict[str, Any]]) -> Iterator[None]:
+    """Record each shape guard export installs (`s0 > 2`), with the stack that installed it.
+
+    A guard on a dynamic dim means the code took one side of a size condition
+    (`if x.shape[0] > 2:`) and export traced only that side. The ShapeEnv keeps
+    the guards with one frame each; we want the whole stack to pick the user's.
+    """
+    try:
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    except ImportError as e:  # pragma: no cover
+        raise Unsupported(f"torch {torch_version()} has no ShapeEnv: {e}") from e
+    original = getattr(ShapeEnv, "_maybe_guard_rel", None)
+    if original is None:
+        raise Unsupported(f"torch {torch_version()}: ShapeEnv has no _maybe_guard_rel")
+
+    def hooked(self: Any, expr: Any) -> Any:
+        with contextlib.suppress(Exception):  # recording must never change what export does
+            records.append({"expr": expr, "stack": traceback.extract_stack()[:-1]})
+        return original(self, expr)
+
+    _patch(ShapeEnv, "_maybe_guard_rel", hooked)
+    try:
+        yield
+    finally:
+        _patch(ShapeEnv, "_maybe_guard_rel", original)
+
+
+def shape_env_of(ep: Any) -> Any:
+    """The ShapeEnv an ExportedProgram's symbolic sizes live in (None if all static)."""
+    for node in ep.graph.nodes:
+        val = node.meta.get("val") if node.op == "placeholder" else None
+        mode = getattr(val, "fake_mode", None)
+        env = getattr(mode, "shape_env", None)
+        if env is not None:
+            return env
+    return None
+
+
+def symbol_hints(shape_env: Any) -> dict[Any, int]:
+    """Each backed size symbol's value at the example inputs."""
+    if shape_env is None:
+        return {}
+    table = getattr(shape_env, "backed_var_to_val", None)
+    if table is None:  # older torch spelled it var_to_val
+        table = getattr(shape_env, "var_to_val", {})
+    out = {}
+    for k, v in dict(table).items():
+        with contextlib.suppress(Exception):
+            out[k] = int(v)
+    return out
+
+
+def size_expr(d: Any) -> Any:
+    """The sympy expression of a size (a constant for an int), replacements applied."""
+    if isinstance(d, int):
+        import sympy
+
+        return sympy.Integer(d)
+    node = getattr(d, "node", None)
+    expr = getattr(node, "expr", None)
+    if expr is None:
+        return None
+    env = getattr(node, "shape_env", None)
+    replace = getattr(env, "replace", None)
+    if callable(replace):
+        with contextlib.suppress(Exception):
+            expr = replace(expr)
+    return expr
+
+
+def substitute(expr: Any, values: dict[Any, int]) -> int | bool | None:
+    """An int or bool expression at the given symbol values (None if still symbolic)."""
+    import sympy
+
+    try:
+        out = expr.xreplace({k: sympy.Integer(v) for k, v in values.items()})
+    except Exception:
+        return None
+    if out is sympy.true or out is True:
+        return True
+    if out is sympy.false or out is False:
+        return False
+    if getattr(out, "is_number", False):
+        with contextlib.suppress(Exception):
+            return int(out)
+    return None
+
+
+def symbol_range(ep: Any, symbol: Any) -> tuple[int | None, int | None]:
+    """The [lower, upper] export inferred for a size symbol (None where unbounded)."""
+    rc = getattr(ep, "range_constraints", None) or {}
+    vr = rc.get(symbol)
+    if vr is None:
+        return None, None
+
+    def as_int(v: Any) -> int | None:
+        try:
+            i = int(v)
+        except Exception:  # int_oo, sympy infinities
+            return None
+        return i if abs(i) < 2**62 else None
+
+    return as_int(getattr(vr, "lower", None)), as_int(getattr(vr, "upper", None))
+
+
+def rename_symbols(expr: Any, symbols: set[Any], name: str) -> Any:
+    """Replace size symbols by one named symbol (`s77 + s12 - 1` -> `2*batch - 1`)."""
+    import sympy
+
+    try:
+        named = sympy.Symbol(name, integer=True, positive=True)
+        return expr.xreplace({s: named for s in symbols})
+    except Exception:
+        return expr
+
+
+def free_symbols(expr: Any) -> set[Any]:
+    return set(getattr(expr, "free_symbols", ()) or ())
 
 
 def to_export_dims(dynamic_shapes: Any, *, auto: bool = False) -> Any:

@@ -47,6 +47,7 @@ KIND_VERIFY_FAILURE = "verification-failure"
 KIND_TARGET_ERROR = "target-error"
 KIND_FAKE_MODE_LIMIT = "fake-mode-limitation"
 KIND_TORCH_UNSUPPORTED = "torch-version-unsupported"
+KIND_OUTPUT_DIM_SPECIALIZED = "output-dim-specialized"
 
 PHASES = ("load", "explain", "export", "decompose", "translate", "verify")
 

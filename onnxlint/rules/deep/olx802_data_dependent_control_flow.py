@@ -14,6 +14,15 @@ class DataDependentControlFlow(Rule):
     ("Could not guard on data-dependent expression"). After the first one, the analysis goes on
     assuming each such condition holds, so every one in the model is reported, each on its line.
 
+    A data-dependent *number* that Python needs as a real one (`int(t)`, `float(t)`,
+    `range(int(t))`, an index) cannot stay symbolic: `int()` must return a Python int, and
+    only `.item()` gives torch.export an unbacked symbol to carry. The analysis reports it and
+    traces on with a placeholder (2; 8 when an error follows from 2, such as a `view(-1, 8)`);
+    the graph-break search uses the example's own value when the input was built from literal
+    data (`torch.tensor(4)`). What follows such a site is checked for that value only, and an
+    error that follows from it says so. `.tolist()` sizes that must add up (`torch.split(x,
+    lengths.tolist())`) can still stop the graph-break search (OLX816); export goes on.
+
     ## Why is this bad?
     An exported graph has no Python: the exporter must decide each branch at export time,
     and a branch on tensor data cannot be decided. `torch.onnx.export` stops with
