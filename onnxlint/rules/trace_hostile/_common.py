@@ -264,12 +264,12 @@ def torch_name(model: FileModel) -> str | None:
     return None
 
 
-def kind_here(ctx: Context, expr: cst.BaseExpression, at: cst.CSTNode) -> Kind:
-    """The kind of `expr` at `at`: for a plain name, the kind of its last assignment
-    before `at` in source order (the flow-insensitive kind merges every assignment)."""
+def last_value(ctx: Context, name: cst.Name, at: cst.CSTNode) -> cst.BaseExpression | None:
+    """The value last assigned to `name` before `at` in the current function, in source
+    order (None when there is none, e.g. a parameter)."""
     func = ctx.function
-    if not isinstance(expr, cst.Name) or func is None:
-        return ctx.kind(expr)
+    if func is None:
+        return None
     from onnxlint.walker import iter_descendants
 
     last: cst.BaseExpression | None = None
@@ -280,9 +280,18 @@ def kind_here(ctx: Context, expr: cst.BaseExpression, at: cst.CSTNode) -> Kind:
         if id(node) in enclosing:
             continue
         if isinstance(node, cst.Assign) and any(
-            isinstance(t.target, cst.Name) and t.target.value == expr.value for t in node.targets
+            isinstance(t.target, cst.Name) and t.target.value == name.value for t in node.targets
         ):
             last = node.value
+    return last
+
+
+def kind_here(ctx: Context, expr: cst.BaseExpression, at: cst.CSTNode) -> Kind:
+    """The kind of `expr` at `at`: for a plain name, the kind of its last assignment
+    before `at` in source order (the flow-insensitive kind merges every assignment)."""
+    if not isinstance(expr, cst.Name):
+        return ctx.kind(expr)
+    last = last_value(ctx, expr, at)
     return ctx.kind(expr) if last is None else ctx.kind(last)
 
 

@@ -1,0 +1,207 @@
+"""OLX108: a Python `for` loop (or comprehension) over a tensor in forward."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from onnxlint.rule import Invalid, Rule, Valid, dedent
+from onnxlint.rules.trace_hostile._common import (
+    kind_here,
+    last_value,
+    specialising_path,
+    unannotated_param,
+    under_export_guard,
+)
+from onnxlint.semantic import Kind
+from onnxlint.violation import Severity
+
+_WRAPPERS = frozenset({"builtins.enumerate", "builtins.zip", "builtins.reversed"})
+# Calls that return a tuple of tensors: iterating them is a fixed, short loop.
+_SPLITS = frozenset(
+    {"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "split_with_sizes"}
+)
+_SEQUENCE_WORDS = ("tuple", "Tuple", "list", "List", "Sequence", "Iterable")
+
+
+class IterationOverTensor(Rule):
+    """
+    ## What it does
+    Flags `for row in x:` (also in comprehensions, and through `enumerate`/`zip`/
+    `reversed`) where `x` is a tensor, in code reachable from `forward`.
+
+    ## Why is this bad?
+    The loop runs in Python at export time: it is unrolled into one copy of the body per
+    row, and the number of rows becomes a constant. Tracing freezes it to the example
+    input; the dynamo exporter specialises the first dimension (an error if it is declared
+    dynamic), and large first dimensions blow up the graph. It is reported as info unless
+    the file traces or declares dynamic dimensions.
+
+    ## Example
+    ```python
+    def forward(self, x):
+        return torch.stack([row.sum() for row in x])
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        return x.sum(dim=1)  # vectorise, or torch.vmap / a scan
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - https://docs.pytorch.org/docs/stable/export/programming_model.html
+    """
+
+    code = "OLX108"
+    name = "iteration-over-tensor"
+    severity = Severity.WARNING
+    requires = ("for ",)
+
+    VALID = [
+        Valid(
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x, features):
+                        for f in features:
+                            x = x + f
+                        for i in range(x.dim()):
+                            x = x + i
+                        for layer in self.layers:
+                            x = layer(x)
+                        return x
+                """
+            )
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x: torch.Tensor):
+                        return torch.stack([row.sum() for row in x])
+                """
+            ),
+            line=4,
+            message="iterating over a tensor",
+            severity=Severity.INFO,
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        hit = (x > 0).nonzero()
+                        for idx in hit:
+                            x = x + idx
+                        return x
+                """
+            ),
+            line=5,
+            message="depends on data",
+            severity=Severity.ERROR,
+        ),
+        Invalid(
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        y = x.softmax(-1)
+                        for i, row in enumerate(y):
+                            x = x + row
+                        return x
+                torch.jit.trace(M(), torch.ones(2, 3))
+                """
+            ),
+            line=5,
+            message="tracing freezes",
+            severity=Severity.WARNING,
+        ),
+    ]
+
+    def _check(self, it: cst.BaseExpression, at: cst.CSTNode) -> None:
+        if not self.ctx.in_forward:
+            return
+        if isinstance(it, cst.Call) and self.ctx.qualname(it.func) in _WRAPPERS:
+            for a in it.args:
+                self._check(a.value, at)
+            return
+        base = it
+        while isinstance(base, cst.Subscript):
+            base = base.value
+        if unannotated_param(self.ctx, base) or kind_here(self.ctx, it, at) is not Kind.TENSOR:
+            return
+        if self._splits(it, at) or self._sequence_param(it):
+            return
+        if under_export_guard(self.ctx, at):
+            return
+        if self._data_dependent(it, at):
+            self.report(
+                it,
+                "iterating over a tensor whose length depends on data (`nonzero`, `unique`, "
+                "`masked_select`): export cannot unroll it; vectorise (e.g. a batched or "
+                "grouped op over all rows)",
+                severity=Severity.ERROR,
+            )
+            return
+        why = specialising_path(self.ctx)
+        if why is None:
+            self.report(
+                it,
+                "iterating over a tensor unrolls the loop at export time and fixes its first "
+                "dimension; vectorise (or use `torch.vmap`)",
+                severity=Severity.INFO,
+            )
+        else:
+            self.report(
+                it,
+                f"iterating over a tensor fixes the number of rows: {why}; vectorise "
+                "(or use `torch.vmap`)",
+            )
+
+    def _data_dependent(self, it: cst.BaseExpression, at: cst.CSTNode) -> bool:
+        value: cst.BaseExpression | None = it
+        if isinstance(it, cst.Name):
+            value = last_value(self.ctx, it, at)
+        if value is None:
+            return False
+        code = self.ctx.code_of(value)
+        return any(w in code for w in ("nonzero(", "unique(", "masked_select(", "argwhere("))
+
+    def _splits(self, it: cst.BaseExpression, at: cst.CSTNode) -> bool:
+        if isinstance(it, cst.Name):
+            value = last_value(self.ctx, it, at)
+            if value is None:
+                return False
+            it = value
+        while isinstance(it, cst.Subscript):
+            it = it.value
+        if not isinstance(it, cst.Call):
+            return False
+        d = self.ctx.code_of(it.func).rsplit(".", 1)[-1]
+        return d in _SPLITS
+
+    def _sequence_param(self, it: cst.BaseExpression) -> bool:
+        """`hidden_states: torch.Tensor | tuple[torch.Tensor]`: may well be a tuple."""
+        func = self.ctx.function
+        if func is None or not isinstance(it, cst.Name):
+            return False
+        for p in func.params():
+            if p.name.value == it.value and p.annotation is not None:
+                code = self.ctx.code_of(p.annotation.annotation)
+                return any(w in code for w in _SEQUENCE_WORDS)
+        return False
+
+    def visit_For(self, node: cst.For) -> None:
+        self._check(node.iter, node)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._check(node.iter, node)
