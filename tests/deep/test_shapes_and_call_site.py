@@ -79,7 +79,7 @@ def int_as_size():
 class IntAsSizeRandom(torch.nn.Module):
     def forward(self, x, n):
         k = int(n.sum())
-        y = x.new_zeros(k, 8).view(-1, 16)
+        y = x.new_zeros(k).view(-1, 8)
         if y.sum() > 0:
             y = y * 2
         return torch.cdist(y, y)
@@ -155,9 +155,9 @@ def test_int_of_a_tensor_used_as_a_size_does_not_stop_the_analysis(
 def test_a_placeholder_that_breaks_a_later_view_is_retried(
     project: Path, analyzer, shapes: Path
 ) -> None:
-    # int(n.sum()) of random data has no example value: the first placeholder (2) makes
-    # `view(-1, 16)` of 2x8 elements fine... and 8 is tried only when needed; either way
-    # every site after it is reported and nothing is blamed on the placeholder.
+    # int(n.sum()) of random data has no example value: with the first placeholder (2),
+    # `view(-1, 8)` fails; that error follows from the placeholder, so 8 is tried, and every
+    # site after it is reported with nothing blamed on the placeholder.
     res = analyzer.analyze(_target(project, "deepproj.shapes:int_as_size_random"))
     got = {(v.code, v.line) for v in res.violations}
     assert ("OLX802", line_of(shapes, "k = int(n.sum())")) in got
