@@ -138,7 +138,8 @@ export class Controller implements vscode.Disposable {
         if (change === 'restart') {
             void this.restarts.request();
         } else if (change === 'notify' && this.client?.state === State.Running) {
-            void this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: after });
+            // The pushed shape other editors use; the server also pulls workspace/configuration.
+            void this.client.sendNotification(DidChangeConfigurationNotification.type, { settings: { onnxlint: after } });
         }
     }
 
@@ -231,7 +232,12 @@ export class Controller implements vscode.Disposable {
                         const values = answer as unknown[];
                         return params.items.map((item, index): unknown =>
                             item.section === 'onnxlint'
-                                ? currentSettings(item.scopeUri !== undefined ? vscode.Uri.parse(item.scopeUri) : undefined)
+                                ? readSettings(
+                                      vscode.workspace.getConfiguration(
+                                          'onnxlint',
+                                          item.scopeUri !== undefined ? vscode.Uri.parse(item.scopeUri) : undefined,
+                                      ),
+                                  )
                                 : values[index],
                         );
                     },

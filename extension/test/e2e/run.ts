@@ -4,7 +4,8 @@
 //   node out/e2e/run.js --vsix onnxlint.vsix [--python python3] [--only static,quickfix,...]
 //       [--examples DIR] [--deep-file REL] [--screenshot docs/images/vscode.png] [--artifacts DIR]
 //
-// Scenarios: static, quickfix, deep (one trusted window), untrusted, missing. Results go to
+// Scenarios: static, quickfix, deep (one trusted window), untrusted, missing then switch (one window).
+// Results go to
 // <artifacts>/results.json (read by tests/extension/test_e2e.py), with a screenshot per scenario.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -15,7 +16,7 @@ import * as path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { TRUST_MESSAGE } from '../../src/commands';
 
-const SCENARIOS = ['static', 'quickfix', 'deep', 'untrusted', 'missing'] as const;
+const SCENARIOS = ['static', 'quickfix', 'deep', 'untrusted', 'missing', 'switch'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Options {
@@ -601,6 +602,47 @@ async function scenarioMissing(ctx: Ctx, interpreter: string): Promise<void> {
     await ctx.shot('missing-install');
 }
 
+/**
+ * After the install prompt, pointing onnxlint.interpreter at an environment that has onnxlint
+ * restarts the server by itself (once), and the diagnostics appear.
+ */
+async function scenarioSwitch(ctx: Ctx, interpreter: string): Promise<void> {
+    const page = ctx.page;
+    // Through the UI, as a user would: Select interpreter > Enter a path.
+    await runCommand(page, 'onnxlint: Select interpreter');
+    const enter = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Enter a path or command' }).first();
+    await enter.waitFor({ state: 'visible', timeout: 10_000 });
+    await enter.click();
+    const input = page.locator('.quick-input-widget input').first();
+    await page.locator('.quick-input-widget', { hasText: 'Python interpreter' }).first().waitFor({ state: 'visible', timeout: 10_000 });
+    await input.fill(interpreter);
+    await page.keyboard.press('Enter');
+    ctx.detail.push(`onnxlint.interpreter -> ${interpreter} (Select interpreter, Enter a path)`);
+    const workspaceSettings = path.join(ctx.ws.folder, '.vscode', 'settings.json');
+    const written = (): boolean =>
+        fs.existsSync(workspaceSettings) && fs.readFileSync(workspaceSettings, 'utf8').includes(interpreter);
+    await waitFor('the setting written to the workspace', () => Promise.resolve(written() ? true : undefined), 10_000);
+    ctx.detail.push(`written to ${workspaceSettings}`);
+    const rows = await waitFor(
+        'diagnostics from the restarted server',
+        async () => {
+            const found = onnxlintRows(await problemRows(ctx.page));
+            return found.length > 0 ? found : undefined;
+        },
+        90_000,
+        () => describeState(ctx),
+    );
+    ctx.detail.push(`${rows.length} diagnostics after the switch`);
+    const starts = extensionLog(ctx.server.userData, 10_000)
+        .split('\n')
+        .filter((l) => l.includes(`interpreter (setting): ${interpreter}`)).length;
+    ctx.detail.push(`server starts with the new interpreter: ${starts}`);
+    if (starts !== 1) {
+        throw new Error(`expected one restart with ${interpreter}, saw ${starts}\n${await describeState(ctx)}`);
+    }
+    await ctx.shot('switch');
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<number> {
@@ -618,7 +660,7 @@ async function main(): Promise<number> {
     installExtension(opts, extensionsDir);
     console.log(`installed ${opts.vsix}`);
     const goodPython = makeVenvWithOnnxlint(opts, path.join(tmp, 'venv-onnxlint'));
-    const bare = opts.only.has('missing') ? makeBareVenv(opts, path.join(tmp, 'venv-bare')) : '';
+    const bare = opts.only.has('missing') || opts.only.has('switch') ? makeBareVenv(opts, path.join(tmp, 'venv-bare')) : '';
     const ws = makeWorkspace(opts, tmp);
     console.log(`workspace ${ws.folder}: dynamo=False in ${ws.dynamoFile}, deep analysis on ${ws.deepFile}`);
 
@@ -711,7 +753,10 @@ async function main(): Promise<number> {
         );
         await session(
             'missing',
-            [{ scenario: 'missing', run: (ctx) => scenarioMissing(ctx, bare) }],
+            [
+                { scenario: 'missing', run: (ctx) => scenarioMissing(ctx, bare) },
+                { scenario: 'switch', run: (ctx) => scenarioSwitch(ctx, goodPython) },
+            ],
             { 'security.workspace.trust.enabled': false, 'onnxlint.interpreter': [bare] },
         );
     } finally {
