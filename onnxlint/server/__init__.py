@@ -9,6 +9,7 @@ module per handler family: `lifecycle`, `text_sync`, `code_actions`, `hover`, `c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from typing import TYPE_CHECKING
@@ -33,6 +34,39 @@ def create_server() -> OnnxlintServer:
     hover.register(server)
     code_lens.register(server)
     return server
+
+
+class ClientLogHandler(logging.Handler):
+    """Forwards onnxlint's log records to the client as `window/logMessage`.
+
+    Records may come from any thread; they are sent from the event loop. Only the
+    `onnxlint` loggers are attached (pygls logs every message it sends: no loops).
+    """
+
+    def __init__(self, server: OnnxlintServer, level: int) -> None:
+        super().__init__(level)
+        self.server = server
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        loop = self.server.loop
+        if loop is None or loop.is_closed():
+            return
+        from lsprotocol import types
+
+        if record.levelno >= logging.ERROR:
+            kind = types.MessageType.Error
+        elif record.levelno >= logging.WARNING:
+            kind = types.MessageType.Warning
+        else:
+            kind = types.MessageType.Log
+        params = types.LogMessageParams(type=kind, message=self.format(record))
+        with contextlib.suppress(RuntimeError):  # the loop is closing
+            loop.call_soon_threadsafe(self._send, params)
+
+    def _send(self, params: object) -> None:
+        with contextlib.suppress(Exception):  # logging must never break the server
+            self.server.window_log_message(params)  # type: ignore[arg-type]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -72,6 +106,7 @@ def serve(argv: list[str] | None = None) -> int:
     stdout = sys.stdout.buffer
     sys.stdout = sys.stderr
     server = create_server()
+    logging.getLogger("onnxlint").addHandler(ClientLogHandler(server, max(level, logging.INFO)))
     server.warm()
     try:
         server.start_io(sys.stdin.buffer, stdout)

@@ -71,10 +71,12 @@ async def fix_all(ls: OnnxlintServer, *args: Any) -> Any:
     return {"applied": bool(result and result.applied)}
 
 
-def restart(ls: OnnxlintServer, *args: Any) -> Any:
+async def restart(ls: OnnxlintServer, *args: Any) -> Any:
+    """Stop the deep worker (the next analysis starts a fresh one), re-read every
+    configuration, drop the parse cache and check every open document again."""
     if ls.deep is not None:
-        ls.deep.restart()
-    ls.engine.parse_cache.clear()
+        await ls.get_loop().run_in_executor(None, ls.deep.restart)
+    await ls.run_check(lambda: ls.engine.parse_cache.clear())
     ls.shown_errors.clear()
     ls.recheck_all()
     return {"restarted": True}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import importlib.util
 import logging
 import os
@@ -198,6 +199,7 @@ class DeepService:
                 types.ShowMessageParams(type=types.MessageType.Info, message=msg)
             )
             return {"status": "busy", "message": msg}
+        target = self._with_editor_timeout(uri, target)
         job = Analysis(target.name)
         self.running = job
         if token is not None:
@@ -241,6 +243,15 @@ class DeepService:
             "detail": result.detail,
         }
 
+    def _with_editor_timeout(self, uri: str, target: Any) -> Any:
+        """`deep.timeout` applies to targets that do not set their own `timeout`."""
+        from onnxlint.deep.targets import DEFAULT_TIMEOUT_S
+
+        timeout = self.server.settings_for(uri).deep.timeout
+        if target.timeout == DEFAULT_TIMEOUT_S and timeout != DEFAULT_TIMEOUT_S:
+            return dataclasses.replace(target, timeout=timeout)
+        return target
+
     def _file(self, result: Any, versions: dict[str, int | None]) -> None:
         """Put a result's findings into the deep bucket of each open document."""
         ls = self.server
@@ -260,16 +271,18 @@ class DeepService:
             ls.set_deep(uri, doc.version, result.target.name, found)
 
     def on_save(self, uri: str) -> None:
-        """`deep.onSave`: analyse the targets of this file in the background."""
-        if not self.server.init.trusted:
+        """`deep.onSave`: analyse the first target of this file in the background."""
+        if not self.server.init.trusted or self.running is not None:
             return
-        in_file = self.targets_in_file(uri)
-        if not in_file:
-            return
-        target = in_file[0][0]
-        task = asyncio.ensure_future(self.analyze(uri, {"target": target.name}))
+        task = asyncio.ensure_future(self._on_save(uri))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _on_save(self, uri: str) -> None:
+        loop = self.server.get_loop()
+        in_file = await loop.run_in_executor(None, self.targets_in_file, uri)
+        if in_file:
+            await self.analyze(uri, {"target": in_file[0][0].name})
 
     def report(self) -> dict[str, Any]:
         """Write the latest results as Markdown and HTML reports; their paths."""

@@ -57,6 +57,8 @@ T = TypeVar("T")
 CONFIG_TTL_S = 2.0
 # Parsed blocks kept by the engine beyond those of the open documents (recent edits, undo).
 PARSE_CACHE_SLACK = 64
+# Edits closer together than this are a burst: checked once the burst pauses this long.
+BURST_MS = 30
 # Seconds without a check after which freed memory is returned to the system.
 IDLE_TRIM_S = 1.0
 
@@ -90,6 +92,7 @@ class DocState:
     published: tuple[int | None, int] | None = None  # (version, revision) last pushed
     waiters: list[asyncio.Future[Result]] = field(default_factory=list)
     fix_cache: dict[Any, Any] = field(default_factory=dict)  # per result version
+    last_change: float = 0.0  # time.monotonic() of the last didChange
 
 
 class OnnxlintServer(LanguageServer):
@@ -310,6 +313,12 @@ class OnnxlintServer(LanguageServer):
             st.timer = None
         if delay_ms is None:
             delay_ms = self.settings_for(uri).debounce_ms
+            now = time.monotonic()
+            if delay_ms < BURST_MS and now - st.last_change < BURST_MS / 1000:
+                # Edits arriving faster than anyone types (a paste, a macro, a replayed
+                # storm): wait for a pause, or checks would take the GIL from the reader.
+                delay_ms = BURST_MS
+            st.last_change = now
         if delay_ms <= 0:
             self.trigger(uri)
         else:
@@ -336,7 +345,22 @@ class OnnxlintServer(LanguageServer):
         config, _, config_error = self.config_for(uri)
         path = self.path_of(uri)
         gen = self.generation
-        fut = self.run_check(lambda: self._check(uri, path, text, config))
+        queued = time.perf_counter()
+
+        def work() -> list[Violation]:
+            started = time.perf_counter()
+            found = self._check(uri, path, text, config)
+            log.debug(
+                "checked %s v%s: %d findings in %.1f ms (queued %.1f ms)",
+                uri,
+                version,
+                len(found),
+                (time.perf_counter() - started) * 1000,
+                (started - queued) * 1000,
+            )
+            return found
+
+        fut = self.run_check(work)
         fut.add_done_callback(lambda f: self._finished(uri, version, text, gen, config_error, f))
 
     def _is_current(self, res: Result | None, doc: TextDocument) -> bool:

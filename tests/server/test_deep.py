@@ -58,7 +58,25 @@ async def test_analyze_export_from_a_code_lens(lsp: Client, project: Path) -> No
     assert isinstance(begin, types.WorkDoneProgressBegin) and begin.cancellable
     assert isinstance(lsp.progress_reports[token][-1], types.WorkDoneProgressEnd)
 
-    # 2. the real analysis, with progress and the status notifications around it
+    # 2. cancelled with $/cancelRequest: the request fails as cancelled, the analysis stops
+    def states() -> list[str]:
+        return [p.state for name, p in lsp.notifications if name == "onnxlint/analysisState"]
+
+    before = set(lsp.protocol._request_futures)
+    fut = asyncio.ensure_future(
+        lsp.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=cmd.command, arguments=cmd.arguments)
+        )
+    )
+    await wait_for(lambda: set(lsp.protocol._request_futures) - before, 10, "the request")
+    (req_id,) = set(lsp.protocol._request_futures) - before
+    await wait_for(lambda: states()[-1:] == ["started"], 60, "the second analysis to start")
+    lsp.protocol.notify("$/cancelRequest", types.CancelParams(id=req_id))
+    with pytest.raises(Exception, match="cancel"):
+        await asyncio.wait_for(fut, 60)
+    await wait_for(lambda: len(states()) == 4, 120, "the cancelled analysis to finish")
+
+    # 3. the real analysis, with progress and the status notifications around it
     n = len(lsp.publishes)
     out = await asyncio.wait_for(
         lsp.workspace_execute_command_async(
@@ -68,15 +86,14 @@ async def test_analyze_export_from_a_code_lens(lsp: Client, project: Path) -> No
     )
     assert out["status"] == "ok", out
     assert out["target"] == "classifier"
-    states = [p.state for name, p in lsp.notifications if name == "onnxlint/analysisState"]
-    assert states == ["started", "finished", "started", "finished"]
+    assert states() == ["started", "finished"] * 3
     merged = await diagnostics_for(lsp, uri, 1, after=n)
     deep = [d for d in merged if str(d.code).startswith("OLX8")]
     assert deep, merged
     assert all(d.data["source"] == "deep" for d in deep)
     assert {str(d.code) for d in static} <= {str(d.code) for d in merged}  # published together
 
-    # 3. hover shows the deep rule's page; an edit clears the deep bucket of this file
+    # 4. hover shows the deep rule's page; an edit clears the deep bucket of this file
     hover = await lsp.text_document_hover_async(
         types.HoverParams(types.TextDocumentIdentifier(uri), deep[0].range.start)
     )
@@ -85,7 +102,7 @@ async def test_analyze_export_from_a_code_lens(lsp: Client, project: Path) -> No
     after = await diagnostics_for(lsp, uri, v)
     assert not [d for d in after if str(d.code).startswith("OLX8")]
 
-    # 4. the report
+    # 5. the report
     report = await lsp.workspace_execute_command_async(
         types.ExecuteCommandParams(command="onnxlint.showReport", arguments=[uri])
     )

@@ -272,6 +272,8 @@ async def test_bad_project_config_is_reported_and_defaults_apply(lsp: Client, tm
     assert [d.code for d in await diagnostics_for(lsp, uri, 1)] == ["OLX401"]
     await wait_for(lambda: lsp.messages, what="showMessage")
     assert "selct" in lsp.messages[0].message
+    # and the log (window/logMessage) has it too
+    await wait_for(lambda: any("selct" in m.message for m in lsp.log_messages), what="logMessage")
 
 
 async def test_enable_false_publishes_nothing(lsp: Client, tmp_path) -> None:
