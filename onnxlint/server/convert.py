@@ -14,6 +14,8 @@ from lsprotocol import types
 from onnxlint.violation import Edit, Fix, FixSafety, Violation
 
 SOURCE = "onnxlint"
+UTF8 = types.PositionEncodingKind.Utf8.value
+UTF32 = types.PositionEncodingKind.Utf32.value
 
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -32,12 +34,12 @@ class Lines:
         # `splitlines` also splits on \f, \v, \x1c..., which neither the engine nor LSP does.
         if any(c in text for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
             self.lines = _split_lsp_lines(text)
-        self.encoding = str(encoding)
+        self.encoding = str(getattr(encoding, "value", encoding))
 
     def _units(self, s: str) -> int:
-        if s.isascii() or self.encoding == types.PositionEncodingKind.Utf32:
+        if s.isascii() or self.encoding == UTF32:
             return len(s)
-        if self.encoding == types.PositionEncodingKind.Utf8:
+        if self.encoding == UTF8:
             return len(s.encode("utf-8"))
         return len(s.encode("utf-16-le")) // 2
 
@@ -63,7 +65,7 @@ class Lines:
         if pos.line >= len(self.lines):
             return pos.line + 1, 1
         text = self.lines[pos.line]
-        if text.isascii() or self.encoding == types.PositionEncodingKind.Utf32:
+        if text.isascii() or self.encoding == UTF32:
             return pos.line + 1, min(pos.character, len(text)) + 1
         units = 0
         for i, ch in enumerate(text):

@@ -168,7 +168,7 @@ class OnnxlintServer(LanguageServer):
 
     def position_encoding(self) -> str:
         enc = self.workspace.position_encoding
-        return str(enc) if enc else types.PositionEncodingKind.Utf16
+        return str(getattr(enc, "value", enc)) if enc else types.PositionEncodingKind.Utf16.value
 
     def lines(self, text: str) -> Lines:
         return Lines(text, self.position_encoding())

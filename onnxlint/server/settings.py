@@ -109,7 +109,9 @@ def _unknown(key: str, known: dict[str, str], where: str) -> str:
 
 
 def _is_code(value: str) -> bool:
-    return value == "ALL" or (value.startswith("OLX") and value[3:].isdigit() and len(value) <= 6)
+    return value in ("ALL", "OLX") or (
+        value.startswith("OLX") and value[3:].isdigit() and len(value) <= 6
+    )
 
 
 def _codes(value: Any, key: str, errors: list[str]) -> tuple[str, ...] | None:

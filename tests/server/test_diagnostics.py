@@ -281,3 +281,25 @@ async def test_enable_false_publishes_nothing(lsp: Client, tmp_path) -> None:
     uri = uri_of(tmp_path / "m.py")
     open_doc(lsp, uri, LEGACY)
     assert await diagnostics_for(lsp, uri, 1) == []
+
+
+async def test_columns_follow_the_negotiated_encoding(lsp: Client, tmp_path) -> None:
+    """Neovim 0.11 offers utf-8 first: columns are then counted in bytes."""
+    result = await start(lsp, "neovim11")
+    encoding = result.capabilities.position_encoding
+    uri = uri_of(tmp_path / "enc.py")
+    text = 'import torch\ntorch.onnx.export(m, (x,), "\u00e9\U0001d569.onnx", dynamo=False)\n'
+    open_doc(lsp, uri, text)
+    report = await lsp.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri))
+    )
+    assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
+    (d,) = report.items
+    line = text.splitlines()[1]
+    prefix = line[: line.index("dynamo=False")]
+    expected = {
+        "utf-8": len(prefix.encode("utf-8")),
+        "utf-16": len(prefix.encode("utf-16-le")) // 2,
+        "utf-32": len(prefix),
+    }[str(getattr(encoding, "value", encoding) or "utf-16")]
+    assert d.range.start.character == expected

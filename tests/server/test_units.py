@@ -1,0 +1,106 @@
+"""Unit tests of the pure parts: settings parsing, position conversion, edits, comments."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from onnxlint.server.code_actions import suppression_edit
+from onnxlint.server.convert import Lines, whole_text_edit
+from onnxlint.server.hover import code_in_comment
+from onnxlint.server.settings import (
+    Settings,
+    parse_initialization_options,
+    parse_settings,
+    settings_to_json,
+)
+from onnxlint.violation import Span
+
+
+def test_defaults_round_trip() -> None:
+    s, errors = parse_settings(settings_to_json(Settings()))
+    assert errors == [] and s == Settings()
+
+
+def test_bad_values_fall_back_with_one_error_each() -> None:
+    s, errors = parse_settings(
+        {
+            "enable": "yes",
+            "debounceMs": -5,
+            "select": ["F401"],
+            "severity": {"OLX401": "loud", "OLX2": "Hint"},
+            "deep": {"timeout": 0, "onSave": 1},
+            "trace": {"server": "loud"},
+            "debounce_ms": 3,
+        }
+    )
+    assert s.enable is True and s.debounce_ms == 150 and s.select == ()
+    assert s.severity == (("OLX2", "hint"),)
+    assert s.deep.timeout == 300 and s.deep.on_save is False
+    assert len(errors) == 8
+    assert any("did you mean `debounceMs`" in e for e in errors)
+
+
+def test_flat_dotted_keys_and_strings_are_accepted() -> None:
+    s, errors = parse_settings({"deep.onSave": True, "interpreter": "/usr/bin/python3"})
+    assert errors == []
+    assert s.deep.on_save is True and s.interpreter == ("/usr/bin/python3",)
+
+
+def test_initialization_options_shapes() -> None:
+    vs, errors = parse_initialization_options(
+        {
+            "settings": [{"workspace": "file:///a", "ignore": ["OLX4"]}],
+            "globalSettings": {"debounceMs": 10},
+            "clientCommands": ["onnxlint.restart"],
+            "trusted": False,
+        }
+    )
+    assert errors == []
+    assert vs.global_settings.debounce_ms == 10
+    assert vs.folder_settings[0].ignore == ("OLX4",)
+    assert vs.client_commands == {"onnxlint.restart"} and vs.trusted is False
+    nvim, errors = parse_initialization_options({"debounceMs": 0})  # the settings themselves
+    assert errors == [] and nvim.global_settings.debounce_ms == 0 and nvim.trusted is True
+
+
+def test_severity_prefix_longest_match() -> None:
+    s, _ = parse_settings({"severity": {"OLX": "info", "OLX40": "hint"}})
+    assert s.severity_for("OLX401") == "hint"
+    assert s.severity_for("OLX201") == "info"
+
+
+def test_positions_in_utf16_utf8_and_utf32() -> None:
+    text = "a\U0001d569\u00e9 = 1\nlast"  # an astral char (2 UTF-16 units), an e-acute
+    for enc, col in (
+        (types.PositionEncodingKind.Utf16, 4),
+        (types.PositionEncodingKind.Utf8, 7),
+        (types.PositionEncodingKind.Utf32, 3),
+    ):
+        lines = Lines(text, enc)
+        assert lines.position(1, 4) == types.Position(0, col)
+        assert lines.code_point_column(types.Position(0, col)) == (1, 4)
+    lines = Lines(text)
+    assert lines.position(9, 1) == types.Position(1, 4)  # past the end: end of text
+    assert Lines("x\n").position(5, 1) == types.Position(1, 0)
+
+
+def test_whole_text_edit_touches_only_changed_lines() -> None:
+    old = "a\nb\nc\n"
+    new = "a\nB\nc\n"
+    (edit,) = whole_text_edit(old, new, Lines(old))
+    assert edit.range == types.Range(types.Position(1, 0), types.Position(2, 0))
+    assert edit.new_text == "B\n"
+
+
+def test_suppression_comment_merge_and_append() -> None:
+    e = suppression_edit("x = f()  # onnxlint: ignore[OLX101]", 3, "OLX401")
+    assert e.text == "OLX101, OLX401" and e.span.line == 3
+    e = suppression_edit("x = f()   ", 2, "OLX401")
+    assert e.span == Span(2, 8, 2, 11) and e.text == "  # onnxlint: ignore[OLX401]"
+
+
+def test_code_under_the_cursor_in_a_comment() -> None:
+    line = "x = 1  # onnxlint: ignore[OLX101, OLX401]  # noqa: OLX201"
+    assert code_in_comment(line, line.index("OLX401") + 1)[0] == "OLX401"  # type: ignore[index]
+    assert code_in_comment(line, line.index("OLX201"))[0] == "OLX201"  # type: ignore[index]
+    assert code_in_comment(line, 0) is None
