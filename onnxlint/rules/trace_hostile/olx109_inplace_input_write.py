@@ -1,0 +1,186 @@
+"""OLX109: in-place writes into a `forward` input (`x[0] = ...`, `x.add_(...)`, `x += ...`)."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from onnxlint.rule import Context, Invalid, Rule, Valid, dedent
+from onnxlint.rules.trace_hostile._common import under_export_guard
+from onnxlint.semantic import Kind, annotation_kind
+from onnxlint.violation import Severity
+
+
+class InplaceInputWrite(Rule):
+    """
+    ## What it does
+    Flags in-place writes into a tensor parameter of `forward` before it is rebound:
+    `x[0] = v`, `x[:, 1:] *= 2`, `x += y`, `x.add_(y)`, `x.masked_fill_(m, 0)`.
+
+    ## Why is this bad?
+    An ONNX graph cannot modify its inputs. The dynamo exporter functionalises the write:
+    the outputs are right, but the caller's tensor is no longer changed, so code relying
+    on the mutation behaves differently with the exported model. Tracing also records
+    such writes poorly (aliasing of views of inputs).
+
+    ## Example
+    ```python
+    def forward(self, x):
+        x[:, 0] = 0
+        return x
+    ```
+
+    ## Use instead
+    ```python
+    def forward(self, x):
+        x = x.clone()
+        x[:, 0] = 0
+        return x
+    ```
+
+    ## Fix safety
+    No automatic fix: cloning changes what the caller sees in eager mode.
+
+    ## References
+    - https://docs.pytorch.org/docs/stable/export/programming_model.html
+    """
+
+    code = "OLX109"
+    name = "inplace-input-write"
+    severity = Severity.WARNING
+    requires = ("def forward",)
+
+    VALID = [
+        Valid(
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x, n: int = 0, mask=None):
+                        x = x.clone()
+                        x[0] = 1
+                        x += 1
+                        n += 1
+                        y = torch.zeros(3)
+                        y[0] = 1
+                        return x + y
+                """
+            )
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x: torch.Tensor, y, state):
+                        x[:, 0] = 0
+                        y.add_(1)
+                        state["n"] = y.shape[0]
+                        if self.training:
+                            x *= 2
+                        return x + y
+                """
+            ),
+            line=4,
+            message="in-place write into the input `x`",
+            count=2,
+        ),
+    ]
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self._rebound: set[str] = set()
+        self._tensors: set[str] = set()
+        self._func: int | None = None
+
+    def _inputs(self) -> set[str]:
+        func = self.ctx.function
+        if func is None or func.name != "forward" or func.class_name is None:
+            return set()
+        if self.ctx.function_stack and self.ctx.function_stack[-1] is not func:
+            return set()  # inside a nested def
+        if self._func != id(func.node):
+            self._func, self._rebound = id(func.node), set()
+            self._tensors = self._tensor_params()
+        return self._tensors - self._rebound
+
+    def _tensor_params(self) -> set[str]:
+        """Parameters annotated as tensors, or unannotated ones used like tensors."""
+        func = self.ctx.function
+        assert func is not None
+        out = set()
+        body: str | None = None
+        for p in func.params():
+            kind = annotation_kind(p.annotation)
+            if kind is Kind.TENSOR:
+                out.add(p.name.value)
+            elif kind is None and p.default is None:
+                if body is None:
+                    body = self.ctx.code_of(func.node.body)
+                name = re.escape(p.name.value)
+                if re.search(
+                    rf"\b{name}\.(shape|size\(|dim\(|view\(|reshape\(|dtype|device)", body
+                ):
+                    out.add(p.name.value)
+        return out
+
+    def _rebind(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self._rebound.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._rebind(el.value)
+
+    def _root(self, expr: cst.BaseExpression) -> cst.Name | None:
+        while isinstance(expr, cst.Subscript):
+            expr = expr.value
+        return expr if isinstance(expr, cst.Name) else None
+
+    def _report(self, node: cst.CSTNode, name: str) -> None:
+        if under_export_guard(self.ctx, node):
+            return  # e.g. training-only noise: `if self.training: x *= noise`
+        self.report(
+            node,
+            f"in-place write into the input `{name}`: the exported graph cannot modify its "
+            "inputs, so the caller no longer sees this change; clone first "
+            f"(`{name} = {name}.clone()`)",
+        )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        inputs = self._inputs()
+        for t in node.targets:
+            if isinstance(t.target, cst.Subscript):
+                root = self._root(t.target)
+                if root is not None and root.value in inputs:
+                    self._report(t.target, root.value)
+        for t in node.targets:
+            self._rebind(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._inputs()
+        self._rebind(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._inputs()
+        self._rebind(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        inputs = self._inputs()
+        root = self._root(node.target)
+        if root is not None and root.value in inputs:
+            self._report(node.target, root.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        method = func.attr.value
+        if not method.endswith("_") or method.endswith("__") or method == "requires_grad_":
+            return
+        inputs = self._inputs()
+        root = self._root(func.value)
+        if root is not None and root.value in inputs:
+            self._report(func, root.value)
