@@ -93,39 +93,47 @@ class InplaceInputWrite(Rule):
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self._rebound: set[str] = set()
-        self._tensors: set[str] = set()
+        self._tensors: dict[str, bool] = {}
         self._func: int | None = None
 
-    def _inputs(self) -> set[str]:
+    def _scope(self) -> bool:
+        """Whether we are directly in a `forward` method (resetting state on a new one)."""
         func = self.ctx.function
         if func is None or func.name != "forward" or func.class_name is None:
-            return set()
+            return False
         if self.ctx.function_stack and self.ctx.function_stack[-1] is not func:
-            return set()  # inside a nested def
+            return False  # inside a nested def
         if self._func != id(func.node):
-            self._func, self._rebound = id(func.node), set()
-            self._tensors = self._tensor_params()
-        return self._tensors - self._rebound
+            self._func, self._rebound, self._tensors = id(func.node), set(), {}
+        return True
 
-    def _tensor_params(self) -> set[str]:
-        """Parameters annotated as tensors, or unannotated ones used like tensors."""
+    def _is_input(self, name: str) -> bool:
+        """A tensor parameter of forward not rebound so far (computed lazily: rare)."""
+        if name in self._rebound:
+            return False
+        found = self._tensors.get(name)
+        if found is None:
+            found = self._tensors[name] = self._tensor_param(name)
+        return found
+
+    def _tensor_param(self, name: str) -> bool:
+        """Annotated as a tensor, or unannotated without default and used like a tensor."""
         func = self.ctx.function
         assert func is not None
-        out = set()
-        body: str | None = None
         for p in func.params():
+            if p.name.value != name:
+                continue
             kind = annotation_kind(p.annotation)
             if kind is Kind.TENSOR:
-                out.add(p.name.value)
-            elif kind is None and p.default is None:
-                if body is None:
-                    body = self.ctx.code_of(func.node.body)
-                name = re.escape(p.name.value)
-                if re.search(
-                    rf"\b{name}\.(shape|size\(|dim\(|view\(|reshape\(|dtype|device)", body
-                ):
-                    out.add(p.name.value)
-        return out
+                return True
+            if kind is None and p.default is None:
+                body = self.ctx.code_of(func.node.body)
+                pattern = (
+                    rf"\b{re.escape(name)}\.(shape|size\(|dim\(|view\(|reshape\(|dtype|device)"
+                )
+                return re.search(pattern, body) is not None
+            return False
+        return False
 
     def _rebind(self, target: cst.BaseExpression) -> None:
         if isinstance(target, cst.Name):
@@ -150,27 +158,29 @@ class InplaceInputWrite(Rule):
         )
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        inputs = self._inputs()
+        if not self._scope():
+            return
         for t in node.targets:
             if isinstance(t.target, cst.Subscript):
                 root = self._root(t.target)
-                if root is not None and root.value in inputs:
+                if root is not None and self._is_input(root.value):
                     self._report(t.target, root.value)
         for t in node.targets:
             self._rebind(t.target)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._inputs()
-        self._rebind(node.target)
+        if self._scope():
+            self._rebind(node.target)
 
     def visit_For(self, node: cst.For) -> None:
-        self._inputs()
-        self._rebind(node.target)
+        if self._scope():
+            self._rebind(node.target)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        inputs = self._inputs()
+        if not self._scope():
+            return
         root = self._root(node.target)
-        if root is not None and root.value in inputs:
+        if root is not None and self._is_input(root.value):
             self._report(node.target, root.value)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -180,7 +190,6 @@ class InplaceInputWrite(Rule):
         method = func.attr.value
         if not method.endswith("_") or method.endswith("__") or method == "requires_grad_":
             return
-        inputs = self._inputs()
         root = self._root(func.value)
-        if root is not None and root.value in inputs:
+        if root is not None and self._scope() and self._is_input(root.value):
             self._report(func, root.value)
