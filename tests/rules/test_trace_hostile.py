@@ -1,0 +1,86 @@
+"""OLX1xx on whole files: rating by export path, and re-checks after edits in other blocks."""
+
+from __future__ import annotations
+
+import textwrap
+
+from onnxlint.config import parse_table
+from onnxlint.engine import Engine
+from onnxlint.violation import Severity
+
+MODEL = textwrap.dedent(
+    """
+    import numpy as np
+    import torch
+    from torch import nn
+
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor, mask: torch.Tensor):
+            if torch.jit.is_tracing():
+                x = x.view(-1, 4)
+            n = x.sum().item()
+            if n > 0:
+                x = x * 2
+            for i in range(x.shape[0]):
+                x = x + i
+            mask[0] = 0
+            y = np.exp(x.numpy())
+            self.last = x.mean()
+            return self.proj(x)
+    """
+)
+
+
+def check(text: str, **config: object) -> dict[str, list[tuple[int, Severity]]]:
+    cfg = parse_table({"select": ["OLX1"], **config}, None)
+    out: dict[str, list[tuple[int, Severity]]] = {}
+    for v in Engine().check("model.py", text, cfg):
+        out.setdefault(v.code, []).append((v.line, v.severity))
+    return out
+
+
+def test_model_file_without_export_call() -> None:
+    found = check(MODEL)
+    assert found["OLX110"] == [(13, Severity.WARNING)]
+    assert found["OLX102"] == [(15, Severity.ERROR)]  # feeds `if n > 0`
+    assert found["OLX109"] == [(20, Severity.WARNING)]
+    assert found["OLX103"] == [(21, Severity.WARNING)]
+    assert found["OLX107"] == [(22, Severity.WARNING)]
+    assert "OLX104" not in found  # no export call: dims not known to be dynamic
+
+
+def test_tracing_rates_conversions_as_frozen_constants() -> None:
+    traced = MODEL + "\nm = torch.jit.trace(Net().eval(), torch.ones(2, 4))\n"
+    found = check(traced)
+    assert found["OLX102"] == [(15, Severity.WARNING)]
+    assert (18, Severity.WARNING) in found["OLX104"]
+    assert found["OLX110"] == [(13, Severity.INFO)]
+    assert found["OLX111"] == [(25, Severity.INFO)]
+
+
+def test_declaring_dynamic_dims_elsewhere_updates_cached_blocks() -> None:
+    engine = Engine()
+    cfg = parse_table({"select": ["OLX104"]}, None)
+    static = MODEL + "\ntorch.onnx.export(Net().eval(), (torch.ones(2, 4),))\n"
+    assert engine.check("model.py", static, cfg) == []
+    dynamic = static.replace(
+        "(torch.ones(2, 4),))", '(torch.ones(2, 4),), dynamic_shapes=({0: "b"},))'
+    )
+    found = engine.check("model.py", dynamic, cfg)
+    assert [(v.line, v.code) for v in found] == [(18, "OLX104")]
+    assert "declares dynamic" in found[0].message
+
+
+def test_scripted_model_exported_from_another_block() -> None:
+    text = (
+        MODEL
+        + "\nscripted = torch.jit.script(Net())\ntorch.onnx.export(scripted, (torch.ones(2, 4),))\n"
+    )
+    found = check(text)
+    assert found["OLX112"] == [(26, Severity.ERROR)]
+    assert found["OLX111"] == [(25, Severity.INFO)]
