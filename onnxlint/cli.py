@@ -8,32 +8,22 @@ with a request to report it.
 from __future__ import annotations
 
 import argparse
-import difflib
-import os
 import sys
-import traceback
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from onnxlint import __version__
-from onnxlint.cache import ResultCache, config_key, content_key
-from onnxlint.config import Config, ConfigError, load_config, parse_table
-from onnxlint.engine import SYNTAX_ERROR_CODE, Engine
-from onnxlint.files import ReadError, discover, read_text
-from onnxlint.fixes import fix_text, read_source, write_source
+from onnxlint.config import ConfigError, load_config, parse_table
 from onnxlint.output import FORMATS
-from onnxlint.output.machine import render_github, render_json, render_sarif
-from onnxlint.output.text import Painter, render_statistics, render_text, use_color
-from onnxlint.rules import all_rules, rule_by_code
-from onnxlint.violation import Severity, Span, Violation
+
+# Heavier modules (libcst, the rules, the server) are imported where they are used, so
+# `onnxlint server` starts without loading the CLI's machinery and vice versa.
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 class UsageError(Exception):
-    pass
+    """A usage problem, reported as one line and exit code 2."""
 
 
 def _codes_arg(value: str) -> list[str]:
@@ -83,8 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     rule = sub.add_parser("rule", help="show a rule's documentation")
     rule.add_argument("code", help="a code like OLX201, or a rule name")
     sub.add_parser("rules", help="list every rule")
-    server = sub.add_parser("server", help="run the language server on stdio")
-    server.add_argument("server_args", nargs=argparse.REMAINDER)
+    sub.add_parser("server", help="run the language server on stdio (see `onnxlint server -h`)")
     analyze = sub.add_parser("analyze", help="deep analysis of declared targets (needs torch)")
     try:
         from onnxlint.deep.cli import add_analyze_arguments
@@ -97,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["server"]:
+        # The server parses its own options (`--log-level ...`) and loads what it needs.
+        from onnxlint.server import serve
+
+        return serve(args_list[1:])
     commands = {"check", "rule", "rules", "server", "analyze"}
     if not args_list or (
         args_list[0] not in commands and args_list[0] not in ("-h", "--help", "--version")
@@ -112,17 +106,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_rule(args.code)
         if args.command == "rules":
             return cmd_rules()
-        if args.command == "server":
-            from onnxlint.server import serve
-
-            return serve(args.server_args)
         if args.command == "analyze":
             return cmd_analyze(args)
+        from onnxlint.runner import cmd_check
+
         return cmd_check(args)
     except ConfigError as exc:
         print(f"onnxlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except UsageError as exc:
+    except UsageError as exc:  # also raised by onnxlint.runner
         print(f"onnxlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -131,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_CLEAN
     except Exception:
+        import traceback
+
         traceback.print_exc()
         print(
             "onnxlint: internal error (a bug in onnxlint, not in your code): please report it "
@@ -145,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def cmd_rule(code: str) -> int:
     from onnxlint.docs import rule_markdown
+    from onnxlint.rules import all_rules, rule_by_code
 
     rule = rule_by_code(code) or next((r for r in all_rules() if r.name == code), None)
     if rule is None:
@@ -154,6 +149,8 @@ def cmd_rule(code: str) -> int:
 
 
 def cmd_rules() -> int:
+    from onnxlint.rules import all_rules
+
     for r in all_rules():
         fix = {"safe": "[*]", "unsafe": "[~]", "display": "[-]"}.get(
             r.fix_safety.value if r.fix_safety else "", "   "
@@ -170,226 +167,3 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         raise UsageError(f"deep analysis is not available: {exc}") from None
     config = load_config(Path.cwd())
     return int(run_analyze(args, config))
-
-
-# --------------------------------------------------------------------------- check
-
-
-@dataclass
-class FileOutcome:
-    path: str
-    violations: list[Violation] = field(default_factory=list)
-    fixed: int = 0
-    diff: str = ""
-    new_text: str | None = None
-
-
-def _effective_config(args: argparse.Namespace, start: Path) -> Config:
-    config = load_config(start, Path(args.config) if args.config else None)
-    changes: dict[str, object] = {}
-    if args.select:
-        changes["select"] = tuple(args.select)
-    if args.extend_select:
-        changes["extend_select"] = config.extend_select + tuple(args.extend_select)
-    if args.ignore:
-        changes["ignore"] = config.ignore + tuple(args.ignore)
-    if args.target_torch:
-        from onnxlint.config import parse_torch_version
-
-        changes["target_torch"] = parse_torch_version(args.target_torch, "--target-torch")
-    return config.with_overrides(**changes) if changes else config
-
-
-def _error_violation(path: str, message: str) -> Violation:
-    return Violation(path, Span(1, 1, 1, 1), SYNTAX_ERROR_CODE, message, Severity.ERROR)
-
-
-def cmd_check(args: argparse.Namespace) -> int:
-    if args.unsafe_fixes and not (args.fix or args.diff):
-        args.fix = True
-    if args.stdin_filename:
-        return _check_stdin(args)
-    paths = args.paths or ["."]
-    config = _effective_config(args, Path(paths[0]))
-    files, problems = discover(paths, config, tuple(args.exclude))
-    for p in problems:
-        print(f"onnxlint: error: {p.path}: {p.message}", file=sys.stderr)
-    if problems and not files:
-        return EXIT_ERROR
-    outcomes = _check_files(files, config, args)
-    violations = sorted((v for o in outcomes for v in o.violations), key=Violation.sort_key)
-    if args.deep:
-        violations = sorted(
-            violations + _deep_violations(paths, config, args), key=Violation.sort_key
-        )
-    fixed = sum(o.fixed for o in outcomes)
-    _emit(args, violations, outcomes, config, fixed, len(files))
-    if problems:
-        return EXIT_ERROR
-    if args.diff:
-        return EXIT_FINDINGS if any(o.diff for o in outcomes) else EXIT_CLEAN
-    if violations and not args.exit_zero:
-        return EXIT_FINDINGS
-    return EXIT_CLEAN
-
-
-def _deep_violations(paths: list[str], config: Config, args: argparse.Namespace) -> list[Violation]:
-    try:
-        from onnxlint.deep.cli import deep_check
-    except ImportError as exc:
-        raise UsageError(f"--deep needs the deep analysis: {exc}") from None
-    root = config.root or Path.cwd()
-    return list(
-        deep_check(paths, root, list(config.targets), python=args.python, verify=args.verify)
-    )
-
-
-def _emit(
-    args: argparse.Namespace,
-    violations: list[Violation],
-    outcomes: list[FileOutcome],
-    config: Config,
-    fixed: int,
-    nfiles: int,
-) -> None:
-    out = sys.stdout
-    if args.diff:
-        out.write("".join(o.diff for o in outcomes))
-        return
-    if args.format == "json":
-        out.write(render_json(violations))
-    elif args.format == "sarif":
-        out.write(render_sarif(violations, config.root or Path.cwd()))
-    elif args.format == "github":
-        out.write(render_github(violations))
-    else:
-        paint = Painter(use_color(out.isatty()))
-        cache: dict[str, list[str] | None] = {}
-
-        def lines_of(path: str) -> list[str] | None:
-            if path not in cache:
-                try:
-                    cache[path] = read_text(Path(path)).splitlines()
-                except (ReadError, OSError):
-                    cache[path] = None
-            return cache[path]
-
-        if args.statistics:
-            names = {r.code: r.name for r in all_rules()}
-            out.write(render_statistics(violations, names))
-            return
-        out.write(
-            render_text(
-                violations,
-                lines_of,
-                paint,
-                fixed=fixed,
-                files_checked=nfiles,
-                quiet=args.quiet,
-                unsafe_fixes=args.unsafe_fixes,
-            )
-        )
-
-
-# Worker-process state: one engine per process, so blocks are parsed once per process.
-_ENGINE: Engine | None = None
-
-
-def _worker_check(job: tuple[str, str, Config, bool, bool, bool]) -> FileOutcome:
-    global _ENGINE
-    if _ENGINE is None:
-        _ENGINE = Engine(cache_entries=0)
-    path, text, config, fix, unsafe, diff = job
-    return _check_one(_ENGINE, path, text, config, fix, unsafe, diff)
-
-
-def _check_one(
-    engine: Engine, path: str, text: str, config: Config, fix: bool, unsafe: bool, diff: bool
-) -> FileOutcome:
-    violations = engine.check(path, text, config)
-    outcome = FileOutcome(path, violations)
-    if (fix or diff) and any(v.fix for v in violations):
-        result = fix_text(text, violations, lambda t: engine.check(path, t, config), unsafe=unsafe)
-        if result.text != text:
-            outcome.fixed = len(result.applied)
-            outcome.violations = result.remaining
-            outcome.new_text = result.text
-            if diff:
-                outcome.diff = "".join(
-                    difflib.unified_diff(
-                        text.splitlines(keepends=True),
-                        result.text.splitlines(keepends=True),
-                        f"a/{path}",
-                        f"b/{path}",
-                    )
-                )
-                outcome.violations = violations
-                outcome.fixed = 0
-    return outcome
-
-
-def _check_files(files: list[Path], config: Config, args: argparse.Namespace) -> list[FileOutcome]:
-    fixing = args.fix or args.diff
-    use_cache = not args.no_cache and not fixing
-    cache = None
-    if use_cache:
-        cache = ResultCache(config.root or Path.cwd(), config_key(config))
-    outcomes: list[FileOutcome] = []
-    jobs: list[tuple[str, str, Config, bool, bool, bool]] = []
-    digests: dict[str, str] = {}
-    for f in files:
-        path = str(f)
-        if config.is_excluded(path):
-            continue
-        try:
-            text = read_text(f)
-        except ReadError as exc:
-            outcomes.append(FileOutcome(path, [_error_violation(path, str(exc))]))
-            continue
-        if cache is not None:
-            digest = content_key(text)
-            hit = cache.get(digest, path)
-            if hit is not None:
-                outcomes.append(FileOutcome(path, hit))
-                continue
-            digests[path] = digest
-        jobs.append((path, text, config, args.fix, args.unsafe_fixes, args.diff))
-    njobs = args.jobs or (os.cpu_count() or 1)
-    if njobs > 1 and len(jobs) > 8:
-        with ProcessPoolExecutor(max_workers=min(njobs, len(jobs))) as pool:
-            results = list(
-                pool.map(_worker_check, jobs, chunksize=max(1, len(jobs) // (njobs * 8)))
-            )
-    else:
-        results = [_worker_check(j) for j in jobs]
-    for outcome in results:
-        if outcome.new_text is not None and not args.diff:
-            src = read_source(Path(outcome.path))
-            write_source(src, outcome.new_text)
-        if cache is not None and outcome.path in digests:
-            cache.put(digests[outcome.path], outcome.violations)
-        outcomes.append(outcome)
-    if cache is not None:
-        cache.save()
-    return outcomes
-
-
-def _check_stdin(args: argparse.Namespace) -> int:
-    path = args.stdin_filename
-    config = _effective_config(
-        args, Path(path).parent if Path(path).parent.exists() else Path.cwd()
-    )
-    raw = sys.stdin.buffer.read()
-    try:
-        text = raw.decode("utf-8").replace("\r\n", "\n")
-    except UnicodeDecodeError as exc:
-        print(f"onnxlint: error: {path}: stdin is not UTF-8 ({exc.reason})", file=sys.stderr)
-        return EXIT_ERROR
-    outcome = _check_one(Engine(), path, text, config, args.fix, args.unsafe_fixes, args.diff)
-    if args.fix and not args.diff:
-        sys.stdout.write(outcome.new_text if outcome.new_text is not None else text)
-        return EXIT_FINDINGS if outcome.violations and not args.exit_zero else EXIT_CLEAN
-    _emit(args, outcome.violations, [outcome], config, outcome.fixed, 1)
-    if args.diff:
-        return EXIT_FINDINGS if outcome.diff else EXIT_CLEAN
-    return EXIT_FINDINGS if outcome.violations and not args.exit_zero else EXIT_CLEAN

@@ -170,7 +170,7 @@ def _codes(value: Any, key: str, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f'{where}: `{key}` must be a list of rule codes, like ["OLX2"]')
     for v in value:
-        if not (v == "ALL" or (v.startswith("OLX") and v[3:].isdigit() and len(v) <= 6)):
+        if not (v == "ALL" or (v.startswith("OLX") and (v[3:].isdigit() or v == "OLX") and len(v) <= 6)):
             raise ConfigError(
                 f"{where}: `{key}` has {v!r}, which is not a rule code or prefix "
                 '(use e.g. "OLX", "OLX2", "OLX201")'

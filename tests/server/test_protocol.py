@@ -124,10 +124,6 @@ def test_server_entry_points_answer_help() -> None:
     assert "--log-level" in out.stdout
 
 
-@pytest.mark.xfail(
-    reason="cli.py: `server` takes its options with argparse.REMAINDER, which "
-    "does not pass on leading --options (reported to the CLI owner)"
-)
 def test_onnxlint_server_passes_options_to_the_server() -> None:
     out = subprocess.run(
         [*SERVER, "--log-level", "debug", "--help"], capture_output=True, text=True, timeout=60

@@ -1,0 +1,242 @@
+"""Running `onnxlint check`: find files, check them (cached, in parallel), fix, report."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from onnxlint.cache import ResultCache, config_key, content_key
+from onnxlint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
+from onnxlint.config import Config, load_config
+from onnxlint.engine import SYNTAX_ERROR_CODE, Engine
+from onnxlint.files import ReadError, discover, read_text
+from onnxlint.fixes import fix_text, read_source, write_source
+from onnxlint.output.machine import render_github, render_json, render_sarif
+from onnxlint.output.text import Painter, render_statistics, render_text, use_color
+from onnxlint.rules import all_rules
+from onnxlint.violation import Severity, Span, Violation
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    violations: list[Violation] = field(default_factory=list)
+    fixed: int = 0
+    diff: str = ""
+    new_text: str | None = None
+
+
+def _effective_config(args: argparse.Namespace, start: Path) -> Config:
+    config = load_config(start, Path(args.config) if args.config else None)
+    changes: dict[str, object] = {}
+    if args.select:
+        changes["select"] = tuple(args.select)
+    if args.extend_select:
+        changes["extend_select"] = config.extend_select + tuple(args.extend_select)
+    if args.ignore:
+        changes["ignore"] = config.ignore + tuple(args.ignore)
+    if args.target_torch:
+        from onnxlint.config import parse_torch_version
+
+        changes["target_torch"] = parse_torch_version(args.target_torch, "--target-torch")
+    return config.with_overrides(**changes) if changes else config
+
+
+def _error_violation(path: str, message: str) -> Violation:
+    return Violation(path, Span(1, 1, 1, 1), SYNTAX_ERROR_CODE, message, Severity.ERROR)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    if args.unsafe_fixes and not (args.fix or args.diff):
+        args.fix = True
+    if args.stdin_filename:
+        return _check_stdin(args)
+    paths = args.paths or ["."]
+    config = _effective_config(args, Path(paths[0]))
+    files, problems = discover(paths, config, tuple(args.exclude))
+    for p in problems:
+        print(f"onnxlint: error: {p.path}: {p.message}", file=sys.stderr)
+    if problems and not files:
+        return EXIT_ERROR
+    outcomes = _check_files(files, config, args)
+    violations = sorted((v for o in outcomes for v in o.violations), key=Violation.sort_key)
+    if args.deep:
+        violations = sorted(
+            violations + _deep_violations(paths, config, args), key=Violation.sort_key
+        )
+    fixed = sum(o.fixed for o in outcomes)
+    _emit(args, violations, outcomes, config, fixed, len(files))
+    if problems:
+        return EXIT_ERROR
+    if args.diff:
+        return EXIT_FINDINGS if any(o.diff for o in outcomes) else EXIT_CLEAN
+    if violations and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def _deep_violations(paths: list[str], config: Config, args: argparse.Namespace) -> list[Violation]:
+    try:
+        from onnxlint.deep.cli import deep_check
+    except ImportError as exc:
+        raise UsageError(f"--deep needs the deep analysis: {exc}") from None
+    root = config.root or Path.cwd()
+    return list(
+        deep_check(paths, root, list(config.targets), python=args.python, verify=args.verify)
+    )
+
+
+def _emit(
+    args: argparse.Namespace,
+    violations: list[Violation],
+    outcomes: list[FileOutcome],
+    config: Config,
+    fixed: int,
+    nfiles: int,
+) -> None:
+    out = sys.stdout
+    if args.diff:
+        out.write("".join(o.diff for o in outcomes))
+        return
+    if args.format == "json":
+        out.write(render_json(violations))
+    elif args.format == "sarif":
+        out.write(render_sarif(violations, config.root or Path.cwd()))
+    elif args.format == "github":
+        out.write(render_github(violations))
+    else:
+        paint = Painter(use_color(out.isatty()))
+        cache: dict[str, list[str] | None] = {}
+
+        def lines_of(path: str) -> list[str] | None:
+            if path not in cache:
+                try:
+                    cache[path] = read_text(Path(path)).splitlines()
+                except (ReadError, OSError):
+                    cache[path] = None
+            return cache[path]
+
+        if args.statistics:
+            names = {r.code: r.name for r in all_rules()}
+            out.write(render_statistics(violations, names))
+            return
+        out.write(
+            render_text(
+                violations,
+                lines_of,
+                paint,
+                fixed=fixed,
+                files_checked=nfiles,
+                quiet=args.quiet,
+                unsafe_fixes=args.unsafe_fixes,
+            )
+        )
+
+
+# Worker-process state: one engine per process, so blocks are parsed once per process.
+_ENGINE: Engine | None = None
+
+
+def _worker_check(job: tuple[str, str, Config, bool, bool, bool]) -> FileOutcome:
+    global _ENGINE
+    if _ENGINE is None:
+        _ENGINE = Engine(cache_entries=0)
+    path, text, config, fix, unsafe, diff = job
+    return _check_one(_ENGINE, path, text, config, fix, unsafe, diff)
+
+
+def _check_one(
+    engine: Engine, path: str, text: str, config: Config, fix: bool, unsafe: bool, diff: bool
+) -> FileOutcome:
+    violations = engine.check(path, text, config)
+    outcome = FileOutcome(path, violations)
+    if (fix or diff) and any(v.fix for v in violations):
+        result = fix_text(text, violations, lambda t: engine.check(path, t, config), unsafe=unsafe)
+        if result.text != text:
+            outcome.fixed = len(result.applied)
+            outcome.violations = result.remaining
+            outcome.new_text = result.text
+            if diff:
+                outcome.diff = "".join(
+                    difflib.unified_diff(
+                        text.splitlines(keepends=True),
+                        result.text.splitlines(keepends=True),
+                        f"a/{path}",
+                        f"b/{path}",
+                    )
+                )
+                outcome.violations = violations
+                outcome.fixed = 0
+    return outcome
+
+
+def _check_files(files: list[Path], config: Config, args: argparse.Namespace) -> list[FileOutcome]:
+    fixing = args.fix or args.diff
+    use_cache = not args.no_cache and not fixing
+    cache = None
+    if use_cache:
+        cache = ResultCache(config.root or Path.cwd(), config_key(config))
+    outcomes: list[FileOutcome] = []
+    jobs: list[tuple[str, str, Config, bool, bool, bool]] = []
+    digests: dict[str, str] = {}
+    for f in files:
+        path = str(f)
+        if config.is_excluded(path):
+            continue
+        try:
+            text = read_text(f)
+        except ReadError as exc:
+            outcomes.append(FileOutcome(path, [_error_violation(path, str(exc))]))
+            continue
+        if cache is not None:
+            digest = content_key(text)
+            hit = cache.get(digest, path)
+            if hit is not None:
+                outcomes.append(FileOutcome(path, hit))
+                continue
+            digests[path] = digest
+        jobs.append((path, text, config, args.fix, args.unsafe_fixes, args.diff))
+    njobs = args.jobs or (os.cpu_count() or 1)
+    if njobs > 1 and len(jobs) > 8:
+        with ProcessPoolExecutor(max_workers=min(njobs, len(jobs))) as pool:
+            results = list(
+                pool.map(_worker_check, jobs, chunksize=max(1, len(jobs) // (njobs * 8)))
+            )
+    else:
+        results = [_worker_check(j) for j in jobs]
+    for outcome in results:
+        if outcome.new_text is not None and not args.diff:
+            src = read_source(Path(outcome.path))
+            write_source(src, outcome.new_text)
+        if cache is not None and outcome.path in digests:
+            cache.put(digests[outcome.path], outcome.violations)
+        outcomes.append(outcome)
+    if cache is not None:
+        cache.save()
+    return outcomes
+
+
+def _check_stdin(args: argparse.Namespace) -> int:
+    path = args.stdin_filename
+    config = _effective_config(
+        args, Path(path).parent if Path(path).parent.exists() else Path.cwd()
+    )
+    raw = sys.stdin.buffer.read()
+    try:
+        text = raw.decode("utf-8").replace("\r\n", "\n")
+    except UnicodeDecodeError as exc:
+        print(f"onnxlint: error: {path}: stdin is not UTF-8 ({exc.reason})", file=sys.stderr)
+        return EXIT_ERROR
+    outcome = _check_one(Engine(), path, text, config, args.fix, args.unsafe_fixes, args.diff)
+    if args.fix and not args.diff:
+        sys.stdout.write(outcome.new_text if outcome.new_text is not None else text)
+        return EXIT_FINDINGS if outcome.violations and not args.exit_zero else EXIT_CLEAN
+    _emit(args, outcome.violations, [outcome], config, outcome.fixed, 1)
+    if args.diff:
+        return EXIT_FINDINGS if outcome.diff else EXIT_CLEAN
+    return EXIT_FINDINGS if outcome.violations and not args.exit_zero else EXIT_CLEAN
