@@ -7,8 +7,6 @@ import subprocess
 import sys
 from typing import Any
 
-import pytest
-
 from .conftest import SERVER
 
 # ---------------------------------------------------------------------------- raw JSON-RPC
