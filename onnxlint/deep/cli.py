@@ -74,9 +74,13 @@ def collect_targets(
         except TargetError as e:
             problems.append(_config_violation(root, entry, i, str(e)))
     names = {t.name for t in targets}
+    factories = {t.factory for t in targets}
     for t in discover_targets(paths, root):
-        if t.name not in names:
+        # A marked function that a [[tool.onnxlint.targets]] entry already declares is
+        # the same target (the declaration, with its options, wins).
+        if t.name not in names and t.factory not in factories:
             names.add(t.name)
+            factories.add(t.factory)
             targets.append(t)
     return targets, problems
 

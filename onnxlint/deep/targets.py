@@ -342,7 +342,9 @@ def _module_path(module: str, root: Path) -> Path | None:
 
 
 def classes_built_by(target: Target) -> list[tuple[Path, int]]:
-    """Classes defined in the factory's module that the factory calls (code lens anchors)."""
+    """Project classes the factory calls (code lens anchors): defined in the factory's
+    module, or imported into it from another module of the project (`from .nets import
+    Net`, `from pkg.nets import Net`, `import pkg.nets as nets; nets.Net()`)."""
     loc = factory_location(target)
     if loc is None:
         return []
@@ -352,15 +354,59 @@ def classes_built_by(target: Target) -> list[tuple[Path, int]]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError):
         return []
-    classes = {n.name: n.lineno for n in tree.body if isinstance(n, ast.ClassDef)}
-    out = []
+    local = {n.name: (path, n.lineno) for n in tree.body if isinstance(n, ast.ClassDef)}
+    package = target.module if path.name == "__init__.py" else target.module.rpartition(".")[0]
+    imported: dict[str, tuple[str, str]] = {}  # bound name -> (module, class name or "")
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func:
-            for sub in ast.walk(node):
-                if (
-                    isinstance(sub, ast.Call)
-                    and isinstance(sub.func, ast.Name)
-                    and sub.func.id in classes
-                ):
-                    out.append((path, classes[sub.func.id]))
-    return sorted(set(out))
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute_module(node.module, node.level, package)
+            for alias in node.names:
+                imported[alias.asname or alias.name] = (base, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    imported[alias.asname] = (alias.name, "")
+    out: set[tuple[Path, int]] = set()
+    for node in tree.body:
+        if not (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func):
+            continue
+        for sub in ast.walk(node):
+            if not isinstance(sub, ast.Call):
+                continue
+            if isinstance(sub.func, ast.Name):
+                name = sub.func.id
+                if name in local:
+                    out.add(local[name])
+                elif name in imported and imported[name][1]:
+                    found = _class_in_module(*imported[name], target.root)
+                    if found:
+                        out.add(found)
+            elif isinstance(sub.func, ast.Attribute) and isinstance(sub.func.value, ast.Name):
+                mod = imported.get(sub.func.value.id)
+                if mod is not None and not mod[1]:
+                    found = _class_in_module(mod[0], sub.func.attr, target.root)
+                    if found:
+                        out.add(found)
+    return sorted(out)
+
+
+def _absolute_module(module: str | None, level: int, package: str) -> str:
+    if level == 0:
+        return module or ""
+    parts = package.split(".") if package else []
+    parts = parts[: len(parts) - (level - 1)] if level > 1 else parts
+    return ".".join([*parts, module] if module else parts)
+
+
+def _class_in_module(module: str, name: str, root: Path) -> tuple[Path, int] | None:
+    mod_path = _module_path(module, root)
+    if mod_path is None:
+        return None
+    try:
+        tree = ast.parse(mod_path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return mod_path.resolve(), node.lineno
+    return None

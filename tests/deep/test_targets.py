@@ -157,3 +157,60 @@ def test_targets_in_file_finds_the_factory_and_the_model_class(tmp_path: Path) -
     assert analyzer.targets_in_file(path) == [(t, 3), (t, 6)]
     assert analyzer.targets_in_file(tmp_path / "pkg" / "__init__.py") == []
     assert analyzer.worker_pid is None
+
+
+def test_targets_in_file_follows_classes_imported_into_the_factory_module(tmp_path: Path) -> None:
+    _write(tmp_path, "pkg/__init__.py", "")
+    det = _write(
+        tmp_path, "pkg/detector.py", "import torch\n\n\nclass Head(torch.nn.Module):\n    pass\n"
+    )
+    cls = _write(
+        tmp_path, "pkg/nets/classifier.py", "import torch\nclass Clf(torch.nn.Module):\n    pass\n"
+    )
+    _write(tmp_path, "pkg/nets/__init__.py", "")
+    _write(
+        tmp_path,
+        "pkg/targets.py",
+        """
+        import torch
+        from .detector import Head
+        import pkg.nets.classifier as clf
+
+        def detector():
+            return Head().eval(), (torch.randn(2, 3),)
+
+        def classifier():
+            return clf.Clf(), (torch.randn(2, 3),)
+        """,
+    )
+    targets = load_targets(
+        [
+            {"name": "det", "factory": "pkg.targets:detector"},
+            {"name": "clf", "factory": "pkg.targets:classifier"},
+        ],
+        tmp_path,
+    )
+    analyzer = DeepAnalyzer(targets=targets)
+    assert [(t.name, line) for t, line in analyzer.targets_in_file(det)] == [("det", 4)]
+    assert [(t.name, line) for t, line in analyzer.targets_in_file(cls)] == [("clf", 2)]
+
+
+def test_a_marked_factory_that_is_also_declared_is_one_target(tmp_path: Path) -> None:
+    from onnxlint.deep.cli import collect_targets
+
+    _write(tmp_path, "pkg/__init__.py", "")
+    _write(
+        tmp_path,
+        "pkg/models.py",
+        """
+        import torch
+
+        # onnxlint: target
+        def make():
+            return torch.nn.Linear(2, 2), (torch.randn(1, 2),)
+        """,
+    )
+    targets, problems = collect_targets(
+        [{"name": "lin", "factory": "pkg.models:make"}], tmp_path, [tmp_path]
+    )
+    assert [(t.name, t.origin) for t in targets] == [("lin", "pyproject")] and not problems
