@@ -264,15 +264,15 @@ def torch_name(model: FileModel) -> str | None:
     return None
 
 
-def last_value(ctx: Context, name: cst.Name, at: cst.CSTNode) -> cst.BaseExpression | None:
-    """The value last assigned to `name` before `at` in the current function, in source
-    order (None when there is none, e.g. a parameter)."""
+def assigned_values(ctx: Context, name: cst.Name, at: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The values assigned to `name` before `at` in the current function, in source order
+    (empty when there is none, e.g. a parameter)."""
     func = ctx.function
     if func is None:
-        return None
+        return []
     from onnxlint.walker import iter_descendants
 
-    last: cst.BaseExpression | None = None
+    found: list[cst.BaseExpression] = []
     enclosing = {id(a) for a in ctx.ancestors}  # `x = np.exp(x)`: not yet assigned
     for node in iter_descendants(func.node.body):
         if node is at:
@@ -282,8 +282,14 @@ def last_value(ctx: Context, name: cst.Name, at: cst.CSTNode) -> cst.BaseExpress
         if isinstance(node, cst.Assign) and any(
             isinstance(t.target, cst.Name) and t.target.value == name.value for t in node.targets
         ):
-            last = node.value
-    return last
+            found.append(node.value)
+    return found
+
+
+def last_value(ctx: Context, name: cst.Name, at: cst.CSTNode) -> cst.BaseExpression | None:
+    """The value last assigned to `name` before `at` in the current function."""
+    values = assigned_values(ctx, name, at)
+    return values[-1] if values else None
 
 
 def kind_here(ctx: Context, expr: cst.BaseExpression, at: cst.CSTNode) -> Kind:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
-from onnxlint.rules.trace_hostile._common import last_value
+from onnxlint.rules.trace_hostile._common import assigned_values
 from onnxlint.semantic import ExportKind, positional_args
 from onnxlint.violation import FixSafety, Severity
 from onnxlint.walker import iter_descendants
@@ -85,6 +85,19 @@ class ScriptModuleExported(Rule):
                 """
             )
         ),
+        Valid(  # one branch scripts, the other does not
+            dedent(
+                """
+                import torch
+                def export(model, old):
+                    if old:
+                        m = torch.jit.script(model)
+                    else:
+                        m = model
+                    torch.onnx.export(m, (x,))
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(
@@ -146,35 +159,36 @@ class ScriptModuleExported(Rule):
                 fix=fix,
             )
         elif isinstance(model, cst.Name):
-            value = self._assigned(model, node)
-            if not isinstance(value, cst.Call):
-                return
-            q = self.ctx.qualname(value.func)
-            if q in SCRIPTING:
-                self.report(
-                    model,
-                    f"`{model.value}` is a ScriptModule (from `{q}`): Exporting a ScriptModule "
-                    "is not supported since torch 2.8; export the eager module",
-                )
+            values = self._assigned(model, node)
+            qs = {self.ctx.qualname(v.func) if isinstance(v, cst.Call) else None for v in values}
+            if not values or not qs <= SCRIPTING:
+                return  # some assignment may bind an eager module: stay quiet
+            last = values[-1]
+            q = self.ctx.qualname(last.func) if isinstance(last, cst.Call) else None
+            self.report(
+                model,
+                f"`{model.value}` is a ScriptModule (from `{q}`): Exporting a ScriptModule "
+                "is not supported since torch 2.8; export the eager module",
+            )
 
-    def _assigned(self, name: cst.Name, at: cst.Call) -> cst.BaseExpression | None:
-        """The value last assigned to `name` before `at`: in the function, else the module."""
+    def _assigned(self, name: cst.Name, at: cst.Call) -> list[cst.BaseExpression]:
+        """Values assigned to `name` before `at`: in the function, else at module level."""
         if self.ctx.function is not None:
-            found = last_value(self.ctx, name, at)
-            if found is not None:
+            found = assigned_values(self.ctx, name, at)
+            if found:
                 return found
-        last: cst.BaseExpression | None = None
+        values: list[cst.BaseExpression] = []
         for stmt in self.ctx.model.module_body:
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 continue
             for node in (stmt, *iter_descendants(stmt)):
                 if node is at:
-                    return last
+                    return values
                 if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
                     break
                 if isinstance(node, cst.Assign) and any(
                     isinstance(t.target, cst.Name) and t.target.value == name.value
                     for t in node.targets
                 ):
-                    last = node.value
-        return last
+                    values.append(node.value)
+        return values
