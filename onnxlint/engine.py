@@ -77,20 +77,8 @@ class Engine:
                     )
                 )
         parsed = [b for b in blocks if b.module is not None]
-        indexes = [_index(b) for b in parsed]
-        body: list[cst.BaseStatement] = []
-        for b in parsed:
-            assert b.module is not None
-            body.extend(b.module.body)
-        model = FileModel.build(indexes, body, config.exporter)
-        functions: dict[int, FunctionInfo] = {}
-        for idx in indexes:
-            for f in idx.functions:
-                functions[id(f.node)] = f
-            for c in idx.classes:
-                for m in c.methods.values():
-                    functions[id(m.node)] = m
-        ctx = Context(path, text, config, model, functions)
+        ctx = file_context(path, text, config, parsed)
+        model = ctx.model
         instances = [r(ctx) for r in rules]
         cache_key = (_fingerprint(model), _config_key(config))
         for block in parsed:
@@ -147,6 +135,21 @@ class Engine:
         if cached is None and not any(r.failed for r in local):
             block.memo[memo_key] = found_local
         return out
+
+
+def file_context(path: str, text: str, config: Config, parsed: list[Block]) -> Context:
+    """The semantic model of a file and the Context rules see, from its parsed blocks."""
+    indexes = [_index(b) for b in parsed]
+    body: list[cst.BaseStatement] = [s for b in parsed if b.module for s in b.module.body]
+    model = FileModel.build(indexes, body, config.exporter)
+    functions: dict[int, FunctionInfo] = {}
+    for idx in indexes:
+        for f in idx.functions:
+            functions[id(f.node)] = f
+        for c in idx.classes:
+            for m in c.methods.values():
+                functions[id(m.node)] = m
+    return Context(path, text, config, model, functions)
 
 
 def _index(block: Block) -> BlockIndex:

@@ -463,12 +463,17 @@ class FileModel:
         return None
 
     def _compute_reachable(self) -> None:
-        todo: list[FunctionInfo] = []
-        for c in self.module_classes():
-            fwd = self.find_method(c.name, "forward")
-            if fwd is not None:
-                todo.append(fwd)
-        reach = self.reachable
+        roots = [self.find_method(c.name, "forward") for c in self.module_classes()]
+        self.reachable = self.reachable_from([f for f in roots if f is not None])
+
+    def reachable_from(
+        self, roots: Iterable[FunctionInfo], *, into_module_classes: bool = False
+    ) -> set[tuple[str | None, str]]:
+        """Keys of the functions that run when `roots` run: methods reached through
+        `self.m()`, module-level functions called by name and, with `into_module_classes`,
+        the `forward` of a module class of this file called by name (`Block(...)(x)`)."""
+        reach: set[tuple[str | None, str]] = set()
+        todo = list(roots)
         while todo:
             f = todo.pop()
             if f.key in reach:
@@ -482,6 +487,11 @@ class FileModel:
             for n in f.name_calls:
                 if n in self.functions:
                     todo.append(self.functions[n])
+                elif into_module_classes and n in self.classes and self.classes[n].is_module:
+                    fwd = self.find_method(n, "forward")
+                    if fwd is not None:
+                        todo.append(fwd)
+        return reach
 
     def is_reachable(self, func: FunctionInfo | None) -> bool:
         return func is not None and func.key in self.reachable

@@ -20,7 +20,7 @@ import libcst as cst
 from onnxlint.blocks import ParseCache, split_blocks
 from onnxlint.config import Config
 from onnxlint.files import SKIP_DIRS
-from onnxlint.semantic import ExportKind, FileModel, FunctionInfo, index_block
+from onnxlint.semantic import ExportKind, FileModel
 
 MAX_FILES = 2000
 """Project files scanned at most (a monorepo must not stall the report)."""
@@ -75,28 +75,16 @@ def _project_files(root: Path) -> list[Path]:
 
 
 def _in_file(path: str, text: str, class_qualname: str, same_file: bool) -> int | None:
+    from onnxlint.engine import file_context
     from onnxlint.exportflow import exported_model
     from onnxlint.positions import node_span
-    from onnxlint.rule import Context
 
-    blocks = split_blocks(text, ParseCache())
-    parsed = [b for b in blocks if b.module is not None]
-    indexes = [index_block(b.module) for b in parsed if b.module is not None]
-    body: list[cst.BaseStatement] = [
-        s for b in parsed if b.module is not None for s in b.module.body
-    ]
-    model = FileModel.build(indexes, body)
+    parsed = [b for b in split_blocks(text, ParseCache()) if b.module is not None]
+    ctx = file_context(path, text, Config(), parsed)
+    model = ctx.model
     calls = [e for e in model.export_calls if e.kind in _ONNX_KINDS]
     if not calls:
         return None
-    functions: dict[int, FunctionInfo] = {}
-    for idx in indexes:
-        for f in idx.functions:
-            functions[id(f.node)] = f
-        for c in idx.classes:
-            for m in c.methods.values():
-                functions[id(m.node)] = m
-    ctx = Context(path, text, Config(), model, functions)
     simple = class_qualname.rsplit(".", 1)[-1]
     for call in calls:
         try:

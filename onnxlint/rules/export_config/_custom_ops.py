@@ -264,26 +264,7 @@ def reachable_from(model: FileModel, class_name: str) -> set[tuple[str | None, s
                     fwd = model.find_method(d, "forward")
                     if fwd is not None:
                         roots.append(fwd)
-    seen: set[tuple[str | None, str]] = set()
-    todo = list(roots)
-    while todo:
-        f = todo.pop()
-        if f.key in seen:
-            continue
-        seen.add(f.key)
-        if f.class_name is not None:
-            for m in f.self_calls:
-                t = model.find_method(f.class_name, m)
-                if t is not None:
-                    todo.append(t)
-        for called in f.name_calls:
-            if called in model.functions:
-                todo.append(model.functions[called])
-            elif called in model.classes and model.classes[called].is_module:
-                fwd = model.find_method(called, "forward")
-                if fwd is not None:
-                    todo.append(fwd)
-    return seen
+    return model.reachable_from(roots, into_module_classes=True)
 
 
 def op_uses(ctx: Context, keys: set[tuple[str | None, str]] | None = None) -> list[OpUse]:
