@@ -1,0 +1,764 @@
+"""OLX105: a literal size (`x.view(2, 12)`, `x + torch.zeros(2, 3)`) on a dim declared dynamic."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from onnxlint.exportflow import (
+    example_inputs,
+    exported_model,
+    forward_params,
+    input_positions,
+    resolve_value,
+    tensor_rank,
+)
+from onnxlint.rule import Context, Invalid, Rule, Valid, dedent, make_fix
+from onnxlint.semantic import ClassInfo, ExportCall, ExportKind, FunctionInfo, dotted, keyword_arg
+from onnxlint.violation import FixSafety, Severity
+from onnxlint.walker import iter_children
+
+_EXPORTS = (
+    ExportKind.ONNX_DYNAMO,
+    ExportKind.ONNX_TORCHSCRIPT,
+    ExportKind.ONNX_DYNAMO_EXPORT,
+    ExportKind.TORCH_EXPORT,
+)
+# Methods and functions whose result has the shape of their tensor input.
+_SAME_SHAPE_METHODS = frozenset(
+    {"float", "half", "double", "bfloat16", "long", "int", "bool", "to", "type", "cuda", "cpu"}
+    | {"contiguous", "clone", "detach", "abs", "exp", "log", "sqrt", "rsqrt", "neg", "sigmoid"}
+    | {"tanh", "relu", "clamp", "clip", "pow", "add", "sub", "mul", "div", "masked_fill"}
+    | {"softmax", "log_softmax", "sin", "cos", "floor", "ceil", "round", "reciprocal"}
+)
+_SAME_SHAPE_FUNCS = frozenset(
+    {f"torch.{n}" for n in ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin")}
+    | {f"torch.{n}" for n in ("cos", "clamp", "softmax", "log_softmax", "neg", "rsqrt")}
+    | {f"torch.nn.functional.{n}" for n in ("relu", "gelu", "silu", "sigmoid", "tanh", "elu")}
+    | {f"torch.nn.functional.{n}" for n in ("leaky_relu", "softmax", "log_softmax", "dropout")}
+    | {"torch.nn.functional.mish", "torch.nn.functional.hardswish", "torch.nn.functional.normalize"}
+)
+_ELEMENTWISE_FUNCS = frozenset(
+    {"torch.add", "torch.sub", "torch.mul", "torch.div", "torch.maximum", "torch.minimum"}
+)
+_INPLACE_ARITH = frozenset({"add_", "sub_", "mul_", "div_", "add", "sub", "mul", "div"})
+_ARITH = (
+    cst.Add,
+    cst.Subtract,
+    cst.Multiply,
+    cst.Divide,
+    cst.FloorDivide,
+    cst.Modulo,
+    cst.Power,
+)
+_AUG_ARITH = (
+    cst.AddAssign,
+    cst.SubtractAssign,
+    cst.MultiplyAssign,
+    cst.DivideAssign,
+    cst.FloorDivideAssign,
+    cst.ModuloAssign,
+    cst.PowerAssign,
+)
+# Factories taking sizes as leading positional arguments or one tuple.
+_FACTORIES = frozenset(
+    {"torch.zeros", "torch.ones", "torch.empty", "torch.rand", "torch.randn", "torch.full"}
+)
+_NEW_FACTORIES = frozenset({"new_zeros", "new_ones", "new_empty", "new_full"})
+_DEVICE_CHAIN = frozenset({"to", "float", "half", "double", "long", "int", "bool", "cuda", "cpu"})
+_DIM_QUALNAMES = ("torch.export.Dim", "torch.export.dynamic_shapes.Dim")
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A value with the layout of a forward input that has dynamic dims."""
+
+    param: str  # the forward parameter it comes from
+    dims: tuple[tuple[int, str], ...]  # (dim index, dim name) declared dynamic
+    rank: int | None  # the example input's rank when known
+
+
+Facts = dict[int, dict[str, Taint]]  # function node id -> parameter -> taint
+
+
+class LiteralSizeOnDynamicDim(Rule):
+    """
+    ## What it does
+    Flags a literal size written where a dimension the export call declares dynamic
+    goes: `x.view(2, 12)` (a literal leading size with no `-1` in the view, so the
+    element count is fixed), `x.expand(2, 3, 4)`, and
+    `x + torch.zeros(2, 3)` (a tensor of literal size broadcast against that dimension),
+    in code reachable from the exported model's `forward`. It only reports when the same
+    file exports the model (its class is defined in the file) with `dynamic_shapes` or
+    `dynamic_axes` marking that dimension of that input, and follows the input through
+    elementwise operations and into methods and helpers `forward` calls.
+
+    ## Why is this bad?
+    The literal forces the dimension to one size. With string dims (`{0: "batch"}`) or
+    `Dim.DYNAMIC`, `torch.onnx.export` fails with `tracing inferred a static shape of 2
+    for dimension inputs['x'].shape[0]`; with a named `torch.export.Dim("batch")` it
+    silently applies torch's suggested fix and exports a model whose batch is fixed at
+    2; the legacy exporter writes the constant into the graph, which then fails or
+    computes garbage for any other batch size. A size of 1 (which broadcasts) and `-1`
+    are fine.
+
+    ## Example
+    ```python
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x.view(2, 12)
+
+    torch.onnx.export(Net(), (torch.randn(2, 3, 4),), dynamic_shapes=({0: "batch"},))
+    ```
+
+    ## Use instead
+    ```python
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x.view(x.shape[0], 12)  # or x.view(-1, 12)
+    ```
+
+    ## Fix safety
+    Unsafe, offered for `view`/`reshape` on a plain name whose leading dimension is the
+    dynamic one (the literal becomes `x.shape[0]`) and for `expand` (the literal becomes
+    `-1`, keeping the dimension): it assumes the literal meant "the batch", which the
+    linter cannot know. No fix for broadcasting against a literal-sized tensor.
+
+    ## References
+    - https://docs.pytorch.org/docs/stable/export.html#expressing-dynamism
+    - https://github.com/pytorch/pytorch/issues/157621
+    - https://github.com/pytorch/pytorch/blob/v2.13.0/torch/onnx/_internal/exporter/_capture_strategies.py
+    """
+
+    code = "OLX105"
+    name = "literal-size-on-dynamic-dim"
+    severity = Severity.ERROR
+    fix_safety = FixSafety.UNSAFE
+    requires = ("view", "reshape", "expand", "zeros", "ones", "empty", "rand", "full")
+    file_scope = True
+
+    VALID = [
+        Valid(  # no export call in the file
+            dedent(
+                """
+                import torch
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return x.view(2, 12) + torch.zeros(2, 12)
+                """
+            )
+        ),
+        Valid(  # dim 1 is dynamic, the literal is at position 0
+            dedent(
+                """
+                import torch
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return x.view(2, 12)
+                torch.onnx.export(Net(), (torch.randn(2, 3, 4),), dynamic_shapes=({1: "seq"},))
+                """
+            )
+        ),
+        Valid(  # -1, the input's own size, and a size-1 broadcast
+            dedent(
+                """
+                import torch
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        y = x.view(-1, 12)
+                        z = x.reshape(x.shape[0], 12)
+                        w = x.view(2, -1)  # folds the batch, does not fix it
+                        return y + torch.ones(1, 12) + z.expand(-1, 12)
+                torch.onnx.export(Net(), (torch.randn(2, 3, 4),), dynamic_shapes=({0: "batch"},))
+                """
+            )
+        ),
+        Valid(  # the value no longer has the input's layout
+            dedent(
+                """
+                import torch
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        h = x.transpose(0, 1)
+                        x = self.proj(x)
+                        return h.view(3, 8), x.reshape(2, 12)
+                torch.onnx.export(Net(), (torch.randn(2, 3, 4),), dynamic_shapes=({0: "batch"},))
+                """
+            )
+        ),
+        Valid(  # another class is exported
+            dedent(
+                """
+                import torch
+                class Head(torch.nn.Module):
+                    def forward(self, x):
+                        return x.view(2, 12)
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return x
+                torch.onnx.export(Net(), (torch.randn(2, 3, 4),), dynamic_shapes=({0: "batch"},))
+                """
+            )
+        ),
+        Valid(  # broadcast aligns from the right: 4 meets dim 1, not the batch
+            dedent(
+                """
+                import torch
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return x + torch.zeros(4, 5)
+                torch.onnx.export(Net(), (torch.randn(2, 4, 5),), dynamic_shapes=({0: "batch"},))
+                """
+            )
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return x.view(2, 12)
+                torch.onnx.export(Net(), (torch.randn(2, 3, 4),), dynamic_shapes=({0: "batch"},))
+                """
+            ),
+            line=4,
+            message="'batch'",
+            fixed=dedent(
+                """
+                import torch
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return x.view(x.shape[0], 12)
+                torch.onnx.export(Net(), (torch.randn(2, 3, 4),), dynamic_shapes=({0: "batch"},))
+                """
+            ),
+        ),
+        Invalid(  # broadcast against a literal-sized tensor, through a helper method
+            dedent(
+                """
+                import torch
+                from torch.export import Dim
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return self.shift(torch.relu(x) * 2)
+                    def shift(self, h):
+                        bias = torch.zeros(2, 3)
+                        return h + bias
+                def main():
+                    model = Net().eval()
+                    x = torch.randn(2, 3)
+                    torch.onnx.export(model, (x,), dynamic_shapes={"x": {0: Dim("batch")}})
+                """
+            ),
+            line=7,
+            message="broadcast",
+        ),
+        Invalid(  # dynamic_axes keyed by input_names
+            dedent(
+                """
+                import torch
+                class Net(torch.nn.Module):
+                    def forward(self, ids):
+                        ids = ids.float()
+                        return ids.reshape((4, 16))
+                torch.onnx.export(Net(), (torch.ones(4, 16),), "m.onnx", input_names=["input_ids"],
+                                  dynamic_axes={"input_ids": {0: "batch"}})
+                """
+            ),
+            line=5,
+            message="declares dynamic",
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        env = self._env()
+        if env is None:
+            return
+        func = node.func
+        q = self.ctx.qualname(func)
+        if q == "torch.reshape" and len(node.args) == 2:
+            self._check_resize(node, node.args[0].value, "reshape", _sizes(node.args[1:]), env)
+        elif q in _ELEMENTWISE_FUNCS and len(node.args) >= 2:
+            a, b = node.args[0].value, node.args[1].value
+            self._check_broadcast(a, b, env)
+            self._check_broadcast(b, a, env)
+        elif q is None and isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in ("view", "reshape", "expand"):
+                self._check_resize(node, func.value, method, _sizes(node.args), env)
+            elif method in _INPLACE_ARITH and len(node.args) == 1:
+                self._check_broadcast(func.value, node.args[0].value, env)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, _ARITH):
+            return
+        env = self._env()
+        if env is not None:
+            self._check_broadcast(node.left, node.right, env)
+            self._check_broadcast(node.right, node.left, env)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if not isinstance(node.operator, _AUG_ARITH):
+            return
+        env = self._env()
+        if env is not None:
+            self._check_broadcast(node.target, node.value, env)
+
+    # -- checks
+
+    def _env(self) -> _Flow | None:
+        """The taint analysis of the function being walked, None when it has no taint."""
+        func = self.ctx.function
+        if func is None or self.ctx.function_stack[-1] is not func:
+            return None
+        if not self.ctx.model.declares_dynamic_dims:
+            return None
+        params = _facts(self.ctx).get(id(func.node))
+        if not params:
+            return None
+        return _flow(self.ctx, func, params)
+
+    def _check_resize(
+        self,
+        call: cst.Call,
+        receiver: cst.BaseExpression,
+        method: str,
+        sizes: list[cst.BaseExpression] | None,
+        env: _Flow,
+    ) -> None:
+        if not sizes:
+            return
+        taint = env.taint(receiver, call)
+        if taint is None:
+            return
+        for dim, label in taint.dims:
+            if method == "expand":
+                if taint.rank is None:
+                    continue
+                pos = dim + len(sizes) - taint.rank  # expand aligns from the right
+            elif dim == 0 and not any(_signed(s) == -1 for s in sizes):
+                pos = 0  # a view keeps only the leading dim in place; with a -1 elsewhere
+                # (`x.view(2, -1)`) the batch is folded, not fixed: no export problem
+            else:
+                continue
+            if not 0 <= pos < len(sizes):
+                continue
+            lit = sizes[pos]
+            value = _literal(lit)
+            if value is None or value < 1:
+                continue
+            recv = self.ctx.code_of(receiver)
+            fix = None
+            if method == "expand":
+                text = "-1"
+                fix = make_fix("Use -1", self.ctx.replace(lit, "-1"), safety=FixSafety.UNSAFE)
+            else:
+                text = f"{recv}.shape[0]" if isinstance(receiver, cst.Name) else "-1"
+                if isinstance(receiver, cst.Name):
+                    fix = make_fix(
+                        f"Use `{text}`", self.ctx.replace(lit, text), safety=FixSafety.UNSAFE
+                    )
+            self.report(
+                lit,
+                f"literal size {value} in `.{method}()` fixes dim {dim} of `{taint.param}`, "
+                f"which the export declares dynamic ('{label}'): use `{text}` instead of {value}",
+                fix=fix,
+            )
+            return
+
+    def _check_broadcast(
+        self, tensor: cst.BaseExpression, other: cst.BaseExpression, env: _Flow
+    ) -> None:
+        taint = env.taint(tensor, tensor)
+        if taint is None or taint.rank is None:
+            return
+        sizes = env.literal_factory(other)
+        if sizes is None:
+            return
+        for dim, label in taint.dims:
+            pos = dim - (taint.rank - len(sizes))  # broadcasting aligns from the right
+            if not 0 <= pos < len(sizes):
+                continue
+            lit = sizes[pos]
+            value = _literal(lit)
+            if value is None or value < 2:
+                continue
+            self.report(
+                lit,
+                f"tensor of literal size {value} is broadcast against dim {dim} of "
+                f"`{taint.param}`, which the export declares dynamic ('{label}'): build it with "
+                f"size 1 or `{taint.param}.shape[{dim}]` instead of {value}",
+            )
+            return
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _literal(expr: cst.BaseExpression) -> int | None:
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0)
+    return None
+
+
+def _sizes(args: Sequence[cst.Arg]) -> list[cst.BaseExpression] | None:
+    """Size arguments given positionally or as one tuple/list; None if unreadable."""
+    pos = [a for a in args if a.keyword is None]
+    if any(a.star for a in pos) or not pos:
+        return None
+    if len(pos) == 1 and isinstance(pos[0].value, (cst.Tuple, cst.List)):
+        out = []
+        for el in pos[0].value.elements:
+            if not isinstance(el, cst.Element) or isinstance(el, cst.StarredElement):
+                return None
+            out.append(el.value)
+        return out
+    return [a.value for a in pos]
+
+
+class _Flow:
+    """Which values of one function carry a forward input's layout (source order)."""
+
+    def __init__(self, ctx: Context, func: FunctionInfo, params: dict[str, Taint]) -> None:
+        self.ctx = ctx
+        self.params = params
+        self.order: dict[int, int] = {}
+        self.bindings: dict[str, list[tuple[int, cst.CSTNode | None]]] = {}
+        self._index(func.node.body)
+
+    def _index(self, body: cst.CSTNode) -> None:
+        """Number nodes in source order; a binding counts once its whole statement is done
+        (so `x = x.float()` reads the earlier `x`)."""
+        stack: list[tuple[cst.CSTNode, bool]] = [(body, False)]
+        n = 0
+        while stack:
+            node, done = stack.pop()
+            n += 1
+            if done:
+                self._bindings_of(node, n)
+                continue
+            self.order[id(node)] = n
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(list(iter_children(node))))
+
+    def _bindings_of(self, node: cst.CSTNode, n: int) -> None:
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                value = node.value if isinstance(t.target, cst.Name) else None
+                self._bind(t.target, value, n)
+        elif isinstance(node, cst.AnnAssign):
+            self._bind(node.target, node.value, n)
+        elif isinstance(node, cst.AugAssign):
+            self._bind(node.target, node, n)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            self._bind(node.target, None, n)
+        elif isinstance(node, cst.AsName):
+            self._bind(node.name, None, n)
+        elif isinstance(node, cst.NamedExpr):
+            self._bind(node.target, node.value, n)
+
+    def _bind(self, target: cst.CSTNode, value: cst.CSTNode | None, n: int) -> None:
+        if isinstance(target, cst.Name):
+            self.bindings.setdefault(target.value, []).append((n, value))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._bind(el.value, None, n)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value, None, n)
+
+    def _before(self, name: str, at: cst.CSTNode) -> tuple[bool, cst.CSTNode | None]:
+        """(found, value) of the last binding of `name` before `at`."""
+        where = self.order.get(id(at), 1 << 30)
+        last: tuple[bool, cst.CSTNode | None] = (False, None)
+        for n, value in self.bindings.get(name, ()):
+            if n < where:
+                last = (True, value)
+        return last
+
+    def taint(self, expr: cst.BaseExpression, at: cst.CSTNode, depth: int = 0) -> Taint | None:
+        if depth > 8:
+            return None
+        if isinstance(expr, cst.Name):
+            found, value = self._before(expr.value, at)
+            if not found:
+                return self.params.get(expr.value)
+            if isinstance(value, cst.AugAssign):
+                if not isinstance(value.operator, _AUG_ARITH):
+                    return None
+                return self.taint(expr, value, depth + 1)
+            if isinstance(value, cst.BaseExpression):
+                return self.taint(value, value, depth + 1)
+            return None
+        if isinstance(expr, cst.BinaryOperation):
+            if not isinstance(expr.operator, _ARITH):
+                return None
+            return self.taint(expr.left, at, depth + 1) or self.taint(expr.right, at, depth + 1)
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+            return self.taint(expr.expression, at, depth + 1)
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            q = self.ctx.qualname(func)
+            if expr.args and (q in _SAME_SHAPE_FUNCS or q in _ELEMENTWISE_FUNCS):
+                return self.taint(expr.args[0].value, at, depth + 1)
+            if (
+                q is None
+                and isinstance(func, cst.Attribute)
+                and func.attr.value in _SAME_SHAPE_METHODS
+            ):
+                return self.taint(func.value, at, depth + 1)
+        return None
+
+    def literal_factory(
+        self, expr: cst.BaseExpression, depth: int = 0
+    ) -> list[cst.BaseExpression] | None:
+        """The size arguments of `torch.zeros(2, 3)` (maybe `.to(...)`, or a name bound
+        to it before), when every size is an integer literal."""
+        if isinstance(expr, cst.Name) and depth < 3:
+            found, value = self._before(expr.value, expr)
+            if found and isinstance(value, cst.BaseExpression):
+                return self.literal_factory(value, depth + 1)
+            return None
+        while (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value in _DEVICE_CHAIN
+        ):
+            expr = expr.func.value
+        if not isinstance(expr, cst.Call):
+            return None
+        func = expr.func
+        q = self.ctx.qualname(func)
+        args = [a for a in expr.args if a.keyword is None]
+        method = func.attr.value if isinstance(func, cst.Attribute) else ""
+        if q in _FACTORIES or (q is None and method in _NEW_FACTORIES):
+            full = q == "torch.full" or method == "new_full"
+            size_kw = keyword_arg(expr, "size")
+            if size_kw is not None:
+                sizes = _sizes([size_kw.with_changes(keyword=None)])
+            else:
+                sizes = _sizes(args[:1] if full else args)
+            if sizes and all(_literal(s) is not None for s in sizes):
+                return sizes
+        return None
+
+
+def _flow(ctx: Context, func: FunctionInfo, params: dict[str, Taint]) -> _Flow:
+    memo = ctx.model.memo
+    key = ("olx105-flow", id(func.node))
+    found = memo.get(key)
+    if not isinstance(found, _Flow):
+        found = _Flow(ctx, func, params)
+        memo[key] = found
+    return found
+
+
+# --------------------------------------------------------------------------- export facts
+
+
+def _facts(ctx: Context) -> Facts:
+    """Per function reachable from an exported model's `forward`: its tainted parameters."""
+    memo = ctx.model.memo
+    found = memo.get("olx105-facts")
+    if isinstance(found, dict):
+        return found
+    facts: Facts = {}
+    memo["olx105-facts"] = facts
+    for call in ctx.model.export_calls:
+        if call.kind not in _EXPORTS:
+            continue
+        ref = exported_model(ctx, call)
+        if ref is None or ref.class_info is None:
+            continue
+        declared = _declared(ctx, call, ref.class_info)
+        if declared:
+            _propagate(ctx, ref.class_info, declared, facts)
+    return facts
+
+
+def _declared(ctx: Context, call: ExportCall, cls: ClassInfo) -> dict[str, Taint]:
+    """forward parameter -> its dynamic dims, from `dynamic_shapes` / `dynamic_axes`."""
+    ref = exported_model(ctx, call)
+    params = forward_params(ctx, cls)
+    if params is None or ref is None:
+        return {}
+    entries: list[tuple[int, cst.BaseExpression, str]] = []
+    shapes = keyword_arg(call.node, "dynamic_shapes")
+    if shapes is not None:
+        value = resolve_value(ctx, shapes.value, ref)
+        if isinstance(value, cst.Dict):
+            for el in value.elements:
+                if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
+                    key = el.key.evaluated_value
+                    if isinstance(key, str) and key in params:
+                        entries.append((params.index(key), el.value, key))
+        elif isinstance(value, (cst.Tuple, cst.List)):
+            for i, item in enumerate(value.elements):
+                if isinstance(item, cst.Element) and not isinstance(item, cst.StarredElement):
+                    entries.append((i, item.value, ""))
+    axes = keyword_arg(call.node, "dynamic_axes")
+    if axes is not None:
+        positions = input_positions(ctx, call) or {}
+        value = resolve_value(ctx, axes.value, ref)
+        if isinstance(value, cst.Dict):
+            for el in value.elements:
+                if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
+                    key = el.key.evaluated_value
+                    if isinstance(key, str) and key in positions:
+                        entries.append((positions[key], el.value, key))
+    if not entries:
+        return {}
+    inputs = example_inputs(ctx, call, ref)
+    out: dict[str, Taint] = {}
+    for pos, entry, key_name in entries:
+        if pos >= len(params):
+            continue
+        entry = resolve_value(ctx, entry, ref) or entry
+        dims = _dims(ctx, entry, key_name or params[pos])
+        if not dims:
+            continue
+        rank = None
+        if inputs is not None and pos < len(inputs):
+            rank = tensor_rank(ctx, inputs[pos], ref)
+        if rank is not None:
+            dims = [(d + rank if d < 0 else d, n) for d, n in dims]
+            dims = [(d, n) for d, n in dims if 0 <= d < rank]
+        dims = [(d, n) for d, n in dims if d >= 0]
+        if dims:
+            out[params[pos]] = Taint(params[pos], tuple(sorted(dims)), rank)
+    return out
+
+
+def _dims(ctx: Context, entry: cst.BaseExpression, key: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    if isinstance(entry, cst.Dict):
+        for el in entry.elements:
+            if not isinstance(el, cst.DictElement):
+                continue
+            axis = _signed(el.key)
+            label = _dim_label(ctx, el.value)
+            if axis is not None and label is not None:
+                out.append((axis, label))
+    elif isinstance(entry, (cst.List, cst.Tuple)):
+        for i, item in enumerate(entry.elements):
+            if not isinstance(item, cst.Element) or isinstance(item, cst.StarredElement):
+                return []
+            axis = _signed(item.value)
+            if axis is not None:  # dynamic_axes list form: [0, 1]
+                out.append((axis, f"{key}_dynamic_axes_{len(out) + 1}"))
+                continue
+            label = _dim_label(ctx, item.value)  # dynamic_shapes per-dim form: (Dim, None)
+            if label is not None:
+                out.append((i, label))
+    return out
+
+
+def _signed(expr: cst.BaseExpression) -> int | None:
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0)
+    if (
+        isinstance(expr, cst.UnaryOperation)
+        and isinstance(expr.operator, cst.Minus)
+        and isinstance(expr.expression, cst.Integer)
+    ):
+        return -int(expr.expression.value, 0)
+    return None
+
+
+def _dim_label(ctx: Context, spec: cst.BaseExpression) -> str | None:
+    """The name of a dynamic dim spec: a string, `Dim("b")`, `Dim.DYNAMIC`, a variable
+    bound to a `Dim`; None for `None`, `Dim.AUTO`/`Dim.STATIC` and literals."""
+    if isinstance(spec, cst.SimpleString):
+        v = spec.evaluated_value
+        return v if isinstance(v, str) else None
+    if isinstance(spec, cst.Name):
+        if spec.value in ("None", "True", "False"):
+            return None
+        value = resolve_value(ctx, spec)
+        if isinstance(value, cst.Call):
+            return _dim_label(ctx, value) or spec.value
+        return spec.value if value is None else None
+    if isinstance(spec, cst.Attribute):
+        d = dotted(spec) or ""
+        if d.endswith(".DYNAMIC"):
+            return "Dim.DYNAMIC"
+        return None
+    if isinstance(spec, cst.Call):
+        q = ctx.qualname(spec.func) or ""
+        if q in _DIM_QUALNAMES or q.endswith(".Dim"):
+            first = spec.args[0].value if spec.args else None
+            if isinstance(first, cst.SimpleString) and isinstance(first.evaluated_value, str):
+                return first.evaluated_value
+            return "Dim"
+    return None
+
+
+def _propagate(ctx: Context, cls: ClassInfo, declared: dict[str, Taint], facts: Facts) -> None:
+    """Carry the tainted parameters from `forward` into the methods and module functions it
+    calls (arguments matched by position or keyword)."""
+    fwd = ctx.model.find_method(cls.name, "forward")
+    if fwd is None:
+        return
+    todo: list[tuple[FunctionInfo, dict[str, Taint]]] = [(fwd, declared)]
+    steps = 0
+    while todo and steps < 64:
+        steps += 1
+        func, params = todo.pop()
+        have = facts.setdefault(id(func.node), {})
+        new = {k: v for k, v in params.items() if k not in have}
+        if not new:
+            continue
+        have.update(new)
+        memo_key = ("olx105-flow", id(func.node))
+        ctx.model.memo.pop(memo_key, None)
+        flow = _Flow(ctx, func, have)
+        for node in _calls(func.node.body):
+            target = _callee(ctx, cls, node)
+            if target is None:
+                continue
+            names = [p.name.value for p in target.params()]
+            passed: dict[str, Taint] = {}
+            for i, arg in enumerate(node.args):
+                if arg.star:
+                    break
+                t = flow.taint(arg.value, node)
+                if t is None:
+                    continue
+                if arg.keyword is not None:
+                    if arg.keyword.value in names:
+                        passed[arg.keyword.value] = t
+                elif i < len(names):
+                    passed[names[i]] = t
+            if passed:
+                todo.append((target, passed))
+
+
+def _calls(body: cst.CSTNode) -> list[cst.Call]:
+    out: list[cst.Call] = []
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Call):
+            out.append(node)
+        stack.extend(iter_children(node))
+    return out
+
+
+def _callee(ctx: Context, cls: ClassInfo, call: cst.Call) -> FunctionInfo | None:
+    func = call.func
+    if (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == "self"
+    ):
+        return ctx.model.find_method(cls.name, func.attr.value)
+    if isinstance(func, cst.Name):
+        return ctx.model.functions.get(func.value)
+    return None
