@@ -97,4 +97,10 @@ def test_helper_function_is_followed() -> None:
     cfg = parse_table({"select": ["OLX105"]}, None)
     found = Engine().check("m.py", text, cfg)
     assert [(v.span.line, v.span.column) for v in found] == [(5, 19)]
-    assert "`x`" in found[0].message and "'batch'" in found[0].message
+    assert "input `x`" in found[0].message and "'batch'" in found[0].message
+
+
+def test_right_operand_followed_only_after_a_number() -> None:
+    export = DYN0.format(spec='{0: "batch"}')
+    assert [ln for ln, _ in lines("y = 1 - x; return y.view(2, 12)", export)] == [8]
+    assert lines("y = self.bias * x; return y.view(2, 12)", export) == []

@@ -364,8 +364,9 @@ class LiteralSizeOnDynamicDim(Rule):
                     )
             self.report(
                 lit,
-                f"literal size {value} in `.{method}()` fixes dim {dim} of `{taint.param}`, "
-                f"which the export declares dynamic ('{label}'): use `{text}` instead of {value}",
+                f"literal size {value} in `.{method}()` fixes dim {dim} of input "
+                f"`{taint.param}`, which the export declares dynamic ('{label}'): use "
+                f"`{text}` instead of {value}",
                 fix=fix,
             )
             return
@@ -389,9 +390,9 @@ class LiteralSizeOnDynamicDim(Rule):
                 continue
             self.report(
                 lit,
-                f"tensor of literal size {value} is broadcast against dim {dim} of "
-                f"`{taint.param}`, which the export declares dynamic ('{label}'): build it with "
-                f"size 1 or `{taint.param}.shape[{dim}]` instead of {value}",
+                f"tensor of literal size {value} is broadcast against dim {dim} of input "
+                f"`{taint.param}`, which the export declares dynamic ('{label}'): build it "
+                f"with size 1 or `{taint.param}.shape[{dim}]` instead of {value}",
             )
             return
 
@@ -403,6 +404,12 @@ def _literal(expr: cst.BaseExpression) -> int | None:
     if isinstance(expr, cst.Integer):
         return int(expr.value, 0)
     return None
+
+
+def _number(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, cst.UnaryOperation):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float))
 
 
 def _sizes(args: Sequence[cst.Arg]) -> list[cst.BaseExpression] | None:
@@ -498,7 +505,10 @@ class _Flow:
         if isinstance(expr, cst.BinaryOperation):
             if not isinstance(expr.operator, _ARITH):
                 return None
-            return self.taint(expr.left, at, depth + 1) or self.taint(expr.right, at, depth + 1)
+            left = self.taint(expr.left, at, depth + 1)
+            if left is not None or not _number(expr.left):
+                return left  # `a * x` with a tensor `a` may have more dims than `x`
+            return self.taint(expr.right, at, depth + 1)
         if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
             return self.taint(expr.expression, at, depth + 1)
         if isinstance(expr, cst.Call):
