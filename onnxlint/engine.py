@@ -79,7 +79,7 @@ class Engine:
         parsed = [b for b in blocks if b.module is not None]
         ctx = file_context(path, text, config, parsed)
         model = ctx.model
-        instances = [r(ctx) for r in rules]
+        instances = [r(ctx) for r in rules if r.applies_to(model)]
         cache_key = (_fingerprint(model), _config_key(config))
         for block in parsed:
             violations.extend(self._check_block(block, ctx, instances, cache_key, stats))
@@ -126,7 +126,13 @@ class Engine:
         ctx.class_stack = []
         ctx.found = []
         enter, leave = _dispatch(ctx, to_run)
-        walk(block.module, enter, leave, ctx.ancestors)
+        prune = None
+        if all(r.forward_only for r in to_run):
+            # Only code reachable from forward matters: skip other functions' bodies.
+            def prune(node: cst.CSTNode) -> bool:
+                return type(node) is cst.FunctionDef and not ctx.in_forward
+
+        walk(block.module, enter, leave, ctx.ancestors, prune)
         found_local: list[Violation] = []
         for rule, v in ctx.found:
             out.append(v)

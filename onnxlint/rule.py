@@ -75,6 +75,9 @@ class Rule:
     requires: ClassVar[tuple[str, ...]] = ()
     # True when findings depend on other blocks of the file (never cached per block).
     file_scope: ClassVar[bool] = False
+    # True when the rule only reports in code reachable from an nn.Module's forward: the
+    # engine then does not walk other functions for it.
+    forward_only: ClassVar[bool] = False
 
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
@@ -82,6 +85,12 @@ class Rule:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.failed: BaseException | None = None
+
+    @classmethod
+    def applies_to(cls, model: FileModel) -> bool:
+        """A cheap file-level precondition (e.g. "the file exports something"): a rule
+        that does not apply is not run on any block of the file."""
+        return True
 
     # -- reporting
 

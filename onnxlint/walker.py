@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import libcst as cst
 
@@ -44,6 +44,16 @@ _SKIP_FIELDS = frozenset(
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+_LEAF_TYPES = (str, bool, int, float, type(None))
+
+
+def _may_hold_nodes(annotation: object) -> bool:
+    """False for fields typed as plain values (`value: str`, `star: Literal["*"]`)."""
+    if annotation in _LEAF_TYPES:
+        return False
+    return getattr(annotation, "__origin__", None) is not Literal
+
+
 def child_fields(tp: type) -> tuple[str, ...]:
     """Field names of a node type that can hold child nodes worth visiting."""
     names = _FIELDS.get(tp)
@@ -51,7 +61,9 @@ def child_fields(tp: type) -> tuple[str, ...]:
         names = tuple(
             f.name
             for f in dataclasses.fields(tp)
-            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
+            if f.name not in _SKIP_FIELDS
+            and not f.name.startswith("whitespace")
+            and _may_hold_nodes(f.type)
         )
         _FIELDS[tp] = names
     return names
@@ -108,11 +120,14 @@ def walk(
     enter: dict[type, list[Handler]],
     leave: dict[type, list[Handler]],
     ancestors: list[cst.CSTNode],
+    prune: Callable[[cst.CSTNode], bool] | None = None,
 ) -> None:
     """Depth-first walk calling `enter[type]` before and `leave[type]` after the children.
 
     `ancestors` is maintained in place (the parent of the node being handled is
-    `ancestors[-1]`), so handlers can look up the tree without parent metadata.
+    `ancestors[-1]`), so handlers can look up the tree without parent metadata. When
+    `prune(node)` is true after the enter handlers ran, the node's children are skipped
+    (its leave handlers still run).
     """
     stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
     while stack:
@@ -127,6 +142,7 @@ def walk(
             handler(node)
         stack.append((node, True))
         ancestors.append(node)
-        kids = children(node)
-        for child in reversed(kids):
-            stack.append((child, False))
+        if child_fields(tp) and not (prune is not None and prune(node)):
+            kids = children(node)
+            for child in reversed(kids):
+                stack.append((child, False))

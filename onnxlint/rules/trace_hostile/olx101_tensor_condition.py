@@ -57,6 +57,7 @@ class TensorCondition(Rule):
     """
 
     code = "OLX101"
+    forward_only = True
     name = "tensor-condition"
     severity = Severity.ERROR
 

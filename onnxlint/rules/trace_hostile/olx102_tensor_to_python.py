@@ -58,6 +58,7 @@ class TensorToPython(Rule):
     """
 
     code = "OLX102"
+    forward_only = True
     name = "tensor-to-python"
     severity = Severity.ERROR
 

@@ -46,6 +46,7 @@ class NumpyOnTensor(Rule):
     """
 
     code = "OLX103"
+    forward_only = True
     name = "numpy-on-tensor"
     severity = Severity.WARNING
     requires = ("numpy", "np.", "math", "random")

@@ -48,6 +48,7 @@ class ShapeFrozen(Rule):
     """
 
     code = "OLX104"
+    forward_only = True
     name = "shape-frozen-to-constant"
     severity = Severity.WARNING
     requires = ("shape", "size", "len(")

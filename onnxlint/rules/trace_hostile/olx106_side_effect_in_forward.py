@@ -48,6 +48,7 @@ class SideEffectInForward(Rule):
     """
 
     code = "OLX106"
+    forward_only = True
     name = "side-effect-in-forward"
     severity = Severity.WARNING
     requires = ("print", "global")

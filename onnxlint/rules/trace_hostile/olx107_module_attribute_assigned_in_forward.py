@@ -49,6 +49,7 @@ class ModuleAttributeAssignedInForward(Rule):
     """
 
     code = "OLX107"
+    forward_only = True
     name = "module-attribute-assigned-in-forward"
     severity = Severity.WARNING
     requires = ("self.",)

@@ -56,6 +56,7 @@ class IterationOverTensor(Rule):
     """
 
     code = "OLX108"
+    forward_only = True
     name = "iteration-over-tensor"
     severity = Severity.WARNING
     requires = ("for ",)
