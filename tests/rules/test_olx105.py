@@ -104,3 +104,11 @@ def test_right_operand_followed_only_after_a_number() -> None:
     export = DYN0.format(spec='{0: "batch"}')
     assert [ln for ln, _ in lines("y = 1 - x; return y.view(2, 12)", export)] == [8]
     assert lines("y = self.bias * x; return y.view(2, 12)", export) == []
+
+
+def test_view_flags_only_a_fixed_element_count() -> None:
+    export = DYN0.format(spec='{0: "batch"}')
+    assert [ln for ln, _ in lines("return x.view(2, self.dim * 4)", export)] == [8]
+    assert lines("n, c, d = x.shape; return x.reshape(1, n, c * d)", export) == []
+    assert lines("return x.reshape(1, x.size(0), 12)", export) == []
+    assert lines("return x.view(2, seq, 6)", export) == []

@@ -86,14 +86,17 @@ Facts = dict[int, dict[str, Taint]]  # function node id -> parameter -> taint
 class LiteralSizeOnDynamicDim(Rule):
     """
     ## What it does
-    Flags a literal size written where a dimension the export call declares dynamic
-    goes: `x.view(2, 12)` (a literal leading size with no `-1` in the view, so the
-    element count is fixed), `x.expand(2, 3, 4)`, and
-    `x + torch.zeros(2, 3)` (a tensor of literal size broadcast against that dimension),
-    in code reachable from the exported model's `forward`. It only reports when the same
-    file exports the model (its class is defined in the file) with `dynamic_shapes` or
-    `dynamic_axes` marking that dimension of that input, and follows the input through
-    elementwise operations and into methods and helpers `forward` calls.
+    Flags a literal size where a dimension the export declares dynamic goes
+    (`x.view(2, 12)`, `x.expand(2, 3, 4)`, `x + torch.zeros(2, 3)`) in code reachable
+    from the exported model's `forward`.
+
+    It reports only when the same file exports the model (its class defined in the
+    file) with `dynamic_shapes` or `dynamic_axes` marking that dimension of that input,
+    and follows the input through elementwise operations and into the methods and
+    helpers `forward` calls. A `view`/`reshape` is flagged when its leading size is a
+    literal and its other sizes are constants (so the element count is fixed); a
+    broadcast when the literal-sized tensor's size meets the dynamic dimension
+    (aligned from the right, so the input's rank must be known from the example input).
 
     ## Why is this bad?
     The literal forces the dimension to one size. With string dims (`{0: "batch"}`) or
@@ -340,9 +343,10 @@ class LiteralSizeOnDynamicDim(Rule):
                 if taint.rank is None:
                     continue
                 pos = dim + len(sizes) - taint.rank  # expand aligns from the right
-            elif dim == 0 and not any(_signed(s) == -1 for s in sizes):
-                pos = 0  # a view keeps only the leading dim in place; with a -1 elsewhere
-                # (`x.view(2, -1)`) the batch is folded, not fixed: no export problem
+            elif dim == 0 and all(_static(s) for s in sizes[1:]):
+                pos = 0  # a view keeps only the leading dim in place. Every other size is
+                # a constant, so the element count is fixed; with a -1 or a size read from
+                # a shape (`x.view(2, -1)`, `x.reshape(1, n, c)`) the batch may move elsewhere
             else:
                 continue
             if not 0 <= pos < len(sizes):
@@ -404,6 +408,17 @@ def _literal(expr: cst.BaseExpression) -> int | None:
     if isinstance(expr, cst.Integer):
         return int(expr.value, 0)
     return None
+
+
+def _static(expr: cst.BaseExpression) -> bool:
+    """A size that cannot carry the batch: a literal other than -1, `self.<attr>` chains
+    (config constants), and arithmetic on those."""
+    if isinstance(expr, cst.Integer):
+        return True
+    if isinstance(expr, cst.BinaryOperation):
+        return _static(expr.left) and _static(expr.right)
+    d = dotted(expr)
+    return d is not None and d.startswith("self.") and "shape" not in d
 
 
 def _number(expr: cst.BaseExpression) -> bool:
