@@ -16,7 +16,15 @@ from onnxlint.exportflow import (
     tensor_rank,
 )
 from onnxlint.rule import Context, Invalid, Rule, Valid, dedent, make_fix
-from onnxlint.semantic import ClassInfo, ExportCall, ExportKind, FunctionInfo, dotted, keyword_arg
+from onnxlint.semantic import (
+    ClassInfo,
+    ExportCall,
+    ExportKind,
+    FileModel,
+    FunctionInfo,
+    dotted,
+    keyword_arg,
+)
 from onnxlint.violation import FixSafety, Severity
 from onnxlint.walker import iter_children
 
@@ -141,6 +149,11 @@ class LiteralSizeOnDynamicDim(Rule):
     fix_safety = FixSafety.UNSAFE
     requires = ("view", "reshape", "expand", "zeros", "ones", "empty", "rand", "full")
     file_scope = True
+    forward_only = True
+
+    @classmethod
+    def applies_to(cls, model: FileModel) -> bool:
+        return model.declares_dynamic_dims
 
     VALID = [
         Valid(  # no export call in the file
@@ -317,8 +330,6 @@ class LiteralSizeOnDynamicDim(Rule):
         """The taint analysis of the function being walked, None when it has no taint."""
         func = self.ctx.function
         if func is None or self.ctx.function_stack[-1] is not func:
-            return None
-        if not self.ctx.model.declares_dynamic_dims:
             return None
         params = _facts(self.ctx).get(id(func.node))
         if not params:
