@@ -112,3 +112,14 @@ def test_view_flags_only_a_fixed_element_count() -> None:
     assert lines("n, c, d = x.shape; return x.reshape(1, n, c * d)", export) == []
     assert lines("return x.reshape(1, x.size(0), 12)", export) == []
     assert lines("return x.view(2, seq, 6)", export) == []
+
+
+def test_concat_needs_matching_sizes_off_the_concat_dim() -> None:
+    export = DYN0.format(spec='{0: "batch"}')
+    assert [
+        ln for ln, _ in lines("return torch.cat([x, torch.zeros(2, 3, 1)], dim=2)", export)
+    ] == [8]
+    assert lines("return torch.cat([x, torch.zeros(1, 3, 4)], dim=0)", export) == []
+    assert lines("return torch.cat((torch.zeros(2, 3, 4), x))", export) == []
+    assert lines("return torch.stack([x, torch.ones(2, 3, 4)])", export) != []
+    assert lines("return torch.cat([x, pad], dim=-1)", export) == []

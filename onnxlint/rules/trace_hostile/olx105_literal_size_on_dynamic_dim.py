@@ -51,6 +51,7 @@ _SAME_SHAPE_FUNCS = frozenset(
 _ELEMENTWISE_FUNCS = frozenset(
     {"torch.add", "torch.sub", "torch.mul", "torch.div", "torch.maximum", "torch.minimum"}
 )
+_CONCATS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
 _INPLACE_ARITH = frozenset({"add_", "sub_", "mul_", "div_", "add", "sub", "mul", "div"})
 _ARITH = (
     cst.Add,
@@ -104,7 +105,9 @@ class LiteralSizeOnDynamicDim(Rule):
     helpers `forward` calls. A `view`/`reshape` is flagged when its leading size is a
     literal and its other sizes are constants (so the element count is fixed); a
     broadcast when the literal-sized tensor's size meets the dynamic dimension
-    (aligned from the right, so the input's rank must be known from the example input).
+    (aligned from the right, so the input's rank must be known from the example input);
+    `torch.cat`/`torch.stack` with a literal-sized tensor when the literal sits at the
+    dynamic dimension and the concatenation runs along another one.
 
     ## Why is this bad?
     The literal forces the dimension to one size. With string dims (`{0: "batch"}`) or
@@ -302,6 +305,8 @@ class LiteralSizeOnDynamicDim(Rule):
             a, b = node.args[0].value, node.args[1].value
             self._check_broadcast(a, b, env)
             self._check_broadcast(b, a, env)
+        elif q in _CONCATS and node.args:
+            self._check_concat(node, q, env)
         elif q is None and isinstance(func, cst.Attribute):
             method = func.attr.value
             if method in ("view", "reshape", "expand"):
@@ -385,6 +390,45 @@ class LiteralSizeOnDynamicDim(Rule):
                 fix=fix,
             )
             return
+
+    def _check_concat(self, call: cst.Call, q: str, env: _Flow) -> None:
+        """`torch.cat([x, torch.zeros(2, 3)], dim=1)`: every other dim must match."""
+        seq = call.args[0].value
+        if call.args[0].keyword is not None or not isinstance(seq, (cst.List, cst.Tuple)):
+            return
+        items = [e.value for e in seq.elements if isinstance(e, cst.Element)]
+        if len(items) != len(seq.elements):
+            return
+        dim_arg = keyword_arg(call, "dim") or keyword_arg(call, "axis")
+        if dim_arg is None:
+            dim_arg = call.args[1] if len(call.args) > 1 and call.args[1].keyword is None else None
+        cat_dim = _signed(dim_arg.value) if dim_arg is not None else 0
+        if cat_dim is None:
+            return
+        taint = next((t for t in (env.taint(i, i) for i in items) if t is not None), None)
+        if taint is None:
+            return
+        for item in items:
+            sizes = env.literal_factory(item)
+            if sizes is None:
+                continue
+            if taint.rank is not None and taint.rank != len(sizes):
+                continue  # concatenated tensors have one rank: the layout is not what we think
+            rank = len(sizes) + (1 if q == "torch.stack" else 0)
+            along = cat_dim + rank if cat_dim < 0 else cat_dim
+            for dim, label in taint.dims:
+                if (dim == along and q != "torch.stack") or dim >= len(sizes):
+                    continue
+                value = _literal(sizes[dim])
+                if value is None:
+                    continue
+                self.report(
+                    sizes[dim],
+                    f"tensor of literal size {value} is concatenated with input "
+                    f"`{taint.param}` whose dim {dim} the export declares dynamic "
+                    f"('{label}'): build it with `{taint.param}.shape[{dim}]` instead of {value}",
+                )
+                return
 
     def _check_broadcast(
         self, tensor: cst.BaseExpression, other: cst.BaseExpression, env: _Flow
