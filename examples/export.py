@@ -37,7 +37,7 @@ def export_with_dynamo_export() -> None:
 
 
 def export_to_memory() -> bytes:
-    model = build()
+    model = DetectorHead().eval()
     buffer = io.BytesIO()
     torch.onnx.export(
         model,
