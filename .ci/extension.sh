@@ -36,6 +36,12 @@ if [ -x "$e2e_dir/cs/node_modules/.bin/code-server" ] && [ -x /usr/bin/chromium 
   echo "extension: code-server already installed in $e2e_dir"
 elif [ -x "$installer" ] || [ -f "$installer" ]; then
   echo "extension: installing code-server into $e2e_dir (about 10 minutes the first time)"
+  for sub in nodepkg cs pw; do
+    # npm installs into the nearest package.json: give each folder its own, or npm walks up
+    # to the repository's package.json and installs code-server into the extension's tree.
+    mkdir -p "$e2e_dir/$sub"
+    [ -f "$e2e_dir/$sub/package.json" ] || echo '{"private": true}' >"$e2e_dir/$sub/package.json"
+  done
   start=$(date +%s)
   bash "$installer" "$e2e_dir"
   echo "extension: code-server installed in $(( $(date +%s) - start ))s"
