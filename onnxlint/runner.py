@@ -205,7 +205,8 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
     if njobs > 1 and len(jobs) > 8:
         with ProcessPoolExecutor(max_workers=min(njobs, len(jobs))) as pool:
             results = list(
-                pool.map(_worker_check, jobs, chunksize=max(1, len(jobs) // (njobs * 8)))
+                # Small chunks keep both workers busy to the end (files vary 100x in size).
+                pool.map(_worker_check, jobs, chunksize=4)
             )
     else:
         results = [_worker_check(j) for j in jobs]
