@@ -25,7 +25,15 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from onnxlint.semantic import ClassInfo, ExportCall, ExportKind, FunctionInfo, dotted, keyword_arg
+from onnxlint.semantic import (
+    ClassInfo,
+    ExportCall,
+    ExportKind,
+    FunctionInfo,
+    dotted,
+    keyword_arg,
+    literal_int,
+)
 from onnxlint.violation import Edit, Span
 from onnxlint.walker import iter_children, iter_descendants
 
@@ -876,18 +884,6 @@ def _str_value(expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def _int_value(expr: cst.BaseExpression) -> int | None:
-    if isinstance(expr, cst.Integer):
-        return int(expr.value, 0)
-    if (
-        isinstance(expr, cst.UnaryOperation)
-        and isinstance(expr.operator, cst.Minus)
-        and isinstance(expr.expression, cst.Integer)
-    ):
-        return -int(expr.expression.value, 0)
-    return None
-
-
 def _code(node: cst.CSTNode) -> str:
     return cst.Module([]).code_for_node(node)
 
@@ -1000,7 +996,7 @@ def _axes_code(key: str, value: cst.BaseExpression) -> str | None:
     if isinstance(value, cst.Dict):
         parts = []
         for el in value.elements:
-            if not isinstance(el, cst.DictElement) or _int_value(el.key) is None:
+            if not isinstance(el, cst.DictElement) or literal_int(el.key) is None:
                 return None
             if _str_value(el.value) is None:
                 return None
@@ -1009,7 +1005,7 @@ def _axes_code(key: str, value: cst.BaseExpression) -> str | None:
     if isinstance(value, (cst.List, cst.Tuple)):
         parts = []
         for i, item in enumerate(value.elements):
-            if not isinstance(item, cst.Element) or _int_value(item.value) is None:
+            if not isinstance(item, cst.Element) or literal_int(item.value) is None:
                 return None
             parts.append(f'{_code(item.value)}: "{key}_dynamic_axes_{i + 1}"')
         return "{" + ", ".join(parts) + "}"

@@ -298,6 +298,19 @@ def positional_args(call: cst.Call) -> list[cst.Arg]:
     return [a for a in call.args if a.keyword is None and not a.star]
 
 
+def literal_int(expr: cst.BaseExpression) -> int | None:
+    """The value of an integer literal, also negative (`-1`), else None."""
+    if isinstance(expr, cst.Integer):
+        return int(expr.value, 0)
+    if (
+        isinstance(expr, cst.UnaryOperation)
+        and isinstance(expr.operator, cst.Minus)
+        and isinstance(expr.expression, cst.Integer)
+    ):
+        return -int(expr.expression.value, 0)
+    return None
+
+
 def literal_bool(expr: cst.BaseExpression) -> bool | None:
     if isinstance(expr, cst.Name) and expr.value in ("True", "False"):
         return expr.value == "True"

@@ -13,21 +13,9 @@ from onnxlint.exportflow import (
     tensor_rank,
 )
 from onnxlint.rule import Invalid, Rule, Valid, dedent
-from onnxlint.semantic import keyword_arg
+from onnxlint.semantic import keyword_arg, literal_int
 from onnxlint.violation import Severity
 from onnxlint.walker import iter_descendants
-
-
-def _int(expr: cst.BaseExpression) -> int | None:
-    if isinstance(expr, cst.Integer):
-        return int(expr.value, 0)
-    if (
-        isinstance(expr, cst.UnaryOperation)
-        and isinstance(expr.operator, cst.Minus)
-        and isinstance(expr.expression, cst.Integer)
-    ):
-        return -int(expr.expression.value, 0)
-    return None
 
 
 def _axis_nodes(value: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -171,7 +159,7 @@ class DynamicAxisOutOfRange(Rule):
             if rank is None:
                 continue
             for axis_node in _axis_nodes(entry):
-                axis = _int(axis_node)
+                axis = literal_int(axis_node)
                 if axis is None or -rank <= axis < rank:
                     continue
                 in_call = any(axis_node is n for n in iter_descendants(node))

@@ -24,6 +24,7 @@ from onnxlint.semantic import (
     FunctionInfo,
     dotted,
     keyword_arg,
+    literal_int,
 )
 from onnxlint.violation import FixSafety, Severity
 from onnxlint.walker import iter_children
@@ -402,7 +403,7 @@ class LiteralSizeOnDynamicDim(Rule):
         dim_arg = keyword_arg(call, "dim") or keyword_arg(call, "axis")
         if dim_arg is None:
             dim_arg = call.args[1] if len(call.args) > 1 and call.args[1].keyword is None else None
-        cat_dim = _signed(dim_arg.value) if dim_arg is not None else 0
+        cat_dim = literal_int(dim_arg.value) if dim_arg is not None else 0
         if cat_dim is None:
             return
         taint = next((t for t in (env.taint(i, i) for i in items) if t is not None), None)
@@ -720,7 +721,7 @@ def _dims(ctx: Context, entry: cst.BaseExpression, key: str) -> list[tuple[int, 
         for el in entry.elements:
             if not isinstance(el, cst.DictElement):
                 continue
-            axis = _signed(el.key)
+            axis = literal_int(el.key)
             label = _dim_label(ctx, el.value)
             if axis is not None and label is not None:
                 out.append((axis, label))
@@ -728,7 +729,7 @@ def _dims(ctx: Context, entry: cst.BaseExpression, key: str) -> list[tuple[int, 
         for i, item in enumerate(entry.elements):
             if not isinstance(item, cst.Element) or isinstance(item, cst.StarredElement):
                 return []
-            axis = _signed(item.value)
+            axis = literal_int(item.value)
             if axis is not None:  # dynamic_axes list form: [0, 1]
                 out.append((axis, f"{key}_dynamic_axes_{len(out) + 1}"))
                 continue
@@ -736,18 +737,6 @@ def _dims(ctx: Context, entry: cst.BaseExpression, key: str) -> list[tuple[int, 
             if label is not None:
                 out.append((i, label))
     return out
-
-
-def _signed(expr: cst.BaseExpression) -> int | None:
-    if isinstance(expr, cst.Integer):
-        return int(expr.value, 0)
-    if (
-        isinstance(expr, cst.UnaryOperation)
-        and isinstance(expr.operator, cst.Minus)
-        and isinstance(expr.expression, cst.Integer)
-    ):
-        return -int(expr.expression.value, 0)
-    return None
 
 
 def _dim_label(ctx: Context, spec: cst.BaseExpression) -> str | None:
