@@ -170,7 +170,8 @@ def _codes(value: Any, key: str, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f'{where}: `{key}` must be a list of rule codes, like ["OLX2"]')
     for v in value:
-        if not (v == "ALL" or (v.startswith("OLX") and (v[3:].isdigit() or v == "OLX") and len(v) <= 6)):
+        is_code = v.startswith("OLX") and (v == "OLX" or v[3:].isdigit()) and len(v) <= 6
+        if not (v == "ALL" or is_code):
             raise ConfigError(
                 f"{where}: `{key}` has {v!r}, which is not a rule code or prefix "
                 '(use e.g. "OLX", "OLX2", "OLX201")'

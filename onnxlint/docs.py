@@ -131,7 +131,8 @@ def main(argv: list[str]) -> int:
             drift.append("README.md rules table")
         if drift or extra:
             print(
-                f"docs/rules is out of date ({', '.join(drift + extra)}): run python -m onnxlint.docs"
+                f"docs/rules is out of date ({', '.join(drift + extra)}): "
+                "run python -m onnxlint.docs"
             )
             return 1
         return 0

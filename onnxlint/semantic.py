@@ -69,9 +69,9 @@ class FunctionInfo:
         """Positional and keyword parameters, in order, without `self`/`cls`."""
         p = self.node.params
         out = [*p.posonly_params, *p.params, *p.kwonly_params]
-        if self.class_name is not None and out and out[0].name.value in ("self", "cls"):
-            if not any(d in ("staticmethod",) for d in self.decorators):
-                out = out[1:]
+        bound = self.class_name is not None and "staticmethod" not in self.decorators
+        if bound and out and out[0].name.value in ("self", "cls"):
+            out = out[1:]
         return out
 
 
@@ -192,8 +192,16 @@ def _nested_defs(stmt: cst.CSTNode) -> Iterator[cst.CSTNode]:
         if isinstance(child, (cst.FunctionDef, cst.ClassDef)):
             yield child
         elif isinstance(
-            child, cst.BaseCompoundStatement | cst.BaseSuite | cst.BaseStatement
-        ) or isinstance(child, (cst.Else, cst.ExceptHandler, cst.Finally)):
+            child,
+            (
+                cst.BaseCompoundStatement,
+                cst.BaseSuite,
+                cst.BaseStatement,
+                cst.Else,
+                cst.ExceptHandler,
+                cst.Finally,
+            ),
+        ):
             yield from _nested_defs(child)
 
 
@@ -758,9 +766,12 @@ def annotation_kind(ann: cst.Annotation | None) -> Kind | None:
     if ann is None:
         return None
     code = cst.Module([]).code_for_node(ann.annotation)
-    if any(code.endswith(t) or f"{t}]" in code or f"{t} |" in code for t in _TENSOR_ANNOTATIONS):
-        if not code.startswith(("list", "List", "tuple", "Tuple", "dict", "Dict", "Sequence")):
-            return Kind.TENSOR
+    tensorish = any(
+        code.endswith(t) or f"{t}]" in code or f"{t} |" in code for t in _TENSOR_ANNOTATIONS
+    )
+    containers = ("list", "List", "tuple", "Tuple", "dict", "Dict", "Sequence")
+    if tensorish and not code.startswith(containers):
+        return Kind.TENSOR
     return Kind.OTHER
 
 
@@ -948,9 +959,8 @@ class Kinds:
                         if base is Kind.TENSOR or method != "numpy"
                         else (Kind.UNKNOWN)
                     )
-                if method == "size":
-                    if base is Kind.TENSOR or (not call.args or len(call.args) == 1):
-                        return Kind.SIZE if call.args else Kind.SHAPE
+                if method == "size" and (base is Kind.TENSOR or len(call.args) <= 1):
+                    return Kind.SIZE if call.args else Kind.SHAPE
                 if method in _NOT_TENSOR_METHODS:
                     return Kind.UNKNOWN  # a dict/str/list method: not a tensor after all
                 if base is Kind.TENSOR:
