@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from . import frames, torch_internals, wire
+from .verify import resize_inputs
 from .workarounds import workaround
 
 Emit = Callable[[str, int | None], None]
@@ -733,7 +734,7 @@ class Analysis:
                 torch_internals.lenient_scalars(self.fake_mode),
                 torch.no_grad(),
             ):
-                args, kwargs = _fake_resize((self.args, self.kwargs), changes)
+                args, kwargs = resize_inputs((self.args, self.kwargs), changes, _zeros_like)
                 out = self.model(*args, **kwargs)
         except Exception:
             return None
@@ -1058,20 +1059,8 @@ def _bounds(dim: Any) -> tuple[int | None, int | None]:
     return lo, hi
 
 
-def _fake_resize(tree: Any, changes: dict[tuple[int, int], int]) -> Any:
-    """A copy of the inputs with the given (flat leaf, dim) sizes, as zero-filled (fake) tensors."""
-    leaves, spec = torch.utils._pytree.tree_flatten(tree)
-    out = []
-    for i, leaf in enumerate(leaves):
-        mine = {d: s for (f, d), s in changes.items() if f == i}
-        if not mine or not isinstance(leaf, torch.Tensor):
-            out.append(leaf)
-            continue
-        shape = list(leaf.shape)
-        for d, s in mine.items():
-            shape[d] = s
-        out.append(torch.zeros(shape, dtype=leaf.dtype, device=leaf.device))
-    return torch.utils._pytree.tree_unflatten(out, spec)
+def _zeros_like(leaf: torch.Tensor, shape: list[int]) -> torch.Tensor:
+    return torch.zeros(shape, dtype=leaf.dtype, device=leaf.device)
 
 
 def _user_input_vals(ep: Any) -> list[Any]:

@@ -8,6 +8,7 @@ weights, so `analysis.DEFAULT_VERIFY_MAX_PARAMS` bounds it.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -43,7 +44,9 @@ def run(a: Analysis) -> None:
         leaves = torch.utils._pytree.tree_leaves((args, kwargs))
         n = int(leaves[flat0].shape[dim0])
         for size in (n + 1, n + 3):
-            new_args, new_kwargs = _resize((args, kwargs), {(f, d): size for f, d, _, _ in members})
+            new_args, new_kwargs = resize_inputs(
+                (args, kwargs), {(f, d): size for f, d, _, _ in members}, _random_like
+            )
             cases.append((f"{name}={size}", new_args, new_kwargs))
     report: list[dict[str, Any]] = []
     a.result["verify"] = report
@@ -124,7 +127,13 @@ def run(a: Analysis) -> None:
             )
 
 
-def _resize(tree: Any, changes: dict[tuple[int, int], int]) -> Any:
+def resize_inputs(
+    tree: Any,
+    changes: dict[tuple[int, int], int],
+    new_leaf: Callable[[torch.Tensor, list[int]], torch.Tensor],
+) -> Any:
+    """A copy of the inputs with the given (flat leaf, dim) sizes; `new_leaf(old, shape)`
+    makes each resized tensor (random data here, zeros for the fake-mode shape probe)."""
     leaves, spec = torch.utils._pytree.tree_flatten(tree)
     out = []
     for i, leaf in enumerate(leaves):
@@ -135,11 +144,14 @@ def _resize(tree: Any, changes: dict[tuple[int, int], int]) -> Any:
         shape = list(leaf.shape)
         for d, s in mine.items():
             shape[d] = s
-        if leaf.is_floating_point():
-            out.append(torch.randn(shape, dtype=leaf.dtype))
-        elif leaf.dtype == torch.bool:
-            out.append(torch.randint(0, 2, shape).bool())
-        else:
-            high = int(leaf.max()) + 1 if leaf.numel() else 2
-            out.append(torch.randint(0, max(high, 1), shape, dtype=leaf.dtype))
+        out.append(new_leaf(leaf, shape))
     return torch.utils._pytree.tree_unflatten(out, spec)
+
+
+def _random_like(leaf: torch.Tensor, shape: list[int]) -> torch.Tensor:
+    if leaf.is_floating_point():
+        return torch.randn(shape, dtype=leaf.dtype)
+    if leaf.dtype == torch.bool:
+        return torch.randint(0, 2, shape).bool()
+    high = int(leaf.max()) + 1 if leaf.numel() else 2
+    return torch.randint(0, max(high, 1), shape, dtype=leaf.dtype)
