@@ -104,8 +104,8 @@ class Engine:
         stats: CheckStats,
     ) -> list[Violation]:
         assert block.module is not None
-        text = block.text
-        wanted = [r for r in instances if not r.requires or any(w in text for w in r.requires)]
+        present = _words_in(block)
+        wanted = [r for r in instances if not r.requires or not present.isdisjoint(r.requires)]
         if not wanted:
             return []
         local = [r for r in wanted if not r.file_scope]
@@ -145,7 +145,7 @@ class Engine:
 
 def file_context(path: str, text: str, config: Config, parsed: list[Block]) -> Context:
     """The semantic model of a file and the Context rules see, from its parsed blocks."""
-    indexes = [_index(b) for b in parsed]
+    indexes = [block_index(b) for b in parsed]
     body: list[cst.BaseStatement] = [s for b in parsed if b.module for s in b.module.body]
     model = FileModel.build(indexes, body, config.exporter)
     functions: dict[int, FunctionInfo] = {}
@@ -158,7 +158,27 @@ def file_context(path: str, text: str, config: Config, parsed: list[Block]) -> C
     return Context(path, text, config, model, functions)
 
 
-def _index(block: Block) -> BlockIndex:
+def _words_in(block: Block) -> frozenset[str]:
+    """Which of the rules' `requires` words the block's text contains (memoised)."""
+    words: frozenset[str] | None = block.memo.get("words")
+    if words is None:
+        text = block.text
+        words = block.memo["words"] = frozenset(w for w in _all_required_words() if w in text)
+    return words
+
+
+_REQUIRED_WORDS: frozenset[str] | None = None
+
+
+def _all_required_words() -> frozenset[str]:
+    global _REQUIRED_WORDS
+    if _REQUIRED_WORDS is None:
+        _REQUIRED_WORDS = frozenset(w for r in all_rules() for w in r.requires)
+    return _REQUIRED_WORDS
+
+
+def block_index(block: Block) -> BlockIndex:
+    """The block's index (imports, classes, functions, call sites), memoised."""
     idx = block.memo.get("index")
     if idx is None:
         assert block.module is not None

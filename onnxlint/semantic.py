@@ -171,12 +171,12 @@ def _index_statement(
             else:
                 idx.functions.append(finfo)
         target = finfo if func is None else func  # nested defs count for their parent
-        for node in iter_descendants(stmt):
+        for node in iter_descendants(stmt, leaves=False):
             _index_node(node, idx, target)
         return
     # Any other statement: walk it (module level or class body level).
     _index_node(stmt, idx, func)
-    for node in iter_descendants(stmt):
+    for node in iter_descendants(stmt, leaves=False):
         if type(node) in _DEF_TYPES:
             continue  # defs nested in if/try at module level: handled below
         _index_node(node, idx, func)

@@ -80,39 +80,101 @@ def _is_node(tp: type) -> bool:
     return known
 
 
+class _NodeTypes(dict[type, bool]):
+    """`type in NODE_TYPES`: whether a concrete class is a libcst node (filled on demand)."""
+
+    def __missing__(self, tp: type) -> bool:
+        self[tp] = known = _is_node(tp)
+        return known
+
+
+class _BranchTypes(dict[type, bool]):
+    """`type in BRANCH_TYPES`: a node class that can have children (not a `Name`, an
+    operator or a literal); walks that need no leaf skip them."""
+
+    def __missing__(self, tp: type) -> bool:
+        self[tp] = known = _is_node(tp) and bool(child_fields(tp))
+        return known
+
+
+_NODE_TYPES = _NodeTypes()
+_BRANCH_TYPES = _BranchTypes()
+_ChildrenFn = Callable[[cst.CSTNode], list[cst.CSTNode]]
+_CHILDREN: dict[type, _ChildrenFn] = {}
+_BRANCH_CHILDREN: dict[type, _ChildrenFn] = {}
+
+
+def is_leaf_type(tp: type) -> bool:
+    """A node type without children (`Name`, `Integer`, operators, ...)."""
+    return not child_fields(tp)
+
+
+def _children_function(tp: type, leaves: bool = True) -> _ChildrenFn:
+    """A straight-line function reading `tp`'s child fields (no loop over field names).
+
+    Generated once per node type, like dataclasses generate `__init__`: the walk is the
+    engine's innermost loop, and this is ~2x cheaper than a generic getattr loop.
+    Sequence fields of libcst nodes hold only nodes; single fields may hold None or
+    `MaybeSentinel`, so they are checked. With `leaves=False`, childless nodes in single
+    fields are left out.
+    """
+    lines = ["def children(node):", "    out = []"]
+    for name in child_fields(tp):
+        lines += [
+            f"    v = node.{name}",
+            "    c = v.__class__",
+            "    if c is tuple or c is list:",
+            "        out.extend(v)",
+            "    elif is_node[c]:",
+            "        out.append(v)",
+        ]
+    lines.append("    return out")
+    namespace: dict[str, Any] = {"is_node": _NODE_TYPES if leaves else _BRANCH_TYPES}
+    exec(compile("\n".join(lines), f"<onnxlint children of {tp.__name__}>", "exec"), namespace)
+    fn: Callable[[cst.CSTNode], list[cst.CSTNode]] = namespace["children"]
+    return fn
+
+
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The meaningful children of `node`, in source order."""
-    out: list[cst.CSTNode] = []
-    for name in child_fields(type(node)):
-        value = getattr(node, name)
-        tp = type(value)
-        if tp is tuple or tp is list:
-            for item in value:
-                if _is_node(type(item)):
-                    out.append(item)
-        elif _is_node(tp):
-            out.append(value)
-    return out
+    tp = type(node)
+    fn = _CHILDREN.get(tp)
+    if fn is None:
+        fn = _CHILDREN[tp] = _children_function(tp)
+    return fn(node)
+
+
+def branch_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`children(node)` without the childless ones held in single fields (names,
+    operators, literals): for walks that only look at compound nodes."""
+    tp = type(node)
+    fn = _BRANCH_CHILDREN.get(tp)
+    if fn is None:
+        fn = _BRANCH_CHILDREN[tp] = _children_function(tp, leaves=False)
+    return fn(node)
 
 
 def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     return iter(children(node))
 
 
-def iter_descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """All meaningful nodes under `node` (not `node` itself), in source order."""
-    stack = children(node)
+def iter_descendants(node: cst.CSTNode, *, leaves: bool = True) -> Iterator[cst.CSTNode]:
+    """All meaningful nodes under `node` (not `node` itself), in source order; with
+    `leaves=False`, without most childless ones (see `branch_children`)."""
+    kids_of = children if leaves else branch_children
+    stack = kids_of(node)
     stack.reverse()
     while stack:
         current = stack.pop()
         yield current
-        kids = children(current)
+        kids = kids_of(current)
         if kids:
             kids.reverse()
             stack.extend(kids)
 
 
 Handler = Callable[[Any], None]
+_LEAVE = object()  # stack marker: leave the node on top of `ancestors`
 
 
 def walk(
@@ -127,22 +189,38 @@ def walk(
     `ancestors` is maintained in place (the parent of the node being handled is
     `ancestors[-1]`), so handlers can look up the tree without parent metadata. When
     `prune(node)` is true after the enter handlers ran, the node's children are skipped
-    (its leave handlers still run).
+    (its leave handlers still run). Childless nodes (names, operators, literals) are
+    visited only when a handler asks for one of their types.
     """
-    stack: list[tuple[cst.CSTNode, bool]] = [(root, False)]
+    needs_leaves = any(is_leaf_type(t) for t in (*enter, *leave))
+    table = _CHILDREN if needs_leaves else _BRANCH_CHILDREN
+    get_children = table.get
+    stack: list[Any] = [root]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    apush, apop = ancestors.append, ancestors.pop
+    enter_get, leave_get = enter.get, leave.get
     while stack:
-        node, leaving = stack.pop()
-        tp = type(node)
-        if leaving:
-            ancestors.pop()
-            for handler in leave.get(tp, ()):
-                handler(node)
+        node = pop()
+        if node is _LEAVE:
+            node = apop()
+            handlers = leave_get(type(node))
+            if handlers:
+                for handler in handlers:
+                    handler(node)
             continue
-        for handler in enter.get(tp, ()):
-            handler(node)
-        stack.append((node, True))
-        ancestors.append(node)
-        if child_fields(tp) and not (prune is not None and prune(node)):
-            kids = children(node)
-            for child in reversed(kids):
-                stack.append((child, False))
+        tp = type(node)
+        handlers = enter_get(tp)
+        if handlers:
+            for handler in handlers:
+                handler(node)
+        apush(node)
+        push(_LEAVE)
+        if prune is not None and prune(node):
+            continue
+        fn = get_children(tp)
+        if fn is None:
+            fn = table[tp] = _children_function(tp, leaves=needs_leaves)
+        kids = fn(node)
+        if kids:
+            kids.reverse()
+            extend(kids)

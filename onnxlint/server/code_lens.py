@@ -23,21 +23,14 @@ ANALYZE = "onnxlint.analyzeExport"
 def anchors(ls: OnnxlintServer, uri: str, text: str) -> list[tuple[int, str, dict[str, Any]]]:
     """On the engine thread: (1-based line, title, argument) for each lens."""
     from onnxlint.blocks import split_blocks
+    from onnxlint.engine import block_index, file_context
     from onnxlint.positions import node_span
-    from onnxlint.semantic import FileModel, index_block
 
     blocks = split_blocks(text, ls.engine.parse_cache)
     parsed = [b for b in blocks if b.module is not None]
-    indexes = []
-    for b in parsed:
-        idx = b.memo.get("index")
-        if idx is None:
-            assert b.module is not None
-            idx = b.memo["index"] = index_block(b.module)
-        indexes.append(idx)
-    body: list[Any] = [stmt for b in parsed if b.module is not None for stmt in b.module.body]
+    indexes = [block_index(b) for b in parsed]
     cfg, _, _ = ls.config_for(uri)
-    model = FileModel.build(indexes, body, cfg.exporter)
+    model = file_context(uri, text, cfg, parsed).model
     block_of: dict[int, Any] = {}
     for b, idx in zip(parsed, indexes, strict=True):
         for c in idx.classes:

@@ -153,3 +153,22 @@ def test_deeply_nested_code_does_not_crash() -> None:
     text = "import torch\nx = " + "(" * 400 + "1" + ")" * 400 + "\n"
     found = Engine().check("m.py", text)
     assert all(v.code == "OLX000" for v in found)
+
+
+def test_block_offsets_agree_with_position_provider_on_every_node() -> None:
+    from onnxlint.blocks import ParseCache, split_blocks
+    from onnxlint.positions import node_span
+
+    text = SOURCE.replace("\n", "\r\n", 3) + "x = (1 +\r 2)  # comment\n\nclass A:\n\n    y: int = 3\n"
+    whole = cst.parse_module(text)
+    assert whole.code == text
+    for block in split_blocks(text, ParseCache()):
+        assert block.module is not None
+        expected = MetadataWrapper(block.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        assert expected
+        for node, rng in expected.items():
+            span = node_span(block, node)
+            assert span is not None
+            shift = block.start_line - 1
+            assert (span.line - shift, span.column - 1) == (rng.start.line, rng.start.column)
+            assert (span.end_line - shift, span.end_column - 1) == (rng.end.line, rng.end.column)

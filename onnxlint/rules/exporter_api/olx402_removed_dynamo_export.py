@@ -154,10 +154,10 @@ class RemovedDynamoExport(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if in_version_branch(self.ctx):
-            return
         call = self.ctx.export_call(node)
         if call is None or call.kind is not ExportKind.ONNX_DYNAMO_EXPORT:
+            return
+        if in_version_branch(self.ctx):
             return
         target = self.ctx.config.torch_version
         severity = _FACT.severity(target)

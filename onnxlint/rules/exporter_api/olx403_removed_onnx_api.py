@@ -155,10 +155,8 @@ class RemovedOnnxApi(Rule):
         return None if severity is None else (fact, severity)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if in_version_branch(self.ctx):
-            return
         found = self._fact(self.ctx.qualname(node))
-        if found is None:
+        if found is None or in_version_branch(self.ctx):
             return
         fact, severity = found
         parent = self.ctx.parent
@@ -171,9 +169,9 @@ class RemovedOnnxApi(Rule):
         self.report(node, _message(fact, "AttributeError", severity), severity=severity)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if in_version_branch(self.ctx):
-            return
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        if in_version_branch(self.ctx):
             return
         module = dotted(node.module)
         if module is None or not module.startswith("torch.onnx"):
@@ -200,11 +198,9 @@ class RemovedOnnxApi(Rule):
                 self.report(alias.name, _message(fact, "ImportError", severity), severity=severity)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if in_version_branch(self.ctx):
-            return
         if self.ctx.config.torch_version < _ONNXRT_REMOVED:
             return
-        if self.ctx.qualname(node.func) != "torch.compile":
+        if self.ctx.qualname(node.func) != "torch.compile" or in_version_branch(self.ctx):
             return
         backend = keyword_arg(node, "backend")
         if (

@@ -88,10 +88,10 @@ class RemovedFallbackArgument(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if in_version_branch(self.ctx):
-            return
         call = self.ctx.export_call(node)
         if call is None or call.kind is not ExportKind.ONNX_DYNAMO:
+            return
+        if in_version_branch(self.ctx):
             return
         arg = call.arg("fallback")
         if arg is None:

@@ -129,12 +129,10 @@ class IgnoredExportArgument(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if in_version_branch(self.ctx):
-            return
         if self.ctx.config.torch_version < IGNORED_KWARGS_SINCE:
             return
         call = onnx_export_on_dynamo(self.ctx, node)
-        if call is None:
+        if call is None or in_version_branch(self.ctx):
             return
         for arg in node.args:
             if arg.keyword is None or arg.keyword.value not in IGNORED_BY_DYNAMO:
