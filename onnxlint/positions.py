@@ -32,7 +32,7 @@ _NEWLINE = re.compile(r"\r\n?|\n")
 class _OffsetState(CodegenState):
     """Codegen that records each node's (start, end) character offset in the block."""
 
-    __slots__ = ("offset", "computed", "_starts")
+    __slots__ = ("_starts", "computed", "offset")
 
     def __init__(self, module: cst.Module) -> None:
         super().__init__(
