@@ -161,7 +161,6 @@ def test_block_offsets_agree_with_position_provider_on_every_node() -> None:
 
     tail = "x = (1 +\r 2)  # comment\n\nclass A:\n\n    y: int = 3\n"
     text = SOURCE.replace("\n", "\r\n", 3) + tail
-    text = SOURCE.replace("\n", "\r\n", 3) + tail
     whole = cst.parse_module(text)
     assert whole.code == text
     for block in split_blocks(text, ParseCache()):
