@@ -22,11 +22,14 @@ from typing import Any
 
 import libcst as cst
 
-# Strings and comments: candidate block starts inside them are not starts.
-_STRING_OR_COMMENT = re.compile(
-    r"""#[^\n]*"""
-    r"""|(?:[rRbBuUfFtT]{1,2})?(?:'''[\s\S]*?(?:'''|\Z)|\"\"\"[\s\S]*?(?:\"\"\"|\Z))"""
-    r"""|(?:[rRbBuUfFtT]{1,2})?(?:'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")"""
+# Multi-line strings: candidate block starts inside them are not starts. Only triple-quoted
+# strings span lines (a backslash-continued one-line string just causes a merge), and a
+# comment that mentions triple quotes is consumed so it does not open one. One-line strings
+# holding triple quotes are not recognised: that costs a merge or a larger block, never a
+# wrong parse (blocks are only ever joined, and every block is parsed by libcst).
+_MULTILINE_STRING = re.compile(
+    r"""#[^\n]*(?:'''|\"\"\")[^\n]*"""
+    r"""|[rRbBuUfFtT]{0,2}(?:'''[\s\S]*?(?:'''|\Z)|\"\"\"[\s\S]*?(?:\"\"\"|\Z))"""
 )
 _START = re.compile(r"^(?![ \t#\n\r)\]}]|else\b|elif\b|except\b|finally\b|case\b)", re.M)
 # How many following blocks a non-parsing block may swallow before it is called an error.
@@ -92,7 +95,9 @@ class ParseCache:
 def candidate_starts(text: str) -> list[int]:
     """Offsets where a top-level statement may start (always includes 0)."""
     masked: list[tuple[int, int]] = [
-        (m.start(), m.end()) for m in _STRING_OR_COMMENT.finditer(text) if "\n" in m.group()
+        (m.start(), m.end())
+        for m in _MULTILINE_STRING.finditer(text)
+        if text.count("\n", m.start(), m.end())
     ]
     starts = [0]
     mi = 0
@@ -147,7 +152,37 @@ def split_blocks(text: str, cache: ParseCache) -> list[Block]:
     if not text:
         return []
     starts = _attach_decorators_and_comments(text, candidate_starts(text))
-    starts.append(len(text))
+    blocks = _split(text, starts, cache)
+    if any(b.module is None for b in blocks):
+        exact = statement_starts(text)
+        if exact is not None:
+            # CPython parses the file: the line scan cut through a bracket or a string
+            # (more than _MAX_MERGE column-0 lines). Split where the statements really are.
+            blocks = _split(text, exact, cache)
+    return blocks
+
+
+def statement_starts(text: str) -> list[int] | None:
+    """Offsets of the top-level statements (decorators included) from CPython's parser,
+    or None when the file is not valid Python."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    line_offsets = [0]
+    for line in text.splitlines(keepends=True):
+        line_offsets.append(line_offsets[-1] + len(line))
+    starts = [0]
+    for stmt in tree.body:
+        decorators = getattr(stmt, "decorator_list", ())
+        line = min([stmt.lineno, *(d.lineno for d in decorators)])
+        if line > 1:
+            starts.append(line_offsets[line - 1])
+    return sorted(set(starts))
+
+
+def _split(text: str, starts: list[int], cache: ParseCache) -> list[Block]:
+    starts = [*starts, len(text)]
     blocks: list[Block] = []
     line = 1
     i = 0

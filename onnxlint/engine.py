@@ -78,6 +78,7 @@ class Engine:
                 )
         parsed = [b for b in blocks if b.module is not None]
         ctx = file_context(path, text, config, parsed)
+        ctx.required_words = frozenset(w for w in _all_required_words() if w in text)
         model = ctx.model
         instances = [r(ctx) for r in rules if r.applies_to(model)]
         cache_key = (_fingerprint(model), _config_key(config))
@@ -104,7 +105,7 @@ class Engine:
         stats: CheckStats,
     ) -> list[Violation]:
         assert block.module is not None
-        present = _words_in(block)
+        present = _words_in(block, ctx.required_words)
         wanted = [r for r in instances if not r.requires or not present.isdisjoint(r.requires)]
         if not wanted:
             return []
@@ -158,12 +159,14 @@ def file_context(path: str, text: str, config: Config, parsed: list[Block]) -> C
     return Context(path, text, config, model, functions)
 
 
-def _words_in(block: Block) -> frozenset[str]:
-    """Which of the rules' `requires` words the block's text contains (memoised)."""
-    words: frozenset[str] | None = block.memo.get("words")
+def _words_in(block: Block, candidates: frozenset[str]) -> frozenset[str]:
+    """Which of `candidates` (the `requires` words the file contains) the block's text
+    contains, memoised with the block."""
+    key = ("words", candidates)
+    words: frozenset[str] | None = block.memo.get(key)
     if words is None:
         text = block.text
-        words = block.memo["words"] = frozenset(w for w in _all_required_words() if w in text)
+        words = block.memo[key] = frozenset(w for w in candidates if w in text)
     return words
 
 

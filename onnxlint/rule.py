@@ -185,6 +185,8 @@ class Context:
         self._kinds: dict[int, Kinds] = {}
         self._nested_parent: dict[int, FunctionInfo] = {}
         self.found: list[tuple[Rule, Violation]] = []
+        # The rules' `requires` words present in the file (set by the engine).
+        self.required_words: frozenset[str] = frozenset()
 
     # -- scope, maintained by the engine's own handlers
 

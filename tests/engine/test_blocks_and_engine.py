@@ -173,3 +173,25 @@ def test_block_offsets_agree_with_position_provider_on_every_node() -> None:
             shift = block.start_line - 1
             assert (span.line - shift, span.column - 1) == (rng.start.line, rng.start.column)
             assert (span.end_line - shift, span.end_column - 1) == (rng.end.line, rng.end.column)
+
+
+def test_a_long_bracket_or_string_at_column_0_is_not_a_syntax_error() -> None:
+    from onnxlint.blocks import ParseCache, split_blocks
+
+    rows = "".join(f"{i},\n" for i in range(20))
+    lines = "".join(f"line {i}\n" for i in range(20))
+    text = (
+        "import torch\n"
+        f"TABLE = [\n{rows}]\n"
+        "QUOTE = '\"\"\"'  # a one-line string holding triple quotes\n"
+        f'DOC = """\n{lines}"""\n'
+        "@torch.no_grad()\n\n@staticmethod\ndef f(x):\n    return x\n"
+    )
+    assert not [v for v in Engine().check("m.py", text) if v.code == "OLX000"]
+    blocks = split_blocks(text, ParseCache())
+    assert all(b.module is not None for b in blocks)
+    assert "".join(b.text for b in blocks) == text
+    assert blocks[-1].text.startswith("@torch.no_grad()")
+    # A real error is still one.
+    broken = text.replace("def f(x):", "def f(x:")
+    assert [v.line for v in Engine().check("m.py", broken) if v.code == "OLX000"]
