@@ -1,6 +1,7 @@
 """Engine benchmarks for issue 2: prints figures, never asserts.
 
     python bench/bench_engine.py [--runs 3] [--jobs 2] [--skip-torchfix] [--torchfix-sample 150]
+    python bench/bench_engine.py --only-torchfix --torchfix-sample 0 --torchfix-runs 1  # whole corpus
 
 Corpus: transformers' `models/` and monai's `networks/` (fetched with `pip download` into
 bench/corpus/ on first use). Measured side by side in one run:
@@ -146,9 +147,16 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--skip-torchfix", action="store_true")
-    ap.add_argument("--torchfix-sample", type=int, default=150)
+    ap.add_argument(
+        "--torchfix-sample", type=int, default=150, help="files for TorchFix; 0: the whole corpus"
+    )
+    ap.add_argument("--torchfix-runs", type=int, default=0, help="default: --runs")
+    ap.add_argument("--only-torchfix", action="store_true", help="just the TorchFix comparison")
     args = ap.parse_args()
     files = fetch_corpus()
+    if args.only_torchfix:
+        bench_torchfix(files, args)
+        return
     nlines = sum(f.read_text(encoding="utf-8").count("\n") for f in files)
     print(f"corpus: {len(files)} files, {nlines:,} lines; {os.cpu_count()} CPUs; jobs={args.jobs}")
     onnxlint = [sys.executable, "-m", "onnxlint"]
@@ -249,7 +257,8 @@ def bench_torchfix(files: list[Path], args: argparse.Namespace) -> None:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "torchfix"], check=True)
     rng = random.Random(0)
-    sample = rng.sample(files, min(args.torchfix_sample, len(files)))
+    size = args.torchfix_sample or len(files)
+    sample = rng.sample(files, min(size, len(files)))
     sample_dir = Path("/tmp/onnxlint_torchfix_sample")
     shutil.rmtree(sample_dir, ignore_errors=True)
     for i, f in enumerate(sample):
@@ -258,7 +267,7 @@ def bench_torchfix(files: list[Path], args: argparse.Namespace) -> None:
         shutil.copy(f, dest)
     slines = sum(f.read_text(encoding="utf-8").count("\n") for f in sample)
     tf_t, ol_t = [], []
-    for _ in range(args.runs):
+    for _ in range(args.torchfix_runs or args.runs):
         tf_t.append(timed([str(tf), "-j", str(args.jobs), "--select", "ALL", str(sample_dir)])[0])
         ol_t.append(
             timed(

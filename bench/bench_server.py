@@ -11,8 +11,9 @@ with `ruff server` in the same run, through a real editor (headless Neovim 0.7 d
   `first_diagnostics_ms` (`:edit` to the first publish), p50 over runs;
 - a one-line edit inside a method (BertSelfOutput.forward), 20 per run: p50 and p95 over all;
 - a storm of 500 keystrokes: the last publish after the last keystroke, p50 over runs;
-- memory, with a small stdio client of our own: RSS once idle after the open, and before /
-  after 10,000 incremental edits (typed in bursts of 50, each burst waiting for its publish).
+- memory, with a small stdio client of our own: RSS once idle after the open, and after
+  10,000 incremental edits that type a line and delete it again (so the text stays the
+  opened one; bursts of 50, each waiting for its publish), with RSS every 2,000 edits.
 """
 
 from __future__ import annotations
@@ -261,47 +262,56 @@ def memory(server: list[str], file: Path, at: int, edits: int, init: Any) -> dic
     c.wait_version(uri, 0)
     time.sleep(2.5)
     idle = c.rss_mb()
+    # Type the storm line and delete it again with backspaces, over and over, so the text
+    # after every cycle is the text that was opened: memory is compared like with like.
     line = at - 1
     typed = STORM_LINE + "\n"
-    version, col, i = 0, 0, 0
+    cycle = [("type", ch) for ch in typed] + [("backspace", "")] * len(typed)
+    version, col = 0, 0
+    series: list[tuple[int, float]] = []
     t0 = time.monotonic()
     for n in range(edits):
         version += 1
-        if n % 7 == 6 and col > 0:
-            col -= 1
-            change = {
-                "range": {
-                    "start": {"line": line, "character": col},
-                    "end": {"line": line, "character": col + 1},
-                },
-                "text": "",
-            }
-            i -= 1
-        else:
-            ch = typed[i % len(typed)]
-            i += 1
-            change = {
-                "range": {
-                    "start": {"line": line, "character": col},
-                    "end": {"line": line, "character": col},
-                },
-                "text": ch,
-            }
+        action, ch = cycle[n % len(cycle)]
+        if action == "type":
+            start = end = {"line": line, "character": col}
             if ch == "\n":
                 line, col = line + 1, 0
             else:
                 col += 1
+        else:
+            if col == 0:  # join with the line above: delete its newline
+                line -= 1
+                col = len(typed) - 1
+                start = {"line": line, "character": col}
+                end = {"line": line + 1, "character": 0}
+            else:
+                col -= 1
+                start = {"line": line, "character": col}
+                end = {"line": line, "character": col + 1}
+            ch = ""
         c.notify(
             "textDocument/didChange",
-            {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
+            {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{"range": {"start": start, "end": end}, "text": ch}],
+            },
         )
         if n % 50 == 49:
             c.wait_version(uri, version)
+        if (n + 1) % 2000 == 0:
+            c.wait_version(uri, version)
+            series.append((n + 1, c.rss_mb()))
     c.wait_version(uri, version)
     wall = time.monotonic() - t0
     time.sleep(2.5)  # idle: the server gives freed memory back after 1 s without checks
     after = c.rss_mb()
     c.close()
+    print(
+        "  RSS while editing (MB): "
+        + ", ".join(f"{n}: {mb:.0f}" for n, mb in series)
+        + f"; idle after: {after:.0f}",
+    )
     return {"idle_mb": idle, "after_edits_mb": after, "edits": float(edits), "edits_wall_s": wall}
 
 
@@ -343,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     direct = collect([run_probe(ONNXLINT_DIRECT, file, at, "open", INIT) for _ in range(args.runs)])
     mem: dict[str, dict[str, float]] = {}
     for name, (cmd, init) in servers.items():
-        print(f"  {name}: memory run ({args.edits} edits)", file=sys.stderr)
+        print(f"{name}: memory run ({args.edits} edits, type a line and delete it)")
         mem[name] = memory(cmd, file, at, args.edits, init or {})
 
     names = list(servers)

@@ -108,8 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_rules()
         if args.command == "analyze":
             return cmd_analyze(args)
-        from onnxlint.runner import cmd_check
+        from onnxlint.codecache import generated_code_cache
 
+        with generated_code_cache():  # libcst's dataclasses: a third of its import
+            from onnxlint.engine import Engine  # noqa: F401
+            from onnxlint.runner import cmd_check
         return cmd_check(args)
     except ConfigError as exc:
         print(f"onnxlint: error: {exc}", file=sys.stderr)

@@ -105,9 +105,12 @@ def serve(argv: list[str] | None = None) -> int:
     # stdout belongs to the protocol: anything printed by accident goes to stderr instead.
     stdout = sys.stdout.buffer
     sys.stdout = sys.stderr
-    server = create_server()
+    from onnxlint.codecache import generated_code_cache
+
+    with generated_code_cache():  # pygls, lsprotocol, libcst: half their import is codegen
+        server = create_server()
+        server.load_engine()
     logging.getLogger("onnxlint").addHandler(ClientLogHandler(server, max(level, logging.INFO)))
-    server.warm()
     try:
         server.start_io(sys.stdin.buffer, stdout)
     finally:

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("onnxlint.server")
 
-INTERNAL_ERROR_CODE = "OLX001"  # onnxlint.engine.INTERNAL_ERROR_CODE (not imported: see warm)
+INTERNAL_ERROR_CODE = "OLX001"  # = onnxlint.engine.INTERNAL_ERROR_CODE
 
 T = TypeVar("T")
 
@@ -131,25 +131,22 @@ class OnnxlintServer(LanguageServer):
 
     @property
     def engine(self) -> Engine:
-        """The one Engine of this server (its parse cache makes re-checks incremental).
-
-        Importing the engine means importing libcst and every rule (most of the start-up
-        time), so it happens on the engine thread right after start (`warm`), while the
-        event loop answers `initialize`.
-        """
+        """The one Engine of this server (its parse cache makes re-checks incremental)."""
         if self._engine is None:
             with self._engine_lock:
                 if self._engine is None:
-                    from onnxlint.engine import Engine
-                    from onnxlint.rules import all_rules
-
-                    all_rules()
-                    self._engine = Engine(cache_entries=PARSE_CACHE_SLACK)
+                    self.load_engine()
+        assert self._engine is not None
         return self._engine
 
-    def warm(self) -> None:
-        """Load the engine in the background (see `engine`)."""
-        self.checker.submit(lambda: self.engine)
+    def load_engine(self) -> None:
+        """Import libcst and every rule, and make the Engine. `serve` does this at start,
+        under the generated-code cache (see `onnxlint.codecache`), before reading stdin."""
+        from onnxlint.engine import Engine
+        from onnxlint.rules import all_rules
+
+        all_rules()
+        self._engine = Engine(cache_entries=PARSE_CACHE_SLACK)
 
     # ------------------------------------------------------------------ helpers
 

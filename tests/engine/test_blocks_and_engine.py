@@ -183,7 +183,7 @@ def test_a_long_bracket_or_string_at_column_0_is_not_a_syntax_error() -> None:
     text = (
         "import torch\n"
         f"TABLE = [\n{rows}]\n"
-        "QUOTE = '\"\"\"'  # a one-line string holding triple quotes\n"
+        'QUOTE = \'"""\'  # a one-line string holding triple quotes\n'
         f'DOC = """\n{lines}"""\n'
         "@torch.no_grad()\n\n@staticmethod\ndef f(x):\n    return x\n"
     )
