@@ -142,11 +142,16 @@ def _emit(
 _ENGINE: Engine | None = None
 
 
-def _worker_check(job: tuple[str, str, Config, bool, bool, bool]) -> FileOutcome:
+def _worker_check(job: tuple[str, str | None, Config, bool, bool, bool]) -> FileOutcome:
     global _ENGINE
     if _ENGINE is None:
         _ENGINE = Engine(cache_entries=0)
     path, text, config, fix, unsafe, diff = job
+    if text is None:  # not read by the parent (no cache): read here, in parallel
+        try:
+            text = read_text(Path(path))
+        except ReadError as exc:
+            return FileOutcome(path, [_error_violation(path, str(exc))])
     return _check_one(_ENGINE, path, text, config, fix, unsafe, diff)
 
 
@@ -182,11 +187,14 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
     if use_cache:
         cache = ResultCache(config.root or Path.cwd(), config_key(config))
     outcomes: list[FileOutcome] = []
-    jobs: list[tuple[str, str, Config, bool, bool, bool]] = []
+    jobs: list[tuple[str, str | None, Config, bool, bool, bool]] = []
     digests: dict[str, str] = {}
     for f in files:
         path = str(f)
         if config.is_excluded(path):
+            continue
+        if cache is None:
+            jobs.append((path, None, config, args.fix, args.unsafe_fixes, args.diff))
             continue
         try:
             text = read_text(f)
