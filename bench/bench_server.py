@@ -399,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
     print(
-        "python -m onnxlint.server (lazy engine import): initialize "
+        "python -m onnxlint.server (module entry point): initialize "
         f"{fmt(direct['initialize_ms'], ' ms')}, :edit -> publish "
         f"{fmt(direct['open_to_diagnostics_ms'], ' ms')}, "
         f"total {fmt(direct['first_incl_start_ms'], ' ms')}"

@@ -58,11 +58,20 @@ async def analyze_export(ls: OnnxlintServer, *args: Any) -> Any:
 
 async def fix_all(ls: OnnxlintServer, *args: Any) -> Any:
     from onnxlint.server.code_actions import FIX_ALL_TITLE, fix_all_edit
+    from onnxlint.server.progress import with_progress
 
-    uri, _ = _uri_and_options(args)
+    uri, options = _uri_and_options(args)
     assert uri is not None
     ls.document(uri)
-    edit = await fix_all_edit(ls, uri)
+    name = uri.rsplit("/", 1)[-1]
+    after = options.get("progressAfterS")
+    edit = await with_progress(
+        ls,
+        "onnxlint: fixing all problems",
+        fix_all_edit(ls, uri),
+        message=name,
+        after_s=float(after) if isinstance(after, (int, float)) else None,
+    )
     if edit is None:
         return {"applied": False, "reason": "nothing to fix"}
     result = await ls.workspace_apply_edit_async(

@@ -19,13 +19,13 @@ import re
 import sys
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
+from onnxlint.server.progress import Progress
 from onnxlint.server.server import OnnxlintServer
 
 log = logging.getLogger("onnxlint.server")
@@ -204,7 +204,7 @@ class DeepService:
         self.running = job
         if token is not None:
             token.add_done_callback(lambda f: job.cancel.set() if f.cancelled() else None)
-        progress = await _Progress.start(ls, f"onnxlint: analyzing {target.name}", job.cancel)
+        progress = await Progress.start(ls, f"onnxlint: analyzing {target.name}", job.cancel)
         ls.protocol.notify(ANALYSIS_STATE, {"state": "started", "target": target.name})
         versions = {u: d.version for u, d in ls.workspace.text_documents.items()}
         loop = ls.get_loop()
@@ -324,47 +324,3 @@ def _factory_mentions(target: Any, name: str) -> bool:
             continue
         return re.search(rf"\b{re.escape(name)}\b", text) is not None
     return False
-
-
-class _Progress:
-    """Work-done progress created by the server (no-op if the client does not support it)."""
-
-    def __init__(self, ls: OnnxlintServer, token: str | None) -> None:
-        self.ls = ls
-        self.token = token
-
-    @classmethod
-    async def start(cls, ls: OnnxlintServer, title: str, cancel: threading.Event) -> _Progress:
-        caps = ls.client_capabilities.window
-        if not (caps and caps.work_done_progress):
-            return cls(ls, None)
-        token = f"onnxlint-{uuid.uuid4()}"
-        try:
-            await ls.work_done_progress.create_async(token)
-        except Exception as exc:
-            log.warning("window/workDoneProgress/create failed: %s", exc)
-            return cls(ls, None)
-        fut = ls.work_done_progress.tokens.get(token)
-        if fut is not None:
-            fut.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
-        ls.work_done_progress.begin(
-            token, types.WorkDoneProgressBegin(title=title, cancellable=True, message="starting")
-        )
-        return cls(ls, token)
-
-    def report(self, phase: str, percent: int | None) -> None:
-        if self.token is None:
-            return
-        self.ls.work_done_progress.report(
-            self.token,
-            types.WorkDoneProgressReport(
-                message=phase, percentage=percent if isinstance(percent, int) else None
-            ),
-        )
-
-    def end(self, message: str) -> None:
-        if self.token is None:
-            return
-        self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
-        self.ls.work_done_progress.tokens.pop(self.token, None)
-        self.token = None

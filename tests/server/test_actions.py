@@ -326,3 +326,25 @@ async def test_unknown_command_is_an_error(shared: Client) -> None:
         await lsp.workspace_execute_command_async(
             types.ExecuteCommandParams(command="onnxlint.nope", arguments=[])
         )
+
+
+async def test_fix_all_command_shows_progress_when_it_takes_a_while(
+    shared: Client, tmp_path
+) -> None:
+    lsp = shared
+    uri = uri_of(tmp_path / "slow.py")
+    open_doc(lsp, uri, MIXED)
+    await diagnostics_for(lsp, uri, 1)
+    before = set(lsp.progress_reports)
+    # progressAfterS=0: as if the fix took longer than the usual one second
+    result = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command="onnxlint.fixAll", arguments=[{"uri": uri, "progressAfterS": 0}]
+        )
+    )
+    assert result["applied"] is True
+    (token,) = set(lsp.progress_reports) - before
+    reports = lsp.progress_reports[token]
+    assert isinstance(reports[0], types.WorkDoneProgressBegin)
+    assert reports[0].title == "onnxlint: fixing all problems" and not reports[0].cancellable
+    assert isinstance(reports[-1], types.WorkDoneProgressEnd)
