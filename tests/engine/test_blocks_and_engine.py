@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import libcst as cst
+import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from onnxlint.blocks import ParseCache, split_blocks
@@ -195,3 +196,23 @@ def test_a_long_bracket_or_string_at_column_0_is_not_a_syntax_error() -> None:
     # A real error is still one.
     broken = text.replace("def f(x):", "def f(x:")
     assert [v.line for v in Engine().check("m.py", broken) if v.code == "OLX000"]
+
+
+def test_parsing_without_node_validation_gives_the_validated_tree() -> None:
+    from pathlib import Path
+
+    from onnxlint.blocks import unvalidated_nodes
+
+    root = Path(__file__).resolve().parents[2]
+    sources = [p.read_text(encoding="utf-8") for p in sorted(root.glob("examples/**/*.py"))]
+    sources += [p.read_text(encoding="utf-8") for p in sorted(root.glob("onnxlint/*.py"))]
+    assert len(sources) > 10
+    for text in sources:
+        validated = cst.parse_module(text)
+        with unvalidated_nodes():
+            fast = cst.parse_module(text)
+        assert fast.code == text
+        assert fast.deep_equals(validated)
+    # Outside the block, hand-built nodes are validated again.
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("not a name")
