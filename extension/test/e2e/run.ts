@@ -554,9 +554,16 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
 /** Restricted Mode: static diagnostics still appear, and deep analysis is refused with a clear message. */
 async function scenarioUntrusted(ctx: Ctx): Promise<void> {
     const page = ctx.page;
-    const restricted = await page.locator('.statusbar-item', { hasText: 'Restricted Mode' }).count();
-    ctx.detail.push(`restricted mode indicator: ${restricted > 0}`);
-    if (restricted === 0) {
+    // The status bar fills in after the window opens: wait for the indicator (a busy CI
+    // machine once looked before it was drawn).
+    const indicator = page.locator('.statusbar-item', { hasText: 'Restricted Mode' });
+    const restricted = await waitFor(
+        'the Restricted Mode indicator',
+        async () => ((await indicator.count()) > 0 ? true : undefined),
+        30_000,
+    ).catch(() => false);
+    ctx.detail.push(`restricted mode indicator: ${restricted}`);
+    if (!restricted) {
         throw new Error('the workspace did not open in Restricted Mode, so this scenario tests nothing');
     }
     await waitForStaticDiagnostics(ctx);
