@@ -24,6 +24,8 @@ from typing import Any
 
 import libcst as cst
 
+from onnxlint.violation import line_starts
+
 # Multi-line strings: candidate block starts inside them are not starts. Only triple-quoted
 # strings span lines (a backslash-continued one-line string just causes a merge), and a
 # comment that mentions triple quotes is consumed so it does not open one. One-line strings
@@ -197,9 +199,7 @@ def statement_starts(text: str) -> list[int] | None:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    line_offsets = [0]
-    for line in text.splitlines(keepends=True):
-        line_offsets.append(line_offsets[-1] + len(line))
+    line_offsets = line_starts(text)
     starts = [0]
     for stmt in tree.body:
         decorators = getattr(stmt, "decorator_list", ())

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from onnxlint.violation import Edit, Fix, FixSafety, Violation
+from onnxlint.violation import Edit, Fix, FixSafety, Violation, line_starts
 
 Checker = Callable[[str], list[Violation]]
 
@@ -41,9 +41,7 @@ def is_applicable(fix: Fix | None, unsafe: bool) -> bool:
 
 def line_offsets(text: str) -> list[int]:
     """Offset of the start of each line (index 0 is line 1), plus the end of the text."""
-    offsets = [0]
-    for line in text.splitlines(keepends=True):
-        offsets.append(offsets[-1] + len(line))
+    offsets = line_starts(text)
     if not text.endswith(("\n", "\r")):
         offsets.append(len(text))
     return offsets

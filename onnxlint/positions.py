@@ -13,7 +13,6 @@ does not recompute it.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,11 +21,9 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from onnxlint.blocks import Block
-from onnxlint.violation import Span
+from onnxlint.violation import Span, line_starts
 
 _KEY = "positions"
-# libcst's notion of a line break (PositionProvider splits tokens on the same pattern).
-_NEWLINE = re.compile(r"\r\n?|\n")
 
 
 class _OffsetState(CodegenState):
@@ -86,8 +83,7 @@ class BlockPositions:
         state = _OffsetState(module)
         module._codegen(state)
         self.offsets = state.computed
-        text = "".join(state.tokens)
-        self.line_starts = [0, *(m.end() for m in _NEWLINE.finditer(text))]
+        self.line_starts = line_starts("".join(state.tokens))
 
     def line_column(self, offset: int) -> tuple[int, int]:
         """1-based line and 0-based column of a character offset in the block."""

@@ -7,8 +7,20 @@ columns are 1-based, columns count Unicode code points, `end_column` is exclusiv
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+# What ends a line for Span: `\r\n`, `\r` or `\n`, as for CPython's tokenizer, libcst and
+# LSP. Not `str.splitlines`, which also breaks at \f, \v, \x1c-\x1e, \x85, \u2028, \u2029.
+_LINE_BREAK = re.compile(r"\r\n?|\n")
+
+
+def line_starts(text: str) -> list[int]:
+    """Offset of the first character of each line of `text` (index 0 is line 1); a text
+    ending in a line break has an empty last line starting at `len(text)`."""
+    return [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
+
 
 DOCS_BASE_URL = "https://onnxlint.dev/rules/"
 

@@ -123,6 +123,17 @@ def test_fix_unsafe_rewrites_file_keeping_crlf_and_mode(cli, tmp_path: Path) -> 
     assert "Fixed 1 problem" in r.stdout
 
 
+def test_fix_lands_on_the_right_column_after_a_form_feed(cli, tmp_path: Path) -> None:
+    # str.splitlines breaks lines at \f (and \v, \x1c, \u2028...); Python, libcst and the
+    # finding's line numbers do not. The fix once landed a few columns off: `dTrue=False`.
+    f = tmp_path / "bad.py"
+    text = 'import torch\n# page\x0cbreak\ntorch.onnx.export(m, (x,), "m.onnx", dynamo=False)\n'
+    f.write_text(text)
+    r = cli("check", str(f), "--fix", "--unsafe-fixes", "--no-cache")
+    assert r.returncode == 0, r.stdout
+    assert f.read_text() == text.replace("dynamo=False", "dynamo=True")
+
+
 def test_diff_writes_nothing(cli, tmp_path: Path) -> None:
     f = write(tmp_path / "bad.py", BAD)
     r = cli("check", str(f), "--diff", "--unsafe-fixes", "--no-cache")
