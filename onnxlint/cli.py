@@ -111,7 +111,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from onnxlint.codecache import generated_code_cache
 
         with generated_code_cache():  # libcst's dataclasses: a third of its import
-            from onnxlint.engine import Engine  # noqa: F401
             from onnxlint.runner import cmd_check
         return cmd_check(args)
     except ConfigError as exc:

@@ -33,6 +33,7 @@ from onnxlint.semantic import (
     dotted,
     keyword_arg,
     literal_int,
+    strip_method_calls,
 )
 from onnxlint.violation import Edit, Span
 from onnxlint.walker import iter_children, iter_descendants
@@ -860,12 +861,7 @@ _TENSOR_CHAIN = frozenset(
 
 def _is_tensor_expr(ctx: Context, expr: cst.BaseExpression) -> bool:
     """A `torch.<factory>(...)` call, possibly followed by tensor methods (`.to(device)`)."""
-    while (
-        isinstance(expr, cst.Call)
-        and isinstance(expr.func, cst.Attribute)
-        and expr.func.attr.value in _TENSOR_CHAIN
-    ):
-        expr = expr.func.value
+    expr = strip_method_calls(expr, _TENSOR_CHAIN)
     if not isinstance(expr, cst.Call):
         return False
     q = ctx.qualname(expr.func) or ""

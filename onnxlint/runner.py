@@ -212,13 +212,12 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
         except ReadError as exc:
             outcomes.append(FileOutcome(path, [_error_violation(path, str(exc))]))
             continue
-        if cache is not None:
-            digest = content_key(text)
-            hit = cache.get(digest, path)
-            if hit is not None:
-                outcomes.append(FileOutcome(path, hit))
-                continue
-            digests[path] = digest
+        digest = content_key(text)
+        hit = cache.get(digest, path)
+        if hit is not None:
+            outcomes.append(FileOutcome(path, hit))
+            continue
+        digests[path] = digest
         jobs.append((path, text, config, args.fix, args.unsafe_fixes, args.diff))
     njobs = args.jobs or (os.cpu_count() or 1)
     if njobs > 1 and len(jobs) > 8:

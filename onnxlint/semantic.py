@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import builtins
 import enum
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -317,6 +317,18 @@ def literal_int(expr: cst.BaseExpression) -> int | None:
     ):
         return -int(expr.expression.value, 0)
     return None
+
+
+def strip_method_calls(expr: cst.BaseExpression, methods: Collection[str]) -> cst.BaseExpression:
+    """`expr` without trailing calls of `methods`: `torch.zeros(2).to(dev).float()` with
+    {"to", "float"} gives `torch.zeros(2)`."""
+    while (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value in methods
+    ):
+        expr = expr.func.value
+    return expr
 
 
 def literal_bool(expr: cst.BaseExpression) -> bool | None:

@@ -25,6 +25,7 @@ from onnxlint.semantic import (
     dotted,
     keyword_arg,
     literal_int,
+    strip_method_calls,
 )
 from onnxlint.violation import FixSafety, Severity
 from onnxlint.walker import iter_children
@@ -605,12 +606,7 @@ class _Flow:
             if found and isinstance(value, cst.BaseExpression):
                 return self.literal_factory(value, depth + 1)
             return None
-        while (
-            isinstance(expr, cst.Call)
-            and isinstance(expr.func, cst.Attribute)
-            and expr.func.attr.value in _DEVICE_CHAIN
-        ):
-            expr = expr.func.value
+        expr = strip_method_calls(expr, _DEVICE_CHAIN)
         if not isinstance(expr, cst.Call):
             return None
         func = expr.func
