@@ -7,11 +7,12 @@ negotiated position encoding, UTF-16 code units unless the client offered anothe
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 from typing import Any
 
 from lsprotocol import types
 
-from onnxlint.violation import Edit, Fix, FixSafety, Violation
+from onnxlint.violation import Edit, Fix, FixSafety, Violation, line_starts
 
 SOURCE = "onnxlint"
 UTF8 = types.PositionEncodingKind.Utf8.value
@@ -30,10 +31,7 @@ class Lines:
 
     def __init__(self, text: str, encoding: str = types.PositionEncodingKind.Utf16) -> None:
         self.text = text
-        self.lines = text.splitlines(keepends=False) if text else []
-        # `splitlines` also splits on \f, \v, \x1c..., which neither the engine nor LSP does.
-        if any(c in text for c in "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"):
-            self.lines = _split_lsp_lines(text)
+        self.lines = _lines(text)
         self.encoding = str(getattr(encoding, "value", encoding))
 
     def _units(self, s: str) -> int:
@@ -78,13 +76,14 @@ class Lines:
         return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
 
 
-def _split_lsp_lines(text: str) -> list[str]:
-    out: list[str] = []
-    for part in text.split("\n"):
-        out.extend(part.split("\r\n") if "\r\n" in part else [part])
-    if out and out[-1] == "" and text.endswith("\n"):
-        out.pop()
-    return [p.rstrip("\r") for p in out]
+def _lines(text: str) -> list[str]:
+    """The lines without their breaks, broken where the engine and LSP break them
+    (`violation.line_starts`; `str.splitlines` also breaks at \f, \v, \x1c...)."""
+    starts = line_starts(text)
+    lines = [text[a:b].rstrip("\r\n") for a, b in pairwise(starts)]
+    if starts[-1] < len(text):
+        lines.append(text[starts[-1] :])
+    return lines
 
 
 def severity(v: Violation, override: str | None) -> types.DiagnosticSeverity:
