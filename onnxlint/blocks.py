@@ -69,13 +69,26 @@ _Entry = tuple[cst.Module | None, Any, dict[Any, Any]]
 
 
 class ParseCache:
-    """Parsed blocks keyed by their exact text (an LRU, bounded in entries)."""
+    """Parsed blocks keyed by their exact text: an LRU bounded in entries and, optionally,
+    in characters of text (trees grow with their text; the server bounds both). Pinned
+    texts (the server pins the blocks of its open documents) are never evicted."""
 
-    def __init__(self, max_entries: int = 4096) -> None:
+    def __init__(self, max_entries: int = 4096, max_chars: int | None = None) -> None:
         self.max_entries = max_entries
+        self.max_chars = max_chars
+        self.pinned: set[str] = set()
         self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._chars = 0
         self.hits = 0
         self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def chars(self) -> int:
+        """Characters of text held."""
+        return self._chars
 
     def get(self, text: str) -> _Entry | None:
         entry = self._entries.get(text)
@@ -88,12 +101,31 @@ class ParseCache:
         self.misses += 1
         if self.max_entries <= 0:
             return
+        if text not in self._entries:
+            self._chars += len(text)
         self._entries[text] = value
-        if len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+        self.trim()
+
+    def trim(self, max_entries: int | None = None, max_chars: int | None = None) -> None:
+        """Drop the least recently used unpinned entries until within the bounds (the
+        cache's own, or others given for this call: `trim(0, 0)` keeps the pinned only)."""
+        entries = self.max_entries if max_entries is None else max_entries
+        chars = self.max_chars if max_chars is None else max_chars
+
+        def over() -> bool:
+            return len(self._entries) > entries or (chars is not None and self._chars > chars)
+
+        if not over():
+            return
+        for text in [t for t in self._entries if t not in self.pinned]:  # oldest first
+            del self._entries[text]
+            self._chars -= len(text)
+            if not over():
+                return
 
     def clear(self) -> None:
         self._entries.clear()
+        self._chars = 0
 
 
 def candidate_starts(text: str) -> list[int]:

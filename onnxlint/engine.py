@@ -51,6 +51,7 @@ class Engine:
     def __init__(self, cache_entries: int = 4096) -> None:
         self.parse_cache = ParseCache(cache_entries)
         self.last_stats = CheckStats()
+        self.last_block_texts: list[str] = []  # the blocks of the last check (the server pins them)
 
     def check(self, path: str, text: str, config: Config | None = None) -> list[Violation]:
         config = config or Config()
@@ -63,6 +64,7 @@ class Engine:
             return []
         blocks = split_blocks(text, self.parse_cache)
         stats.blocks = len(blocks)
+        self.last_block_texts = [b.text for b in blocks]
         rules = active_rules(config)
         violations: list[Violation] = []
         for b in blocks:

@@ -216,3 +216,26 @@ def test_parsing_without_node_validation_gives_the_validated_tree() -> None:
     # Outside the block, hand-built nodes are validated again.
     with pytest.raises(cst.CSTValidationError):
         cst.Name("not a name")
+
+
+def test_parse_cache_bounds_entries_and_characters_and_keeps_pinned_texts() -> None:
+    cache = ParseCache(max_entries=3, max_chars=10)
+    for text in ("a = 1\n", "b = 2\n", "c = 3\n"):  # 6 characters each
+        split_blocks(text, cache)
+    # 18 characters > 10: the oldest go until the bound holds.
+    assert len(cache) == 1 and cache.chars == 6 and cache.get("c = 3\n") is not None
+    cache.pinned = {"c = 3\n"}
+    for text in ("d = 4\n", "e = 5\n"):
+        split_blocks(text, cache)
+    # The pinned entry outlives newer unpinned ones.
+    assert cache.get("c = 3\n") is not None and cache.get("d = 4\n") is None
+    cache.trim(0, 0)
+    assert len(cache) == 1 and cache.chars == 6  # only the pinned one is left
+    cache.clear()
+    assert len(cache) == 0 and cache.chars == 0
+
+
+def test_engine_reports_the_blocks_of_its_last_check() -> None:
+    engine = Engine()
+    engine.check("m.py", SOURCE)
+    assert "".join(engine.last_block_texts) == SOURCE

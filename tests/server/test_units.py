@@ -112,3 +112,38 @@ def test_code_under_the_cursor_in_a_comment() -> None:
     assert code_in_comment(line, line.index("OLX401") + 1)[0] == "OLX401"  # type: ignore[index]
     assert code_in_comment(line, line.index("OLX201"))[0] == "OLX201"  # type: ignore[index]
     assert code_in_comment(line, 0) is None
+
+
+def test_editing_one_document_keeps_the_other_documents_blocks_parsed() -> None:
+    """The parse cache pins every open document's blocks: typing in B (each keystroke a
+    new version of a block, some running to the end of the file while a bracket is open)
+    never evicts A's, and once idle only the open documents' blocks stay."""
+    from pygls.workspace import Workspace
+
+    from onnxlint.config import Config
+    from onnxlint.server.server import PARSE_CACHE_SLACK, OnnxlintServer
+
+    server = OnnxlintServer()
+    server.protocol._workspace = Workspace(None, types.TextDocumentSyncKind.Incremental)
+    model = "import torch\n\n" + "".join(
+        f"class M{i}(torch.nn.Module):\n    def forward(self, x):\n        return x + {i}\n\n"
+        for i in range(20)
+    )
+    texts = {"file:///a.py": model, "file:///b.py": model.replace("x + ", "x * ")}
+    for uri, text in texts.items():
+        server.workspace.put_text_document(
+            types.TextDocumentItem(uri=uri, language_id="python", version=0, text=text)
+        )
+        server._check(uri, uri[7:], text, Config())
+    cache = server.engine.parse_cache
+    server._check("file:///a.py", "/a.py", texts["file:///a.py"], Config())
+    a_blocks = list(server.engine.last_block_texts)
+    b = texts["file:///b.py"]
+    at = b.index("return x * 3") + len("return ")
+    for n in range(3 * PARSE_CACHE_SLACK):  # distinct versions, half with an open bracket
+        edited = b[:at] + ("(" if n % 2 else "") + f"{n} + " + b[at:]
+        server._check("file:///b.py", "/b.py", edited, Config())
+    assert all(cache.get(t) is not None for t in a_blocks)
+    assert len(cache) <= len(cache.pinned) + PARSE_CACHE_SLACK
+    server._drop_slack()
+    assert len(cache) == len(set(a_blocks) | set(server._blocks["file:///b.py"]))
