@@ -31,9 +31,11 @@ from onnxlint.violation import line_starts
 # comment that mentions triple quotes is consumed so it does not open one. One-line strings
 # holding triple quotes are not recognised: that costs a merge or a larger block, never a
 # wrong parse (blocks are only ever joined, and every block is parsed by libcst).
+# (A string's prefix letters are left out: no line starts between them and the quotes, and
+# without them the regex scans for three characters instead of fourteen: 2.8x faster.)
 _MULTILINE_STRING = re.compile(
     r"""#[^\n]*(?:'''|\"\"\")[^\n]*"""
-    r"""|[rRbBuUfFtT]{0,2}(?:'''[\s\S]*?(?:'''|\Z)|\"\"\"[\s\S]*?(?:\"\"\"|\Z))"""
+    r"""|'''[\s\S]*?(?:'''|\Z)|\"\"\"[\s\S]*?(?:\"\"\"|\Z)"""
 )
 _START = re.compile(r"^(?![ \t#\n\r)\]}]|else\b|elif\b|except\b|finally\b|case\b)", re.M)
 # How many following blocks a non-parsing block may swallow before it is called an error.
@@ -172,8 +174,7 @@ def _parse(text: str, cache: ParseCache) -> _Entry:
     if cached is not None:
         return cached
     try:
-        with unvalidated_nodes():
-            value: _Entry = (cst.parse_module(text), None, {})
+        value: _Entry = (cst.parse_module(text), None, {})  # within unvalidated_nodes()
     except cst.ParserSyntaxError as exc:
         value = (None, exc, {})
     except (RecursionError, MemoryError) as exc:  # pathological nesting
@@ -214,13 +215,14 @@ def split_blocks(text: str, cache: ParseCache) -> list[Block]:
     if not text:
         return []
     starts = _attach_decorators_and_comments(text, candidate_starts(text))
-    blocks = _split(text, starts, cache)
-    if any(b.module is None for b in blocks):
-        exact = statement_starts(text)
-        if exact is not None:
-            # CPython parses the file: the line scan cut through a bracket or a string
-            # (more than _MAX_MERGE column-0 lines). Split where the statements really are.
-            blocks = _split(text, exact, cache)
+    with unvalidated_nodes():  # once per file: switching it is not free (344 subclasses)
+        blocks = _split(text, starts, cache)
+        if any(b.module is None for b in blocks):
+            exact = statement_starts(text)
+            if exact is not None:
+                # CPython parses the file: the line scan cut through a bracket or a string
+                # (more than _MAX_MERGE column-0 lines). Split where the statements are.
+                blocks = _split(text, exact, cache)
     return blocks
 
 

@@ -80,7 +80,7 @@ class Engine:
                 )
         parsed = [b for b in blocks if b.module is not None]
         ctx = file_context(path, text, config, parsed)
-        ctx.required_words = frozenset(w for w in _all_required_words() if w in text)
+        ctx.required_words = words_in_text(text)
         model = ctx.model
         instances = [r(ctx) for r in rules if r.applies_to(model)]
         cache_key = (_fingerprint(model), _config_key(config))
@@ -172,14 +172,30 @@ def _words_in(block: Block, candidates: frozenset[str]) -> frozenset[str]:
     return words
 
 
-_REQUIRED_WORDS: frozenset[str] | None = None
+# The rules' `requires` words, shortest first, each with the shorter ones it contains.
+_REQUIRED_WORDS: list[tuple[str, tuple[str, ...]]] | None = None
 
 
-def _all_required_words() -> frozenset[str]:
+def _all_required_words() -> list[tuple[str, tuple[str, ...]]]:
     global _REQUIRED_WORDS
     if _REQUIRED_WORDS is None:
-        _REQUIRED_WORDS = frozenset(w for r in all_rules() for w in r.requires)
+        words = sorted({w for r in all_rules() for w in r.requires}, key=lambda w: (len(w), w))
+        _REQUIRED_WORDS = [(w, tuple(u for u in words[:i] if u in w)) for i, w in enumerate(words)]
     return _REQUIRED_WORDS
+
+
+def words_in_text(text: str) -> frozenset[str]:
+    """The rules' `requires` words that occur in `text`. A word that contains a shorter
+    word absent from the text is absent too (`dynamo_export` without `export`): most
+    files lack `onnx` and `export`, and the search skips the words built on them."""
+    absent: set[str] = set()
+    present: set[str] = set()
+    for word, parts in _all_required_words():
+        if absent.isdisjoint(parts) and word in text:
+            present.add(word)
+        else:
+            absent.add(word)
+    return frozenset(present)
 
 
 def block_index(block: Block) -> BlockIndex:

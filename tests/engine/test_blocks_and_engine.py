@@ -239,3 +239,18 @@ def test_engine_reports_the_blocks_of_its_last_check() -> None:
     engine = Engine()
     engine.check("m.py", SOURCE)
     assert "".join(engine.last_block_texts) == SOURCE
+
+
+def test_words_in_text_agrees_with_searching_every_word() -> None:
+    from onnxlint.engine import words_in_text
+    from onnxlint.rules import all_rules
+
+    words = {w for r in all_rules() for w in r.requires}
+    for text in (
+        SOURCE,
+        "torch.onnx.dynamo_export(m, x)",  # `dynamo_export` with `export` and `dynamo`
+        "x.view(2, 12)  # no export words",
+        "",
+        "dynamic_axes=None; is_onnxrt_backend_supported()",
+    ):
+        assert words_in_text(text) == {w for w in words if w in text}
