@@ -289,11 +289,22 @@ def _fix_all_text(ls: OnnxlintServer, uri: str, res: Result) -> str | None:
 
 
 async def resolve(ls: OnnxlintServer, action: types.CodeAction) -> types.CodeAction:
+    """Build the fix-all edit; with work-done progress when it takes over a second
+    (`progressAfterS` in the action's data overrides the delay, as for the command)."""
+    from onnxlint.server.progress import FIX_ALL_PROGRESS_TITLE, with_progress
+
     data = action.data if isinstance(action.data, dict) else {}
     if data.get("kind") == "fixAll" and action.edit is None:
         uri = data.get("uri")
         if isinstance(uri, str) and uri in ls.workspace.text_documents:
-            action.edit = await fix_all_edit(ls, uri)
+            after = data.get("progressAfterS")
+            action.edit = await with_progress(
+                ls,
+                FIX_ALL_PROGRESS_TITLE,
+                fix_all_edit(ls, uri),
+                message=uri.rsplit("/", 1)[-1],
+                after_s=float(after) if isinstance(after, (int, float)) else None,
+            )
     return action
 
 

@@ -58,7 +58,7 @@ async def analyze_export(ls: OnnxlintServer, *args: Any) -> Any:
 
 async def fix_all(ls: OnnxlintServer, *args: Any) -> Any:
     from onnxlint.server.code_actions import FIX_ALL_TITLE, fix_all_edit
-    from onnxlint.server.progress import with_progress
+    from onnxlint.server.progress import FIX_ALL_PROGRESS_TITLE, with_progress
 
     uri, options = _uri_and_options(args)
     assert uri is not None
@@ -67,7 +67,7 @@ async def fix_all(ls: OnnxlintServer, *args: Any) -> Any:
     after = options.get("progressAfterS")
     edit = await with_progress(
         ls,
-        "onnxlint: fixing all problems",
+        FIX_ALL_PROGRESS_TITLE,
         fix_all_edit(ls, uri),
         message=name,
         after_s=float(after) if isinstance(after, (int, float)) else None,

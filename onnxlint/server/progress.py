@@ -1,8 +1,9 @@
 """Work-done progress (`$/progress`) created by the server, for anything over a second.
 
 The deep analysis reports its phases through `Progress`; short requests such as "Fix all"
-use `with_progress`, which shows a progress item only when the work is still running after
-`PROGRESS_AFTER_S`, so quick results do not flash one.
+(the command, and the resolve of the `source.fixAll` code action) use `with_progress`,
+which shows a progress item only when the work is still running after `PROGRESS_AFTER_S`,
+so quick results do not flash one.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ log = logging.getLogger("onnxlint.server")
 
 T = TypeVar("T")
 PROGRESS_AFTER_S = 1.0
+FIX_ALL_PROGRESS_TITLE = "onnxlint: fixing all problems"
 
 
 class Progress:

@@ -45,8 +45,8 @@ from onnxlint.suppression import apply_suppressions
 from onnxlint.violation import Severity, Span, Violation
 
 if TYPE_CHECKING:
-    from onnxlint.engine import Engine
     from onnxlint.blocks import ParseCache
+    from onnxlint.engine import Engine
 
 log = logging.getLogger("onnxlint.server")
 

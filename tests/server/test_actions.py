@@ -348,3 +348,30 @@ async def test_fix_all_command_shows_progress_when_it_takes_a_while(
     assert isinstance(reports[0], types.WorkDoneProgressBegin)
     assert reports[0].title == "onnxlint: fixing all problems" and not reports[0].cancellable
     assert isinstance(reports[-1], types.WorkDoneProgressEnd)
+
+
+async def test_fix_all_code_action_resolve_shows_progress_when_it_takes_a_while(
+    lsp: Client, tmp_path
+) -> None:
+    await start(lsp, "vscode")  # resolves the edit lazily and supports work-done progress
+    uri = uri_of(tmp_path / "slow.py")
+    open_doc(lsp, uri, MIXED)
+    await diagnostics_for(lsp, uri, 1)
+    result = await lsp.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+            context=types.CodeActionContext(diagnostics=[], only=["source.fixAll"]),
+        )
+    )
+    (action,) = [a for a in result or [] if isinstance(a, types.CodeAction)]
+    assert action.edit is None and isinstance(action.data, dict)
+    before = set(lsp.progress_reports)
+    action.data["progressAfterS"] = 0  # as if building the edit took over a second
+    action = await lsp.code_action_resolve_async(action)
+    assert action.edit is not None
+    (token,) = set(lsp.progress_reports) - before
+    reports = lsp.progress_reports[token]
+    assert isinstance(reports[0], types.WorkDoneProgressBegin)
+    assert reports[0].title == "onnxlint: fixing all problems"
+    assert isinstance(reports[-1], types.WorkDoneProgressEnd)
