@@ -43,10 +43,12 @@ class WorkerUnavailable(RuntimeError):
 class _Worker:
     """One zygote process and the threads that read its pipes."""
 
-    def __init__(self, python: str, env: dict[str, str] | None) -> None:
+    def __init__(self, python: str, env: dict[str, str] | None, background: bool = False) -> None:
         full_env = dict(os.environ if env is None else env)
         full_env.setdefault("PYTHONUNBUFFERED", "1")
         full_env.setdefault("TORCHDYNAMO_VERBOSE", "0")
+        if background:
+            full_env[wire.BACKGROUND_ENV] = "1"
         self.proc = subprocess.Popen(
             [python, str(LAUNCHER)],
             stdin=subprocess.PIPE,
@@ -140,9 +142,13 @@ class DeepAnalyzer:
         cache_dir: Path | None = None,
         env: dict[str, str] | None = None,
         startup_timeout: float = STARTUP_TIMEOUT_S,
+        background: bool = False,
     ) -> None:
+        """`background`: the worker yields the CPU to the editor (the language server's
+        static checks): a lower scheduling priority and one core left free for torch."""
         self.python = python or sys.executable
         self.env = env
+        self.background = background
         self.startup_timeout = startup_timeout
         self.targets: list[Target] = list(targets or [])
         self.cache = ResultCache(cache_dir) if cache_dir else None
@@ -169,7 +175,7 @@ class DeepAnalyzer:
             self.restarts += 1
         self._closing = False
         try:
-            worker = _Worker(self.python, self.env)
+            worker = _Worker(self.python, self.env, self.background)
         except OSError as e:
             raise WorkerUnavailable(f"cannot run {self.python!r}: {e}") from e
         try:

@@ -129,7 +129,9 @@ class DeepService:
         if a is None:
             from onnxlint.deep.cli import CACHE_SUBDIR
 
-            a = self.analyzers[key] = mod.DeepAnalyzer(python, cache_dir=root / CACHE_SUBDIR)
+            a = self.analyzers[key] = mod.DeepAnalyzer(
+                python, cache_dir=root / CACHE_SUBDIR, background=True
+            )
         targets, _ = self.targets(uri)
         a.set_targets(targets)
         return a

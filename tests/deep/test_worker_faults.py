@@ -35,6 +35,19 @@ def test_the_worker_is_warm_and_independent_of_onnxlint(analyzer) -> None:
     assert info["torch"].startswith("2.")
     assert info["imports_onnxlint"] is False
     assert info["warm_error"] is None
+    assert info["nice"] == os.nice(0)  # the CLI's worker runs at our priority
+
+
+def test_the_servers_worker_yields_the_cpu_to_the_editor(project: Path) -> None:
+    """The language server starts its worker in the background: a lower priority and one
+    core left free, so keystroke checks keep their latency during an analysis."""
+    from onnxlint.deep.analyzer import DeepAnalyzer
+
+    with DeepAnalyzer(background=True) as a:
+        info = a.start()
+        assert info["nice"] == min(os.nice(0) + 10, 19)
+        assert info["torch_threads"] == max(1, (os.cpu_count() or 1) - 1)
+        _still_works(a, project)
 
 
 def test_segfault_is_a_finding_on_the_factory(project: Path, analyzer) -> None:

@@ -13,6 +13,11 @@ from typing import IO, Any
 
 PROTOCOL_VERSION = 1
 
+# Set to "1" in the worker's environment when it should yield the CPU to an editor
+# (the language server): lower priority, and torch keeps one core free.
+BACKGROUND_ENV = "ONNXLINT_WORKER_BACKGROUND"
+BACKGROUND_NICE = 10
+
 # Requests (parent -> zygote)
 OP_ANALYZE = "analyze"
 OP_CANCEL = "cancel"

@@ -100,6 +100,10 @@ class Zygote:
 
         from . import analysis, torch_internals
 
+        if os.environ.get(wire.BACKGROUND_ENV) == "1":
+            # Leave a core to the editor's static checks (inherited by every child).
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) - 1))
+
         t_import = time.perf_counter() - t0
         try:
             with tempfile.TemporaryDirectory() as root:
@@ -330,7 +334,17 @@ def _limit_data(memory: int) -> None:
         pass
 
 
+def _torch_threads() -> int | None:
+    torch = sys.modules.get("torch")
+    return int(torch.get_num_threads()) if torch is not None else None
+
+
 def main(argv: list[str]) -> int:
+    if os.environ.get(wire.BACKGROUND_ENV) == "1":
+        # Started by the language server: its keystroke checks come first. (Measured by
+        # bench/bench_deep.py latency; inherited by every analysis child.)
+        with contextlib.suppress(OSError):
+            os.nice(wire.BACKGROUND_NICE)
     proto_fd = os.dup(1)
     os.dup2(2, 1)  # user prints go to stderr, never into the protocol
     sys.stdout = sys.stderr
@@ -348,6 +362,8 @@ def main(argv: list[str]) -> int:
             "python": sys.executable,
             "python_version": platform.python_version(),
             "pid": os.getpid(),
+            "nice": os.nice(0),
+            "torch_threads": _torch_threads(),
             # the worker must run where onnxlint is not installed: it never imports it
             "imports_onnxlint": any(m.split(".")[0] == "onnxlint" for m in sys.modules),
         }
