@@ -1,7 +1,7 @@
 """Engine benchmarks for issue 2: prints figures, never asserts.
 
     python bench/bench_engine.py [--runs 3] [--jobs 2] [--skip-torchfix] [--torchfix-sample 150]
-    python bench/bench_engine.py --only-torchfix --torchfix-sample 0 --torchfix-runs 1  # whole corpus
+    python bench/bench_engine.py --only-torchfix --torchfix-sample 0 --torchfix-runs 3  # all files
 
 Corpus: transformers' `models/` and monai's `networks/` (fetched with `pip download` into
 bench/corpus/ on first use). Measured side by side in one run:
@@ -125,7 +125,7 @@ def bench_edit(runs: int) -> dict[str, float]:
     samples = []
     for i in range(max(50, runs * 20)):
         indent = lines[target][: len(lines[target]) - len(lines[target].lstrip())]
-        edited = "".join(lines[:target] + [f"{indent}_tmp_{i} = {i}\n"] + lines[target:])
+        edited = "".join([*lines[:target], f"{indent}_tmp_{i} = {i}\n", *lines[target:]])
         t = time.perf_counter()
         engine.check(str(BERT), edited)
         samples.append((time.perf_counter() - t) * 1000)
