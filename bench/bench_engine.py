@@ -217,17 +217,20 @@ def main() -> None:
                     ]
                 )[0]
             )
-    print("\n== cold full check of the corpus (median of %d runs) ==" % args.runs)
+    print(f"\n== cold full check of the corpus (median of {args.runs} runs) ==")
     print(
-        f"libcst parse only ({args.jobs} procs): {med(parse_t):7.1f} s   runs {[round(x, 1) for x in parse_t]}"
+        f"libcst parse only ({args.jobs} procs): {med(parse_t):7.1f} s   "
+        f"runs {[round(x, 1) for x in parse_t]}"
     )
     print(
-        f"onnxlint check --no-cache:      {med(cold_t):7.1f} s   runs {[round(x, 1) for x in cold_t]}"
+        f"onnxlint check --no-cache:      {med(cold_t):7.1f} s   "
+        f"runs {[round(x, 1) for x in cold_t]}"
     )
     print(f"ratio onnxlint / libcst parse:  {med(cold_t) / med(parse_t):7.2f}   (target <= 1.3)")
     if ruff_t:
         print(
-            f"ruff --select ALL --no-cache:   {med(ruff_t):7.1f} s   (speed-of-light reference; onnxlint/ruff = {med(cold_t) / med(ruff_t):.1f})"
+            f"ruff --select ALL --no-cache:   {med(ruff_t):7.1f} s   (speed-of-light "
+            f"reference; onnxlint/ruff = {med(cold_t) / med(ruff_t):.1f})"
         )
     print(f"warm re-run (cache):            {med(warm_t):7.2f} s   (target <= 1.5 s)")
     print(
@@ -235,10 +238,11 @@ def main() -> None:
     )
 
     edit = bench_edit(args.runs)
-    print("\n== modeling_bert.py (%d lines), in-process ==" % edit["lines"])
+    print(f"\n== modeling_bert.py ({edit['lines']} lines), in-process ==")
     print(f"cold check of the file: {edit['cold_file_ms']:.0f} ms")
     print(
-        f"re-check after a one-line edit in a method: median {edit['edit_median_ms']:.1f} ms, p95 {edit['edit_p95_ms']:.1f} ms (target median <= 60 ms)"
+        f"re-check after a one-line edit in a method: median {edit['edit_median_ms']:.1f} ms, "
+        f"p95 {edit['edit_p95_ms']:.1f} ms (target median <= 60 ms)"
     )
 
     print("\n== findings on the corpus ==")
