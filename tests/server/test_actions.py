@@ -135,13 +135,8 @@ async def test_suppression_goes_where_a_comment_can_go(shared: Client, tmp_path)
     assert "OLX000" not in [d.code for d in await diagnostics_for(lsp, uri, v)]
 
 
-@pytest.mark.parametrize("editor", ["vscode", "neovim"])
-async def test_fix_all_applies_only_safe_fixes(lsp: Client, editor: str, tmp_path) -> None:
-    await start(lsp, editor)
-    uri = uri_of(tmp_path / "m.py")
-    open_doc(lsp, uri, MIXED)
-    diags = await diagnostics_for(lsp, uri, 1)
-    assert {"OLX401", "OLX402"} <= {str(d.code) for d in diags}
+async def _fix_all_action(lsp: Client, uri: str) -> types.CodeAction:
+    """The one `source.fixAll` action the server offers for `uri`."""
     result = await lsp.text_document_code_action_async(
         types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri),
@@ -150,6 +145,17 @@ async def test_fix_all_applies_only_safe_fixes(lsp: Client, editor: str, tmp_pat
         )
     )
     (action,) = [a for a in result or [] if isinstance(a, types.CodeAction)]
+    return action
+
+
+@pytest.mark.parametrize("editor", ["vscode", "neovim"])
+async def test_fix_all_applies_only_safe_fixes(lsp: Client, editor: str, tmp_path) -> None:
+    await start(lsp, editor)
+    uri = uri_of(tmp_path / "m.py")
+    open_doc(lsp, uri, MIXED)
+    diags = await diagnostics_for(lsp, uri, 1)
+    assert {"OLX401", "OLX402"} <= {str(d.code) for d in diags}
+    action = await _fix_all_action(lsp, uri)
     assert action.kind == "source.fixAll.onnxlint"
     if action.edit is None:  # resolved lazily
         action = await lsp.code_action_resolve_async(action)
@@ -357,14 +363,7 @@ async def test_fix_all_code_action_resolve_shows_progress_when_it_takes_a_while(
     uri = uri_of(tmp_path / "slow.py")
     open_doc(lsp, uri, MIXED)
     await diagnostics_for(lsp, uri, 1)
-    result = await lsp.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri),
-            range=types.Range(types.Position(0, 0), types.Position(0, 0)),
-            context=types.CodeActionContext(diagnostics=[], only=["source.fixAll"]),
-        )
-    )
-    (action,) = [a for a in result or [] if isinstance(a, types.CodeAction)]
+    action = await _fix_all_action(lsp, uri)
     assert action.edit is None and isinstance(action.data, dict)
     before = set(lsp.progress_reports)
     action.data["progressAfterS"] = 0  # as if building the edit took over a second
