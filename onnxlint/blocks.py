@@ -117,13 +117,15 @@ class ParseCache:
         def over() -> bool:
             return len(self._entries) > entries or (chars is not None and self._chars > chars)
 
-        if not over():
-            return
-        for text in [t for t in self._entries if t not in self.pinned]:  # oldest first
-            del self._entries[text]
-            self._chars -= len(text)
-            if not over():
-                return
+        passed = 0  # pinned entries moved past; once all are, only pinned ones are left
+        while over() and passed < len(self._entries):
+            text = next(iter(self._entries))  # the least recently used
+            if text in self.pinned:
+                self._entries.move_to_end(text)
+                passed += 1
+            else:
+                del self._entries[text]
+                self._chars -= len(text)
 
     def clear(self) -> None:
         self._entries.clear()
