@@ -89,6 +89,7 @@ def register(server: OnnxlintServer) -> None:
         for st in ls.docs.values():
             if st.timer is not None:
                 st.timer.cancel()
+        ls.cancel_idle_trim()
         if ls.deep is not None:
             ls.deep.shutdown()
         ls.checker.shutdown(wait=False, cancel_futures=True)
