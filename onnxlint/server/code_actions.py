@@ -250,6 +250,7 @@ async def _actions_for(
 
 
 FIX_ALL_TITLE = "onnxlint: Fix all auto-fixable problems (safe fixes)"
+FIX_ALL_PROGRESS_TITLE = "onnxlint: fixing all problems"
 
 
 async def _fix_all_action(ls: OnnxlintServer, uri: str, res: Result) -> types.CodeAction:
@@ -262,6 +263,23 @@ async def _fix_all_action(ls: OnnxlintServer, uri: str, res: Result) -> types.Co
     if not caps.resolve_edit:
         action.edit = await fix_all_edit(ls, uri)
     return action
+
+
+async def fix_all_edit_with_progress(
+    ls: OnnxlintServer, uri: str, options: dict[str, Any]
+) -> types.WorkspaceEdit | None:
+    """`fix_all_edit`, with work-done progress when it takes over a second (the command's
+    options or the code action's data may set `progressAfterS`)."""
+    from onnxlint.server.progress import with_progress
+
+    after = options.get("progressAfterS")
+    return await with_progress(
+        ls,
+        FIX_ALL_PROGRESS_TITLE,
+        fix_all_edit(ls, uri),
+        message=uri.rsplit("/", 1)[-1],
+        after_s=float(after) if isinstance(after, (int, float)) else None,
+    )
 
 
 async def fix_all_edit(ls: OnnxlintServer, uri: str) -> types.WorkspaceEdit | None:
@@ -289,22 +307,12 @@ def _fix_all_text(ls: OnnxlintServer, uri: str, res: Result) -> str | None:
 
 
 async def resolve(ls: OnnxlintServer, action: types.CodeAction) -> types.CodeAction:
-    """Build the fix-all edit; with work-done progress when it takes over a second
-    (`progressAfterS` in the action's data overrides the delay, as for the command)."""
-    from onnxlint.server.progress import FIX_ALL_PROGRESS_TITLE, with_progress
-
+    """Build the fix-all edit (with progress when it takes over a second)."""
     data = action.data if isinstance(action.data, dict) else {}
     if data.get("kind") == "fixAll" and action.edit is None:
         uri = data.get("uri")
         if isinstance(uri, str) and uri in ls.workspace.text_documents:
-            after = data.get("progressAfterS")
-            action.edit = await with_progress(
-                ls,
-                FIX_ALL_PROGRESS_TITLE,
-                fix_all_edit(ls, uri),
-                message=uri.rsplit("/", 1)[-1],
-                after_s=float(after) if isinstance(after, (int, float)) else None,
-            )
+            action.edit = await fix_all_edit_with_progress(ls, uri, data)
     return action
 
 

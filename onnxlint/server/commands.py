@@ -57,21 +57,12 @@ async def analyze_export(ls: OnnxlintServer, *args: Any) -> Any:
 
 
 async def fix_all(ls: OnnxlintServer, *args: Any) -> Any:
-    from onnxlint.server.code_actions import FIX_ALL_TITLE, fix_all_edit
-    from onnxlint.server.progress import FIX_ALL_PROGRESS_TITLE, with_progress
+    from onnxlint.server.code_actions import FIX_ALL_TITLE, fix_all_edit_with_progress
 
     uri, options = _uri_and_options(args)
     assert uri is not None
     ls.document(uri)
-    name = uri.rsplit("/", 1)[-1]
-    after = options.get("progressAfterS")
-    edit = await with_progress(
-        ls,
-        FIX_ALL_PROGRESS_TITLE,
-        fix_all_edit(ls, uri),
-        message=name,
-        after_s=float(after) if isinstance(after, (int, float)) else None,
-    )
+    edit = await fix_all_edit_with_progress(ls, uri, options)
     if edit is None:
         return {"applied": False, "reason": "nothing to fix"}
     result = await ls.workspace_apply_edit_async(

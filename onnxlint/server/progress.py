@@ -24,7 +24,6 @@ log = logging.getLogger("onnxlint.server")
 
 T = TypeVar("T")
 PROGRESS_AFTER_S = 1.0
-FIX_ALL_PROGRESS_TITLE = "onnxlint: fixing all problems"
 
 
 class Progress:
