@@ -339,3 +339,19 @@ def test_examples_show_every_static_family(cli, repo_root: Path) -> None:
     assert r.returncode == 1
     families = {row["code"][:4] for row in json.loads(r.stdout)}
     assert {"OLX1", "OLX2", "OLX3", "OLX4", "OLX5"} <= families, families
+
+
+def test_checking_in_process_leaves_garbage_collection_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Automatic collection is paused while a batch is checked (workers keep it paused);
+    a batch checked in the calling process gets it back afterwards."""
+    import gc
+
+    from onnxlint.cli import main
+
+    write(tmp_path / "m.py", BAD)
+    assert gc.isenabled()
+    assert main(["check", str(tmp_path), "--no-cache", "-j", "1"]) == 1
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    capsys.readouterr()
