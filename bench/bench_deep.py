@@ -265,7 +265,6 @@ def bench_latency(root: Path, runs: int) -> None:
     )
     target_file = root / "benchproj" / "llama.py"
     (root / "modeling_bert.py").write_text(bert.read_text(encoding="utf-8"), encoding="utf-8")
-    bert_uri = (root / "modeling_bert.py").as_uri()
     line = bench_server.edit_line_number(root / "modeling_bert.py") - 1
     idle_all: list[float] = []
     busy_all: list[float] = []
@@ -274,28 +273,13 @@ def bench_latency(root: Path, runs: int) -> None:
         # An edit per run, so the result cache does not answer (the worker starts anew too).
         target_file.write_text(llama_source + f"\n# run {run + 1}\n")
         c = bench_server.StdioClient([sys.executable, "-m", "onnxlint", "server"])
-        c.request(
-            "initialize",
-            {
-                "processId": os.getpid(),
-                "rootUri": root.as_uri(),
-                "capabilities": {"window": {"workDoneProgress": True}},
-                "initializationOptions": {"settings": {"debounceMs": 0}},
-            },
+        c.initialize(
+            root,
+            {"window": {"workDoneProgress": True}},
+            {"settings": {"debounceMs": 0}},
         )
-        c.notify("initialized", {})
-        for path in (root / "modeling_bert.py", target_file):
-            c.notify(
-                "textDocument/didOpen",
-                {
-                    "textDocument": {
-                        "uri": path.as_uri(),
-                        "languageId": "python",
-                        "version": 0,
-                        "text": path.read_text(encoding="utf-8"),
-                    }
-                },
-            )
+        bert_uri = c.open(root / "modeling_bert.py")
+        c.open(target_file)
         c.wait_version(bert_uri, 0)
         idle, version = _edit_latencies(c, bert_uri, line, 0, lambda k: k >= 60)
         c.next_id += 1

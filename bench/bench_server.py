@@ -220,6 +220,35 @@ class StdioClient:
     def notify(self, method: str, params: Any) -> None:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
+    def initialize(self, root: Path, capabilities: dict[str, Any], init: Any) -> None:
+        """`initialize` (waiting for the answer) and `initialized`."""
+        self.request(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": root.resolve().as_uri(),
+                "capabilities": capabilities,
+                "initializationOptions": init,
+            },
+        )
+        self.notify("initialized", {})
+
+    def open(self, path: Path) -> str:
+        """`didOpen` of `path` as version 0; returns its URI."""
+        uri = path.resolve().as_uri()
+        self.notify(
+            "textDocument/didOpen",
+            {
+                "textDocument": {
+                    "uri": uri,
+                    "languageId": "python",
+                    "version": 0,
+                    "text": path.read_text(encoding="utf-8"),
+                }
+            },
+        )
+        return uri
+
     def wait_version(self, uri: str, version: int, timeout: float = 60) -> bool:
         with self.cv:
             return self.cv.wait_for(
@@ -242,23 +271,11 @@ class StdioClient:
 
 
 def memory(server: list[str], file: Path, at: int, edits: int, init: Any) -> dict[str, float]:
-    text = file.read_text(encoding="utf-8")
-    uri = file.resolve().as_uri()
     c = StdioClient(server)
-    c.request(
-        "initialize",
-        {
-            "processId": os.getpid(),
-            "rootUri": file.parent.resolve().as_uri(),
-            "capabilities": {"textDocument": {"publishDiagnostics": {"versionSupport": True}}},
-            "initializationOptions": init,
-        },
+    c.initialize(
+        file.parent, {"textDocument": {"publishDiagnostics": {"versionSupport": True}}}, init
     )
-    c.notify("initialized", {})
-    c.notify(
-        "textDocument/didOpen",
-        {"textDocument": {"uri": uri, "languageId": "python", "version": 0, "text": text}},
-    )
+    uri = c.open(file)
     c.wait_version(uri, 0)
     time.sleep(2.5)
     idle = c.rss_mb()
