@@ -177,14 +177,24 @@ def _parse(text: str, cache: ParseCache) -> _Entry:
         return cached
     try:
         value: _Entry = (cst.parse_module(text), None, {})  # within unvalidated_nodes()
-    except cst.ParserSyntaxError as exc:
-        value = (None, exc, {})
-    except (RecursionError, MemoryError) as exc:  # pathological nesting
-        value = (None, exc, {})
-    except Exception as exc:
-        value = (None, exc, {})
+    except Exception as exc:  # ParserSyntaxError; RecursionError for pathological nesting
+        value = (None, _detached(exc), {})
     cache.put(text, value)
     return value
+
+
+def _detached(exc: BaseException) -> BaseException:
+    """The error without its traceback or chained errors, for keeping in the cache.
+
+    A kept traceback holds the parser's frames and their locals, and a cycle through this
+    function's frame (its `value` holds the error): every cached syntax error would keep
+    its partial parse alive until a full garbage collection. Only the message and
+    position are read later (`_error_info`).
+    """
+    exc.__traceback__ = None
+    exc.__context__ = None
+    exc.__cause__ = None
+    return exc
 
 
 def _no_validation(self: cst.CSTNode) -> None:

@@ -254,3 +254,18 @@ def test_words_in_text_agrees_with_searching_every_word() -> None:
         "dynamic_axes=None; is_onnxrt_backend_supported()",
     ):
         assert words_in_text(text) == {w for w in words if w in text}
+
+
+def test_a_cached_syntax_error_keeps_no_traceback() -> None:
+    # A kept traceback would hold the parser's frames (and, through a cycle, the partial
+    # parse) until a full garbage collection: memory would climb while the user types.
+    cache = ParseCache()
+    text = "def f(:\n    pass\n"
+    blocks = split_blocks(text, cache)
+    assert blocks[0].module is None and blocks[0].error is not None
+    assert blocks[0].error.line == 1
+    entry = cache.get(text)
+    assert entry is not None
+    err = entry[1]
+    assert isinstance(err, cst.ParserSyntaxError)
+    assert err.__traceback__ is None and err.__context__ is None
