@@ -11,9 +11,12 @@ with `ruff server` in the same run, through a real editor (headless Neovim 0.7 d
   `first_diagnostics_ms` (`:edit` to the first publish), p50 over runs;
 - a one-line edit inside a method (BertSelfOutput.forward), 20 per run: p50 and p95 over all;
 - a storm of 500 keystrokes: the last publish after the last keystroke, p50 over runs;
-- memory, with a small stdio client of our own: RSS once idle after the open, and after
-  10,000 incremental edits that type a line and delete it again (so the text stays the
-  opened one; bursts of 50, each waiting for its publish), with RSS every 2,000 edits.
+- memory, with a small stdio client of our own, once per run: RSS once idle after the
+  open, and after 10,000 incremental edits that type a line and delete it again (so the
+  text stays the opened one; bursts of 50, each waiting for its publish), with RSS every
+  2,000 edits;
+- the floor of any pygls 2 server: `pygls_floor_server.py` (one diagnostic per open) opened
+  like onnxlint, with and without onnxlint's generated-code cache.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ CANDIDATES = (
 )
 ONNXLINT = [sys.executable, "-m", "onnxlint", "server"]
 ONNXLINT_DIRECT = [sys.executable, "-m", "onnxlint.server"]
+PYGLS_FLOOR = [sys.executable, str(HERE / "pygls_floor_server.py")]
 INIT = {"settings": {"debounceMs": 0}}
 EDIT_LINE = "        probe_value = hidden_states.shape[0]"
 STORM_LINE = "        extra = self.dropout(hidden_states) + input_tensor"
@@ -368,10 +372,19 @@ def main(argv: list[str] | None = None) -> int:
             reports.append(run_probe(cmd, file, at, "edit,storm", init))
         results[name] = collect([r for r in reports if r])
     direct = collect([run_probe(ONNXLINT_DIRECT, file, at, "open", INIT) for _ in range(args.runs)])
+    floor = {
+        label: collect([run_probe(cmd, file, at, "open", None) for _ in range(args.runs)])
+        for label, cmd in (
+            ("plain", PYGLS_FLOOR),
+            ("code cache", [*PYGLS_FLOOR, "--code-cache"]),
+        )
+    }
     mem: dict[str, dict[str, float]] = {}
     for name, (cmd, init) in servers.items():
-        print(f"{name}: memory run ({args.edits} edits, type a line and delete it)")
-        mem[name] = memory(cmd, file, at, args.edits, init or {})
+        print(f"{name}: memory, {args.runs} runs of {args.edits} edits (type a line, delete it)")
+        runs = [memory(cmd, file, at, args.edits, init or {}) for _ in range(args.runs)]
+        mem[name] = {k: median([r[k] for r in runs]) for k in runs[0]}
+        mem[name]["growth_mb"] = median([r["after_edits_mb"] - r["idle_mb"] for r in runs])
 
     names = list(servers)
     rows = [
@@ -411,6 +424,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{label:42}" + "".join(f"{fmt(v, ' MB'):>12}" for v in vals) + f"{ratio:>9}  {target}"
         )
     print(
+        f"{'  growth (after - idle), median of runs':42}"
+        + "".join(f"{mem[n]['growth_mb']:>+10.1f} MB" for n in names)
+    )
+    print(
         f"{'  time for the edits (bursts of 50)':42}"
         + "".join(f"{fmt(mem[n]['edits_wall_s'], ' s'):>12}" for n in names)
     )
@@ -420,6 +437,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{fmt(direct['initialize_ms'], ' ms')}, :edit -> publish "
         f"{fmt(direct['open_to_diagnostics_ms'], ' ms')}, "
         f"total {fmt(direct['first_incl_start_ms'], ' ms')}"
+    )
+    print(
+        "pygls 2 floor (bench/pygls_floor_server.py: one diagnostic per open), first "
+        "diagnostics incl. start, p50: "
+        + ", ".join(f"{k} {fmt(v['first_incl_start_ms'], ' ms')}" for k, v in floor.items())
     )
     return 0
 
