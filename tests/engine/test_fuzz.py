@@ -13,6 +13,7 @@ from onnxlint.config import parse_table
 from onnxlint.engine import Engine
 from onnxlint.fixes import fix_text
 from onnxlint.rules import all_rules
+from onnxlint.violation import Violation
 
 ENGINE = Engine()
 PREFIX = "import torch\nimport torch.nn as nn\n"
@@ -41,7 +42,9 @@ def test_engine_never_crashes_on_arbitrary_text(source: str) -> None:
 
 # The rules' own cases, glued together and spliced with fragments that fixes must cope with
 # (keywords the fixes add or remove, suppressions, line continuations, starred arguments).
-SEEDS = [case.code for r in all_rules() if not r.deep for case in (*r.INVALID, *r.VALID)]
+SEEDS = [c.code for r in all_rules() if not r.deep for c in r.INVALID] + [
+    c.code for r in all_rules() if not r.deep for c in r.VALID
+]
 FRAGMENTS = [
     ", dynamo=False",
     ", dynamo=True",
@@ -80,7 +83,9 @@ def _compiles(text: str) -> bool:
     st.lists(st.sampled_from(SEEDS), min_size=1, max_size=3),
     st.lists(st.tuples(st.integers(min_value=0), st.sampled_from(FRAGMENTS)), max_size=3),
 )
-def test_fixes_keep_compiling_code_compiling(parts: list[str], splices: list[tuple[int, str]]):
+def test_fixes_keep_compiling_code_compiling(
+    parts: list[str], splices: list[tuple[int, str]]
+) -> None:
     text = "\n".join(parts)
     for where, fragment in splices:
         i = where % (len(text) + 1)
@@ -88,7 +93,7 @@ def test_fixes_keep_compiling_code_compiling(parts: list[str], splices: list[tup
     assume(_compiles(text))
     engine = Engine()
 
-    def check(t: str):
+    def check(t: str) -> list[Violation]:
         return engine.check("fuzz.py", t, ALL)
 
     result = fix_text(text, check(text), check, unsafe=True)
