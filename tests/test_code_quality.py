@@ -1,4 +1,5 @@
-"""The house rules as tests: ruff (lint + format) and mypy --strict are clean on the package."""
+"""The house rules as tests: ruff (lint + format) and mypy --strict are clean on the package,
+and CI runs the README's test command."""
 
 from __future__ import annotations
 
@@ -29,3 +30,11 @@ def test_mypy_strict_is_clean() -> None:
     pytest.importorskip("mypy")
     r = _run(sys.executable, "-m", "mypy", "onnxlint")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```sh\n", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.splitlines() if line.strip()]
+    assert len(commands) == 2, "the quick start is exactly two commands"
+    assert commands[1] in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
