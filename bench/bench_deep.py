@@ -282,19 +282,13 @@ def bench_latency(root: Path, runs: int) -> None:
         c.open(target_file)
         c.wait_version(bert_uri, 0)
         idle, version = _edit_latencies(c, bert_uri, line, 0, lambda k: k >= 60)
-        c.next_id += 1
-        rid = c.next_id
         t0 = time.perf_counter()
-        c._send(
+        rid = c.send_request(
+            "workspace/executeCommand",
             {
-                "jsonrpc": "2.0",
-                "id": rid,
-                "method": "workspace/executeCommand",
-                "params": {
-                    "command": "onnxlint.analyzeExport",
-                    "arguments": [{"uri": target_file.as_uri(), "target": "llama7b"}],
-                },
-            }
+                "command": "onnxlint.analyzeExport",
+                "arguments": [{"uri": target_file.as_uri(), "target": "llama7b"}],
+            },
         )
         time.sleep(1.0)
         busy, version = _edit_latencies(

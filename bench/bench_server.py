@@ -213,10 +213,14 @@ class StdioClient:
         self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
         self.proc.stdin.flush()
 
-    def request(self, method: str, params: Any) -> Any:
+    def send_request(self, method: str, params: Any) -> int:
+        """Send a request without waiting; its answer lands in `responses[id]`."""
         self.next_id += 1
-        rid = self.next_id
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return self.next_id
+
+    def request(self, method: str, params: Any) -> Any:
+        rid = self.send_request(method, params)
         with self.cv:
             self.cv.wait_for(lambda: rid in self.responses, timeout=120)
             return self.responses.pop(rid, None)
