@@ -9,6 +9,7 @@ stream).
 from __future__ import annotations
 
 import json
+import os
 from typing import IO, Any
 
 PROTOCOL_VERSION = 1
@@ -17,6 +18,12 @@ PROTOCOL_VERSION = 1
 # (the language server): lower priority, and torch keeps one core free.
 BACKGROUND_ENV = "ONNXLINT_WORKER_BACKGROUND"
 BACKGROUND_NICE = 10
+
+
+def in_background() -> bool:
+    """In the worker: whether it was started in the background (`BACKGROUND_ENV`)."""
+    return os.environ.get(BACKGROUND_ENV) == "1"
+
 
 # Requests (parent -> zygote)
 OP_ANALYZE = "analyze"

@@ -100,7 +100,7 @@ class Zygote:
 
         from . import analysis, torch_internals
 
-        if os.environ.get(wire.BACKGROUND_ENV) == "1":
+        if wire.in_background():
             # Leave a core to the editor's static checks (inherited by every child).
             torch.set_num_threads(max(1, (os.cpu_count() or 1) - 1))
 
@@ -340,7 +340,7 @@ def _torch_threads() -> int | None:
 
 
 def main(argv: list[str]) -> int:
-    if os.environ.get(wire.BACKGROUND_ENV) == "1":
+    if wire.in_background():
         # Started by the language server: its keystroke checks come first. (Measured by
         # bench/bench_deep.py latency; inherited by every analysis child.)
         with contextlib.suppress(OSError):
