@@ -161,7 +161,9 @@ def load_config(start: Path | None = None, pyproject: Path | None = None) -> Con
     if pyproject is None:
         pyproject = find_pyproject(start or Path.cwd())
     if pyproject is None:
-        return Config(root=(start or Path.cwd()).resolve() if start else Path.cwd())
+        # No table: the folder checked (a file's own folder) is the root, for the cache.
+        here = (start or Path.cwd()).resolve()
+        return Config(root=here if here.is_dir() or not here.exists() else here.parent)
     table = _read_toml(pyproject).get("tool", {}).get("onnxlint", {})
     return parse_table(table, pyproject)
 

@@ -19,6 +19,7 @@ import libcst as cst
 
 from onnxlint.blocks import Block, ParseCache, split_blocks
 from onnxlint.config import Config
+from onnxlint.project import ProjectIndex, Reader, read_disk
 from onnxlint.rule import Context, Rule, rule_handlers
 from onnxlint.rules import all_rules
 from onnxlint.semantic import BlockIndex, FileModel, FunctionInfo, index_block
@@ -48,8 +49,10 @@ class CheckStats:
 class Engine:
     """Holds the parse cache; one per process (CLI) or per server."""
 
-    def __init__(self, cache_entries: int = 4096) -> None:
+    def __init__(self, cache_entries: int = 4096, read: Reader = read_disk) -> None:
         self.parse_cache = ParseCache(cache_entries)
+        # Other modules of the project, read through `read` (the server reads open buffers).
+        self.project = ProjectIndex(self.parse_cache, read)
         self.last_stats = CheckStats()
         self.last_block_texts: list[str] = []  # the blocks of the last check (the server pins them)
 
@@ -57,6 +60,7 @@ class Engine:
         config = config or Config()
         stats = CheckStats()
         self.last_stats = stats
+        self.project.begin_check()
         if "\x00" in text:
             return [_file_error(path, "the file contains NUL bytes: is it a binary file?")]
         if not any(word in text for word in PREFILTER_WORDS):
@@ -81,6 +85,7 @@ class Engine:
         parsed = [b for b in blocks if b.module is not None]
         ctx = file_context(path, text, config, parsed)
         ctx.required_words = words_in_text(text)
+        ctx.project = self.project
         model = ctx.model
         instances = [r(ctx) for r in rules if r.applies_to(model)]
         cache_key = (_fingerprint(model), _config_key(config))
@@ -97,6 +102,11 @@ class Engine:
             violations = [v for v in violations if not any(v.code.startswith(c) for c in ignored)]
         violations = apply_suppressions(text, violations)
         return sorted(set(violations), key=Violation.sort_key)
+
+    @property
+    def last_deps(self) -> dict[str, str | None]:
+        """The other files the last check read (content hash) or looked for (None)."""
+        return self.project.deps
 
     def _check_block(
         self,

@@ -10,7 +10,8 @@ set `file_scope = True` with a tight `requires`.
   the call (a small forward data-flow over the scope: `Net()` is in training mode,
   `.eval()`/`.train(False)` switch to eval, `.train()` back, branches join, `with` bodies
   run, loops run at least once), and its class when it resolves to a class of this file.
-- `forward_params(ctx, class_info)`: the names `forward` takes (through local bases).
+- `forward_params(ctx, class_info)`: the names `forward` takes (through local bases);
+  `model_forward_params(ctx, ref)` also for a class imported from another project module.
 - `convert_dynamic_axes(ctx, call)`: edits replacing `dynamic_axes=` by `dynamic_shapes=`.
 
 Nothing here imports or runs user code; everything answers None when unsure.
@@ -55,6 +56,7 @@ __all__ = [
     "input_positions",
     "literal_str_list",
     "mode_insensitive",
+    "model_forward_params",
     "names_arg",
     "resolve_value",
     "tensor_rank",
@@ -72,7 +74,9 @@ class Mode(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Origin:
-    """One possible state of the model at a point: its mode and, if known, its local class."""
+    """One possible state of the model at a point: its mode and, if known, its class: a
+    class of this file by name (`Net`) or an imported one by qualified name
+    (`models.net.Net`, `.net.Net`; always dotted)."""
 
     mode: Mode
     cls: str | None = None
@@ -96,12 +100,20 @@ class ModelRef:
     assignments: list[cst.CSTNode] = field(default_factory=list)  # Assign/AnnAssign to `name`
     origins: State = _UNKNOWN  # the states the model can be in at the call
     class_info: ClassInfo | None = None  # its class when it resolves to a class of this file
+    imported_class: str | None = None  # else its class's qualified name when imported
     in_no_grad: bool = False  # the call sits inside `with torch.no_grad()/inference_mode()`
     one_line_body: bool = False  # the statement shares its line with a compound header
 
     @property
     def modes(self) -> frozenset[Mode]:
         return frozenset(o.mode for o in self.origins)
+
+    @property
+    def class_name(self) -> str | None:
+        """The class's own name (`Net`), wherever it is defined; None when unknown."""
+        if self.class_info is not None:
+            return self.class_info.name
+        return self.imported_class.rsplit(".", 1)[-1] if self.imported_class else None
 
 
 # --------------------------------------------------------------------------- locating a call
@@ -460,8 +472,9 @@ class _Flow:
                 return self.origin(func.value, state)
             if method == "from_pretrained":
                 owner = dotted(func.value)
-                cls = owner if owner in self.ctx.model.classes else None
-                return frozenset({Origin(Mode.EVAL, cls, True)})
+                if owner in self.ctx.model.classes:
+                    return frozenset({Origin(Mode.EVAL, owner, True)})
+                return frozenset({Origin(Mode.EVAL, self._imported(func.value), True)})
         q = self.ctx.qualname(func)
         if q is not None:
             if q == "copy.deepcopy" and expr.args:
@@ -491,8 +504,16 @@ class _Flow:
         if last is not None and _is_camel(last.rsplit(".", 1)[-1]):
             if self._wraps_model(expr):
                 return _UNKNOWN
-            return frozenset({Origin(Mode.TRAIN)})
+            return frozenset({Origin(Mode.TRAIN, self._imported(func))})
         return _UNKNOWN
+
+    def _imported(self, expr: cst.BaseExpression) -> str | None:
+        """The qualified name of the class `expr` names when the file imports it from
+        somewhere that could be the user's project (not torch, not a builtin)."""
+        q = self.ctx.qualname(expr)
+        if q is None or "." not in q or q.startswith(("builtins.", "torch.")):
+            return None
+        return q
 
     def _init_mode(self, cls_name: str) -> Mode:
         """TRAIN, unless the class's `__init__` switches itself to eval."""
@@ -667,6 +688,7 @@ def _exported_model(ctx: Context, call: ExportCall) -> ModelRef | None:
         assignments=assignments,
         origins=origins,
         class_info=ctx.model.classes.get(cls) if cls else None,
+        imported_class=cls if cls and cls not in ctx.model.classes else None,
         in_no_grad=flow.no_grad,
         one_line_body=one_line,
     )
@@ -674,10 +696,12 @@ def _exported_model(ctx: Context, call: ExportCall) -> ModelRef | None:
 
 
 def _unique_class(ctx: Context, origins: State) -> str | None:
+    """The model's class when every path agrees on it: a local class name or an
+    imported class's qualified name (see `Origin`)."""
     classes = {o.cls for o in origins}
     if len(classes) == 1:
         only = next(iter(classes))
-        if only is not None and only in ctx.model.classes:
+        if only is not None and (only in ctx.model.classes or "." in only):
             return only
     return None
 
@@ -758,6 +782,19 @@ def _assignments(stmts: Sequence[cst.CSTNode], name: str) -> list[cst.CSTNode]:
 
 
 # --------------------------------------------------------------------------- forward params
+
+
+def model_forward_params(ctx: Context, ref: ModelRef | None) -> list[str] | None:
+    """`forward_params` of the exported model's class: in this file, or in the project
+    module it is imported from (read by `ctx.project`, see `onnxlint.project`)."""
+    if ref is None:
+        return None
+    if ref.class_info is not None:
+        return forward_params(ctx, ref.class_info)
+    if ref.imported_class is None or ctx.project is None:
+        return None
+    root = str(ctx.config.root) if ctx.config.root is not None else None
+    return ctx.project.forward_params(ctx.path, ref.imported_class, root)
 
 
 def forward_params(ctx: Context, class_info: ClassInfo | None) -> list[str] | None:
@@ -918,7 +955,7 @@ def convert_dynamic_axes(ctx: Context, call: ExportCall) -> list[Edit] | None:
         return None
     if any(isinstance(i, (cst.Tuple, cst.List, cst.Dict, cst.Set)) for i in inputs):
         return None  # nested inputs: `input_names` name the flattened tensors
-    params = forward_params(ctx, ref.class_info) if ref is not None else None
+    params = model_forward_params(ctx, ref)
     n_inputs = len(inputs) + len(kwargs_names)
     if len(input_names) > n_inputs:
         return None  # nested inputs: names refer to flattened tensors
@@ -1118,7 +1155,7 @@ def input_positions(ctx: Context, call: ExportCall) -> dict[str, int] | None:
     if names is None:
         return None
     out = {n: i for i, n in enumerate(names)}
-    params = forward_params(ctx, ref.class_info) if ref is not None else None
+    params = model_forward_params(ctx, ref)
     for i, p in enumerate(params or ()):
         out.setdefault(p, i)
     return out

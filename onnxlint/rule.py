@@ -28,6 +28,7 @@ from onnxlint.violation import Edit, Fix, FixSafety, Severity, Span, Violation
 if TYPE_CHECKING:
     from onnxlint.blocks import Block
     from onnxlint.config import Config
+    from onnxlint.project import ProjectIndex
     from onnxlint.semantic import ClassInfo, ExportCall, FileModel, FunctionInfo, Kind, Kinds
 
 
@@ -187,6 +188,8 @@ class Context:
         self.found: list[tuple[Rule, Violation]] = []
         # The rules' `requires` words present in the file (set by the engine).
         self.required_words: frozenset[str] = frozenset()
+        # The project's other modules, for what the file imports (set by the engine).
+        self.project: ProjectIndex | None = None
 
     # -- scope, maintained by the engine's own handlers
 

@@ -32,6 +32,8 @@ class FileOutcome:
     fixed: int = 0
     diff: str = ""
     new_text: str | None = None
+    # Other files the check read (content hash) or looked for (None): see onnxlint.project.
+    deps: dict[str, str | None] = field(default_factory=dict)
 
 
 def _effective_config(args: argparse.Namespace, start: Path) -> Config:
@@ -186,7 +188,7 @@ def _check_one(
     engine: Engine, path: str, text: str, config: Config, fix: bool, unsafe: bool, diff: bool
 ) -> FileOutcome:
     violations = engine.check(path, text, config)
-    outcome = FileOutcome(path, violations)
+    outcome = FileOutcome(path, violations, deps=dict(engine.last_deps))
     if (fix or diff) and any(v.fix for v in violations):
         result = fix_text(text, violations, lambda t: engine.check(path, t, config), unsafe=unsafe)
         if result.text != text:
@@ -252,7 +254,7 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
             src = read_source(Path(outcome.path))
             write_source(src, outcome.new_text)
         if cache is not None and outcome.path in digests:
-            cache.put(digests[outcome.path], outcome.violations)
+            cache.put(digests[outcome.path], outcome.path, outcome.violations, outcome.deps)
         outcomes.append(outcome)
     if cache is not None:
         cache.save()

@@ -11,7 +11,11 @@ threads, and one thread keeps the event loop free to read the next edit). Per do
 - a result is stored and published only if the document still has the version it was
   computed for; an older result is dropped, never published;
 - static findings and deep findings are two buckets, published together (publishDiagnostics
-  replaces everything for a URI); the deep bucket of a file is cleared when it changes.
+  replaces everything for a URI); the deep bucket of a file is cleared when it changes;
+- a result remembers the other files its check read (a model class imported from another
+  module, see `onnxlint.project`); when one of them changes in the editor, or is opened or
+  closed, the documents that read it are checked again. The engine reads open documents'
+  unsaved text, other files from disk.
 """
 
 from __future__ import annotations
@@ -80,6 +84,8 @@ class Result:
     violations: list[Violation]
     config_error: str | None = None
     generation: int = 0  # the server's settings generation it was computed under
+    deps: frozenset[str] = frozenset()  # other files the check read or looked for
+    stale: bool = False  # one of `deps` changed since
 
 
 @dataclass
@@ -150,7 +156,17 @@ class OnnxlintServer(LanguageServer):
         from onnxlint.rules import all_rules
 
         all_rules()
-        self._engine = Engine(cache_entries=PARSE_CACHE_SLACK)
+        self._engine = Engine(cache_entries=PARSE_CACHE_SLACK, read=self._read_source)
+
+    def _read_source(self, path: str) -> str | None:
+        """On the engine thread: another module's text for the project index, the open
+        document's (unsaved) text when the editor has it open, else the file's."""
+        from onnxlint.project import read_disk
+
+        for doc in list(self.workspace.text_documents.values()):
+            if doc.path == path:
+                return str(doc.source)
+        return read_disk(path)
 
     # ------------------------------------------------------------------ helpers
 
@@ -352,9 +368,9 @@ class OnnxlintServer(LanguageServer):
         gen = self.generation
         queued = time.perf_counter()
 
-        def work() -> list[Violation]:
+        def work() -> tuple[list[Violation], frozenset[str]]:
             started = time.perf_counter()
-            found = self._check(uri, path, text, config)
+            found, deps = self._check(uri, path, text, config)
             log.debug(
                 "checked %s v%s: %d findings in %.1f ms (queued %.1f ms)",
                 uri,
@@ -363,7 +379,7 @@ class OnnxlintServer(LanguageServer):
                 (time.perf_counter() - started) * 1000,
                 (started - queued) * 1000,
             )
-            return found
+            return found, deps
 
         fut = self.run_check(work)
         fut.add_done_callback(lambda f: self._finished(uri, version, text, gen, config_error, f))
@@ -374,17 +390,21 @@ class OnnxlintServer(LanguageServer):
             and res.version == doc.version
             and res.generation == self.generation
             and res.text == doc.source
+            and not res.stale
         )
 
-    def _check(self, uri: str, path: str, text: str, config: Config) -> list[Violation]:
-        """On the engine thread: the engine's findings, or OLX001 if the engine itself fails."""
+    def _check(
+        self, uri: str, path: str, text: str, config: Config
+    ) -> tuple[list[Violation], frozenset[str]]:
+        """On the engine thread: the engine's findings and the other files it read, or
+        OLX001 if the engine itself fails."""
         self.check_count += 1
         if config.is_excluded(path) and os.path.isabs(path):
-            return []
+            return [], frozenset()
         try:
             found = self.engine.check(path, text, config)
             self._tune_cache(uri, self.engine.last_block_texts)
-            return found
+            return found, frozenset(self.engine.last_deps)
         except Exception as exc:
             log.exception("onnxlint failed on %s", path)
             return [
@@ -396,7 +416,7 @@ class OnnxlintServer(LanguageServer):
                     "see the server log, and please report it",
                     Severity.ERROR,
                 )
-            ]
+            ], frozenset()
 
     def _finished(
         self,
@@ -405,29 +425,32 @@ class OnnxlintServer(LanguageServer):
         text: str,
         gen: int,
         config_error: str | None,
-        fut: asyncio.Future[list[Violation]],
+        fut: asyncio.Future[tuple[list[Violation], frozenset[str]]],
     ) -> None:
         st = self.docs.get(uri)
         if st is None:
             return  # closed meanwhile
         st.running = False
         try:
-            violations = fut.result()
+            violations, deps = fut.result()
         except Exception:
             log.exception("check of %s failed", uri)
-            violations = []
+            violations, deps = [], frozenset()
         doc = self.workspace.text_documents.get(uri)
         if doc is None:
             return
         fresh = doc.version == version and doc.source == text and gen == self.generation
         if fresh:
-            st.result = Result(version, text, violations, config_error, gen)
+            previous = st.result
+            st.result = Result(version, text, violations, config_error, gen, deps)
             st.fix_cache.clear()
             st.revision += 1
             if config_error:
                 self.show_error_once(f"onnxlint: {config_error}")
             if not self.pull_diagnostics:
                 self.publish(uri)
+            elif previous is not None and previous.stale and previous.version == version:
+                self.refresh()  # not edited: a pull client would not ask again by itself
             self._wake(st)
         else:
             log.debug(
@@ -548,6 +571,16 @@ class OnnxlintServer(LanguageServer):
         for u in [uri] if uri else list(self.docs):
             if self.docs.get(u) and self.docs[u].result is not None:
                 self.publish(u)
+
+    def dependency_changed(self, uri: str) -> None:
+        """`uri`'s text changed in the editor, or it was opened or closed: check again the
+        open documents whose last check read it."""
+        path = self.path_of(uri)
+        for other, st in list(self.docs.items()):
+            res = st.result
+            if other != uri and res is not None and path in res.deps and not res.stale:
+                res.stale = True
+                self.schedule(other)
 
     def recheck_all(self) -> None:
         """After a settings or configuration change: check every open document again."""

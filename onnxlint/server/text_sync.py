@@ -25,6 +25,7 @@ def register(server: OnnxlintServer) -> None:
         st.result = None
         st.deep = {}
         ls.schedule(uri, 0)
+        ls.dependency_changed(uri)  # others now read its buffer, not the file
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: OnnxlintServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -36,6 +37,7 @@ def register(server: OnnxlintServer) -> None:
             st.deep = {}  # the deep findings were about the old text
             st.deep_version = None
         ls.schedule(uri)
+        ls.dependency_changed(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: OnnxlintServer, params: types.DidSaveTextDocumentParams) -> None:
@@ -62,6 +64,7 @@ def register(server: OnnxlintServer) -> None:
                     w.set_exception(UnknownDocument(f"the document was closed: {uri}"))
         if not ls.pull_diagnostics:
             ls.clear(uri)
+        ls.dependency_changed(uri)  # others now read the file, not its buffer
 
 
 async def pull_diagnostics(

@@ -170,6 +170,32 @@ def test_cache_is_self_ignoring_and_reused(cli, tmp_path: Path) -> None:
     assert cli("check", ".", cwd=tmp_path).returncode == 0
 
 
+def test_cached_findings_that_read_another_module_follow_it(cli, tmp_path: Path) -> None:
+    model = (
+        "import torch.nn as nn\n\n\nclass Net(nn.Module):\n"
+        "    def forward(self, input_ids):\n        return input_ids\n"
+    )
+    export = (
+        "import torch\nfrom model import Net\n\nm = Net().eval()\n"
+        "torch.onnx.export(m, (torch.zeros(2),), 'm.onnx', dynamic_shapes={'ids': {0: 'b'}})\n"
+    )
+    write(tmp_path / "scripts" / "export.py", export)
+    write(tmp_path / "scripts" / "model.py", model)
+
+    def codes() -> list[str]:
+        r = cli("check", "scripts/export.py", "--format", "json", cwd=tmp_path)
+        return [v["code"] for v in json.loads(r.stdout)]
+
+    assert codes() == ["OLX305"]
+    assert codes() == ["OLX305"]  # from the cache, with model.py unchanged
+    write(tmp_path / "scripts" / "model.py", model.replace("input_ids", "ids"))
+    assert codes() == []
+    # A package that shadows the module it was read from makes the entry stale too.
+    write(tmp_path / "scripts" / "model" / "__init__.py", model)
+    assert codes() == ["OLX305"]
+    assert (tmp_path / "scripts" / ".onnxlint_cache").is_dir()  # a file's folder is the root
+
+
 def test_parallel_jobs_give_the_same_result(cli, tmp_path: Path) -> None:
     for i in range(20):
         write(tmp_path / f"m{i}.py", BAD if i % 3 == 0 else CLEAN)

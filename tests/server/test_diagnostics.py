@@ -166,6 +166,71 @@ async def test_pull_diagnostics_when_the_client_supports_them(lsp: Client, tmp_p
     assert not [p for p in lsp.publishes if p.uri == uri]  # pull clients get no pushes
 
 
+MODEL = """import torch.nn as nn
+
+
+class Net(nn.Module):
+    def forward(self, input_ids):
+        return input_ids
+"""
+EXPORT = """import torch
+from model import Net
+
+m = Net().eval()
+torch.onnx.export(m, (torch.zeros(2),), "m.onnx", dynamic_shapes={"ids": {0: "b"}})
+"""
+
+
+def _unknown_key(diags: list[types.Diagnostic]) -> bool:
+    return any(d.code == "OLX305" and "'ids'" in d.message for d in diags)
+
+
+async def test_a_document_is_rechecked_when_a_module_it_imports_changes(
+    lsp: Client, tmp_path
+) -> None:
+    """export.py reads Net's forward from model.py: from the editor's unsaved buffer while
+    model.py is open, from the file once it is closed, and again after every change."""
+    await start(lsp, "neovim")
+    (tmp_path / "model.py").write_text(MODEL)
+    (tmp_path / "export.py").write_text(EXPORT)
+    export, model = uri_of(tmp_path / "export.py"), uri_of(tmp_path / "model.py")
+    open_doc(lsp, export, EXPORT)
+    assert _unknown_key(await diagnostics_for(lsp, export, version=1))
+    n = len(lsp.publishes)
+    open_doc(lsp, model, MODEL.replace("input_ids", "ids"))  # unsaved: differs from disk
+    assert not _unknown_key(await diagnostics_for(lsp, export, after=n))
+    n = len(lsp.publishes)
+    change_doc(lsp, model, MODEL)
+    assert _unknown_key(await diagnostics_for(lsp, export, after=n))
+    n = len(lsp.publishes)
+    change_doc(lsp, model, MODEL.replace("input_ids", "ids"))
+    assert not _unknown_key(await diagnostics_for(lsp, export, after=n))
+    n = len(lsp.publishes)
+    lsp.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=model))
+    )
+    assert _unknown_key(await diagnostics_for(lsp, export, after=n))  # the file on disk again
+    assert all(p.version == 1 for p in lsp.publishes if p.uri == export)
+
+
+async def test_a_pull_after_an_imported_module_changed_is_fresh(lsp: Client, tmp_path) -> None:
+    await start(lsp, "neovim11")
+    (tmp_path / "model.py").write_text(MODEL)
+    export, model = uri_of(tmp_path / "export.py"), uri_of(tmp_path / "model.py")
+    open_doc(lsp, export, EXPORT)
+
+    async def pull() -> list[types.Diagnostic]:
+        report = await lsp.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(export))
+        )
+        assert isinstance(report, types.RelatedFullDocumentDiagnosticReport)
+        return list(report.items)
+
+    assert _unknown_key(await pull())
+    open_doc(lsp, model, MODEL.replace("input_ids", "ids"))
+    assert not _unknown_key(await pull())
+
+
 async def test_unknown_document_gets_an_lsp_error(lsp: Client) -> None:
     await start(lsp)
     with pytest.raises(Exception, match="unknown document"):

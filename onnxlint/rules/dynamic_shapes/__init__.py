@@ -4,5 +4,6 @@ The dynamo exporter keys `dynamic_shapes` by the `forward` parameter names, conv
 legacy `dynamic_axes` (keyed by `input_names`) with a deprecation warning and fails on any
 mismatch; the legacy exporter rejects `dynamic_shapes`. These rules check the literal
 arguments of the export call against each other, against the model's `forward` (when its
-class is in the same file) and against the example inputs' ranks.
+class is in the same file, or in a project module it is imported from: `onnxlint.project`)
+and against the example inputs' ranks.
 """

@@ -8,7 +8,7 @@ from onnxlint.exportflow import (
     effective_kind,
     exported_model,
     exporter_known,
-    forward_params,
+    model_forward_params,
     names_arg,
     resolve_value,
 )
@@ -22,7 +22,7 @@ class DynamicAxesUnknownName(Rule):
     ## What it does
     Flags a key of `dynamic_axes` that is neither in `input_names` nor in `output_names`
     (or, with the TorchScript exporter and no `input_names`, not a `forward` parameter of
-    the model's class in this file).
+    the model's class, defined in this file or imported from a module of the project).
 
     ## Why is this bad?
     The dynamo exporter (the default since torch 2.9) converts `dynamic_axes` to
@@ -137,7 +137,7 @@ class DynamicAxesUnknownName(Rule):
         known = set(inputs) | set(outputs)
         shown = f"`input_names` {inputs}"
         if not inputs:
-            params = forward_params(self.ctx, ref.class_info) if ref is not None else None
+            params = model_forward_params(self.ctx, ref)
             if not legacy or params is None:
                 return  # dynamo matches entries by position when there are no input_names
             known |= set(params)

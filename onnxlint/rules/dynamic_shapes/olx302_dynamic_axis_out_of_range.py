@@ -7,8 +7,8 @@ import libcst as cst
 from onnxlint.exportflow import (
     example_inputs,
     exported_model,
-    forward_params,
     input_positions,
+    model_forward_params,
     resolve_value,
     tensor_rank,
 )
@@ -141,7 +141,7 @@ class DynamicAxisOutOfRange(Rule):
         shapes_arg = keyword_arg(node, "dynamic_shapes")
         if shapes_arg is not None:
             value = resolve_value(self.ctx, shapes_arg.value, ref)
-            params = forward_params(self.ctx, ref.class_info) if ref is not None else None
+            params = model_forward_params(self.ctx, ref)
             if isinstance(value, cst.Dict) and params is not None:
                 for el in value.elements:
                     if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):

@@ -15,8 +15,9 @@ class DynamicAxesOnDynamo(Rule):
     ## What it does
     Flags `dynamic_axes=` on a `torch.onnx.export` call that uses the dynamo exporter
     (the default since torch 2.9), and offers to rewrite it as `dynamic_shapes=` keyed by
-    the `forward` parameter names of the model's class (found in the same file), or as a
-    tuple in input order when the class is elsewhere.
+    the `forward` parameter names of the model's class (defined in this file or in the
+    project module it is imported from), or as a tuple in input order when the class
+    cannot be read (a library class, `forward(*args)`).
 
     ## Why is this bad?
     The dynamo exporter only understands `dynamic_shapes`. It converts `dynamic_axes`

@@ -7,7 +7,7 @@ import libcst as cst
 from onnxlint.exportflow import (
     example_inputs,
     exported_model,
-    forward_params,
+    model_forward_params,
     names_arg,
     resolve_value,
 )
@@ -22,8 +22,9 @@ class DynamicShapesUnknownKey(Rule):
     """
     ## What it does
     Flags a `dynamic_shapes` dict whose keys are not exactly the `forward` parameter names
-    of the inputs passed (the model's class must be in the same file), and a
-    `dynamic_shapes` tuple whose length differs from the number of example inputs.
+    of the inputs passed (the model's class is read from this file or from the project
+    module it is imported from: `from model import Net` reads `model.py`, never runs it),
+    and a `dynamic_shapes` tuple whose length differs from the number of example inputs.
 
     ## Why is this bad?
     `torch.export` (and so the dynamo ONNX exporter) matches a `dynamic_shapes` dict to
@@ -152,7 +153,7 @@ class DynamicShapesUnknownKey(Rule):
             return
         if not isinstance(value, cst.Dict) or ref is None:
             return
-        params = forward_params(self.ctx, ref.class_info)
+        params = model_forward_params(self.ctx, ref)
         if params is None:
             return
         keys: list[tuple[str, cst.CSTNode]] = []
@@ -173,7 +174,7 @@ class DynamicShapesUnknownKey(Rule):
             self.report(
                 key_node if value is arg.value else arg,
                 f"`dynamic_shapes` key {key!r} is not a `forward` parameter of "
-                f"`{ref.class_info.name if ref.class_info else 'the model'}`; "
+                f"`{ref.class_name or 'the model'}`; "
                 f"expected names from {params}{hint}",
             )
             return
