@@ -19,14 +19,11 @@ from typing import Any
 
 from onnxlint import __version__
 from onnxlint.config import Config
+from onnxlint.files import content_key
 from onnxlint.violation import Violation
 
 CACHE_DIR = ".onnxlint_cache"
 FORMAT = 2  # 2: entries with dependencies on other files
-
-
-def content_key(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def config_key(config: Config, extra: str = "") -> str:

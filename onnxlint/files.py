@@ -7,6 +7,7 @@ only once (a loop is not walked forever).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -103,6 +104,11 @@ def _walk(root: Path, config: Config) -> Iterator[Path]:
                 f = here / name
                 if not config.is_excluded(str(f)):
                     yield f
+
+
+def content_key(text: str) -> str:
+    """A source text's identity for caches (the results cache, the project index)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 class ReadError(Exception):

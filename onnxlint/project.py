@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from onnxlint.blocks import ParseCache, split_blocks
-from onnxlint.cache import content_key
+from onnxlint.files import content_key
 from onnxlint.semantic import ClassInfo
 
 # A `forward(*args, **kwargs)`: the parameter names say nothing about the inputs.

@@ -13,11 +13,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from onnxlint.cache import ResultCache, config_key, content_key
+from onnxlint.cache import ResultCache, config_key
 from onnxlint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
 from onnxlint.config import Config, load_config
 from onnxlint.engine import SYNTAX_ERROR_CODE, Engine
-from onnxlint.files import ReadError, discover, read_text
+from onnxlint.files import ReadError, content_key, discover, read_text
 from onnxlint.fixes import fix_text, read_source, write_source
 from onnxlint.output.machine import render_github, render_json, render_sarif
 from onnxlint.output.text import Painter, render_statistics, render_text, use_color
