@@ -55,6 +55,7 @@ def register(server: OnnxlintServer) -> None:
         ls.report_settings_errors(errors)
         if ls.docs and before != (ls.global_settings, ls.folder_settings):
             ls.recheck_all()
+        text_sync.watch_files(ls)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(

@@ -3,12 +3,17 @@
 Push (`textDocument/publishDiagnostics`, with the document version) for clients that do not
 advertise pull diagnostics, such as Neovim 0.7; pull (`textDocument/diagnostic`) for those that
 do. Never both: VS Code would show every finding twice.
+
+Files changed outside the editor (a `git checkout`, another tool): clients that can register
+file watchers (VS Code) report changes to `*.py` and `pyproject.toml`; a changed module
+re-checks the open documents that read it, a changed `pyproject.toml` re-checks everything.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+from typing import Any
 
 from lsprotocol import types
 
@@ -52,6 +57,17 @@ def register(server: OnnxlintServer) -> None:
         if settings.deep.on_save and ls.deep is not None:
             ls.deep.on_save(uri)
 
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(
+        ls: OnnxlintServer, params: types.DidChangeWatchedFilesParams
+    ) -> None:
+        if any(c.uri.endswith("pyproject.toml") for c in params.changes):
+            ls.recheck_all()
+            return
+        for change in params.changes:
+            if change.uri not in ls.workspace.text_documents:  # open: its buffer counts
+                ls.dependency_changed(change.uri)
+
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: OnnxlintServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
@@ -65,6 +81,33 @@ def register(server: OnnxlintServer) -> None:
         if not ls.pull_diagnostics:
             ls.clear(uri)
         ls.dependency_changed(uri)  # others now read the file, not its buffer
+
+
+def watch_files(ls: OnnxlintServer) -> None:
+    """Ask the client to report changes to Python files and `pyproject.toml` (called once
+    the session is initialized, when the client can register watchers dynamically)."""
+    ws = ls.client_capabilities.workspace
+    watched = ws.did_change_watched_files if ws else None
+    if not (watched and watched.dynamic_registration):
+        return
+    options = types.DidChangeWatchedFilesRegistrationOptions(
+        watchers=[
+            types.FileSystemWatcher(glob_pattern="**/*.py"),
+            types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+        ]
+    )
+    registration = types.Registration(
+        id="onnxlint-watched-files",
+        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+        register_options=options,
+    )
+    future = ls.client_register_capability(types.RegistrationParams([registration]))
+    future.add_done_callback(_log_refusal)
+
+
+def _log_refusal(future: Any) -> None:
+    if future.exception() is not None:
+        log.info("the client did not register the file watchers: %s", future.exception())
 
 
 async def pull_diagnostics(

@@ -43,6 +43,7 @@ class Client(LanguageClient):
         self.versions: dict[str, int] = {}
         self.applied: list[types.ApplyWorkspaceEditParams] = []
         self.notifications: list[tuple[str, Any]] = []
+        self.registrations: list[types.Registration] = []  # client/registerCapability
 
 
 def _publish(client: Client, params: types.PublishDiagnosticsParams) -> None:
@@ -60,6 +61,10 @@ def _analysis_state(client: Client, params: Any) -> None:
     client.notifications.append(("onnxlint/analysisState", params))
 
 
+def _register_capability(client: Client, params: types.RegistrationParams) -> None:
+    client.registrations.extend(params.registrations)
+
+
 def make_client() -> Client:
     from pygls.protocol import default_converter
 
@@ -68,6 +73,7 @@ def make_client() -> Client:
     features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = _publish
     features[types.WORKSPACE_APPLY_EDIT] = _apply_edit
     features["onnxlint/analysisState"] = _analysis_state
+    features[types.CLIENT_REGISTER_CAPABILITY] = _register_capability
     register_lsp_features(client, features)
     return client
 

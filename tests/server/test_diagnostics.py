@@ -231,6 +231,27 @@ async def test_a_pull_after_an_imported_module_changed_is_fresh(lsp: Client, tmp
     assert not _unknown_key(await pull())
 
 
+async def test_a_module_changed_outside_the_editor_is_seen_through_file_watchers(
+    lsp: Client, tmp_path
+) -> None:
+    """VS Code registers the server's watchers and reports a `git checkout` or another tool
+    changing model.py on disk; export.py, which read it, is checked again."""
+    await start(lsp, "vscode")
+    registered = await wait_for(lambda: lsp.registrations, what="file watcher registration")
+    options = registered[0].register_options
+    assert [w["globPattern"] for w in options["watchers"]] == ["**/*.py", "**/pyproject.toml"]
+    (tmp_path / "model.py").write_text(MODEL)
+    export, model = uri_of(tmp_path / "export.py"), uri_of(tmp_path / "model.py")
+    open_doc(lsp, export, EXPORT)
+    assert _unknown_key(await diagnostics_for(lsp, export, version=1))
+    n = len(lsp.publishes)
+    (tmp_path / "model.py").write_text(MODEL.replace("input_ids", "ids"))
+    lsp.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams([types.FileEvent(model, types.FileChangeType.Changed)])
+    )
+    assert not _unknown_key(await diagnostics_for(lsp, export, after=n))
+
+
 async def test_unknown_document_gets_an_lsp_error(lsp: Client) -> None:
     await start(lsp)
     with pytest.raises(Exception, match="unknown document"):
