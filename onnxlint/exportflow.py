@@ -20,6 +20,7 @@ Nothing here imports or runs user code; everything answers None when unsure.
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -56,6 +57,7 @@ __all__ = [
     "input_positions",
     "literal_str_list",
     "mode_insensitive",
+    "model_forward_file",
     "model_forward_params",
     "names_arg",
     "resolve_value",
@@ -795,6 +797,20 @@ def model_forward_params(ctx: Context, ref: ModelRef | None) -> list[str] | None
         return None
     root = str(ctx.config.root) if ctx.config.root is not None else None
     return ctx.project.forward_params(ctx.path, ref.imported_class, root)
+
+
+def model_forward_file(ctx: Context, ref: ModelRef | None) -> str | None:
+    """Where the exported model's `forward` is defined when that is another file of the
+    project: its path relative to the exporting file's folder, for messages."""
+    if ref is None or ref.class_info is not None or ref.imported_class is None:
+        return None
+    if ctx.project is None:
+        return None
+    root = str(ctx.config.root) if ctx.config.root is not None else None
+    found = ctx.project.find_forward(ctx.path, ref.imported_class, root)
+    if found is None:
+        return None
+    return os.path.relpath(found[1], os.path.dirname(os.path.abspath(ctx.path)))
 
 
 def forward_params(ctx: Context, class_info: ClassInfo | None) -> list[str] | None:

@@ -81,6 +81,13 @@ class ProjectIndex:
         """The `forward` parameter names (without `self`) of the class `qualname` names in
         `importer`'s imports (`models.net.Net`, `.net.Net`); None when the class or its
         `forward` cannot be found, or `forward` takes `*args`/`**kwargs`."""
+        found = self.find_forward(importer, qualname, root)
+        return found[0] if found is not None else None
+
+    def find_forward(
+        self, importer: str, qualname: str, root: str | None
+    ) -> tuple[list[str], str] | None:
+        """`forward_params` and the file of the module that defines that `forward`."""
         found = self._find_class(importer, qualname, root, _MAX_HOPS)
         hops = _MAX_HOPS
         while found is not None and hops > 0:
@@ -88,7 +95,7 @@ class ProjectIndex:
             module, name = found
             cls = module.classes[name]
             if cls.forward is not None:
-                return None if cls.forward == (_STAR,) else list(cls.forward)
+                return None if cls.forward == (_STAR,) else (list(cls.forward), module.path)
             found = None
             for base in cls.bases:  # the first base that resolves (single inheritance)
                 head, _, rest = base.partition(".")

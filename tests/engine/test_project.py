@@ -61,7 +61,7 @@ def test_a_class_imported_from_a_sibling_module_is_read(tmp_path: Path) -> None:
     assert any(
         "OLX305" in f and "'ids'" in f and "['input_ids', 'attention_mask']" in f for f in found
     ), found
-    assert "of `Net`" in next(f for f in found if f.startswith("OLX305"))
+    assert "of `Net` (in model.py)" in next(f for f in found if f.startswith("OLX305"))
     model = str(tmp_path / "model.py")
     assert engine.last_deps[model] is not None  # read: its content hash
     assert engine.last_deps[str(tmp_path / "model" / "__init__.py")] is None  # looked for first
@@ -79,6 +79,7 @@ def test_relative_import_re_export_and_a_base_class_in_a_third_module(tmp_path: 
     )
     found, _ = _check(tmp_path / "pkg" / "export.py", Config(root=tmp_path))
     assert any("OLX305" in f and "['input_ids', 'attention_mask']" in f for f in found), found
+    assert any("`Net` (in base.py)" in f for f in found), found  # where `forward` is
 
 
 def test_src_layout_from_the_project_root(tmp_path: Path) -> None:

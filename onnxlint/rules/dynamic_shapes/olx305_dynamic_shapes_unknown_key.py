@@ -7,6 +7,7 @@ import libcst as cst
 from onnxlint.exportflow import (
     example_inputs,
     exported_model,
+    model_forward_file,
     model_forward_params,
     names_arg,
     resolve_value,
@@ -165,6 +166,8 @@ class DynamicShapesUnknownKey(Rule):
                 return
             keys.append((key, el.key))
         onnx_names = names_arg(self.ctx, call, "input_names") or []
+        elsewhere = model_forward_file(self.ctx, ref)
+        where = f" (in {elsewhere})" if elsewhere else ""
         for key, key_node in keys:
             if key in params:
                 continue
@@ -174,7 +177,7 @@ class DynamicShapesUnknownKey(Rule):
             self.report(
                 key_node if value is arg.value else arg,
                 f"`dynamic_shapes` key {key!r} is not a `forward` parameter of "
-                f"`{ref.class_name or 'the model'}`; "
+                f"`{ref.class_name or 'the model'}`{where}; "
                 f"expected names from {params}{hint}",
             )
             return
