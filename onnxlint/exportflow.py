@@ -789,28 +789,34 @@ def _assignments(stmts: Sequence[cst.CSTNode], name: str) -> list[cst.CSTNode]:
 def model_forward_params(ctx: Context, ref: ModelRef | None) -> list[str] | None:
     """`forward_params` of the exported model's class: in this file, or in the project
     module it is imported from (read by `ctx.project`, see `onnxlint.project`)."""
-    if ref is None:
-        return None
-    if ref.class_info is not None:
+    if ref is not None and ref.class_info is not None:
         return forward_params(ctx, ref.class_info)
-    if ref.imported_class is None or ctx.project is None:
-        return None
-    root = str(ctx.config.root) if ctx.config.root is not None else None
-    return ctx.project.forward_params(ctx.path, ref.imported_class, root)
+    found = _imported_forward(ctx, ref)
+    return found[0] if found is not None else None
 
 
 def model_forward_file(ctx: Context, ref: ModelRef | None) -> str | None:
     """Where the exported model's `forward` is defined when that is another file of the
     project: its path relative to the exporting file's folder, for messages."""
+    found = _imported_forward(ctx, ref)
+    if found is None:
+        return None
+    return os.path.relpath(found[1], os.path.dirname(os.path.abspath(ctx.path)))
+
+
+def _imported_forward(ctx: Context, ref: ModelRef | None) -> tuple[list[str], str] | None:
+    """The imported model class's `forward` parameters and defining file, looked up once
+    per check (several rules ask about the same export call; each lookup reads files)."""
     if ref is None or ref.class_info is not None or ref.imported_class is None:
         return None
     if ctx.project is None:
         return None
-    root = str(ctx.config.root) if ctx.config.root is not None else None
-    found = ctx.project.find_forward(ctx.path, ref.imported_class, root)
-    if found is None:
-        return None
-    return os.path.relpath(found[1], os.path.dirname(os.path.abspath(ctx.path)))
+    key = ("imported forward", ref.imported_class)
+    memo = _memo(ctx)
+    if key not in memo:
+        root = str(ctx.config.root) if ctx.config.root is not None else None
+        memo[key] = ctx.project.find_forward(ctx.path, ref.imported_class, root)
+    return memo[key]  # type: ignore[return-value]
 
 
 def forward_params(ctx: Context, class_info: ClassInfo | None) -> list[str] | None:

@@ -2,7 +2,7 @@
 something about a name a file imports: the `forward` parameters of a model class that
 `model.py` defines and `export.py` exports.
 
-`ProjectIndex.forward_params(importer, qualname, root)` finds the module the way `import`
+`ProjectIndex.find_forward(importer, qualname, root)` finds the module the way `import`
 would from the usual places (the importer's folder, the folder above its top package, the
 project root and its `src/`), reads it through the engine's parse cache, follows re-exports
 (`from .net import Net` in an `__init__.py`) and base classes (local or imported), and keeps
@@ -77,17 +77,13 @@ class ProjectIndex:
 
     # -- questions
 
-    def forward_params(self, importer: str, qualname: str, root: str | None) -> list[str] | None:
-        """The `forward` parameter names (without `self`) of the class `qualname` names in
-        `importer`'s imports (`models.net.Net`, `.net.Net`); None when the class or its
-        `forward` cannot be found, or `forward` takes `*args`/`**kwargs`."""
-        found = self.find_forward(importer, qualname, root)
-        return found[0] if found is not None else None
-
     def find_forward(
         self, importer: str, qualname: str, root: str | None
     ) -> tuple[list[str], str] | None:
-        """`forward_params` and the file of the module that defines that `forward`."""
+        """The `forward` parameter names (without `self`) of the class `qualname` names in
+        `importer`'s imports (`models.net.Net`, `.net.Net`), and the file of the module
+        that defines that `forward`; None when the class or its `forward` cannot be found,
+        or `forward` takes `*args`/`**kwargs`."""
         found = self._find_class(importer, qualname, root, _MAX_HOPS)
         hops = _MAX_HOPS
         while found is not None and hops > 0:
