@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 e2e_dir=${ONNXLINT_E2E_DIR:-$repo/.e2e}
-installer=${ONNXLINT_CODE_SERVER_INSTALLER:-$repo/../shared/tools/vscode-e2e/install-code-server.sh}
+installer=${ONNXLINT_CODE_SERVER_INSTALLER:-$repo/.ci/install-code-server.sh}
 
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "extension: SKIP: node and npm are not installed, so the extension cannot be built or tested"

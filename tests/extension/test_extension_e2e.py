@@ -1,7 +1,7 @@
 """The extension in a real VS Code (code-server), driven through its UI by headless Chromium.
 
 Runs extension/test/e2e/run.ts once per session against the packaged .vsix and reports each scenario
-as its own test. Needs code-server (../shared/tools/vscode-e2e/install-code-server.sh .e2e, which
+as its own test. Needs code-server (.ci/install-code-server.sh .e2e, which
 `.ci/extension.sh --setup` runs) and Chromium; without them the tests fail and say so, unless
 ONNXLINT_SKIP_E2E=1. Screenshots land in test-artifacts/e2e/; with
 ONNXLINT_UPDATE_SCREENSHOT=1 the quick-fix screenshot also replaces docs/images/vscode.png.

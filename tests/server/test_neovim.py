@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PROBE = REPO.parent / "shared" / "tools" / "nvim-lsp-probe" / "probe"
+PROBE = REPO / "tests" / "tools" / "nvim-lsp-probe" / "probe"
 SERVER = [sys.executable, "-m", "onnxlint", "server"]
 INIT = json.dumps({"settings": {"debounceMs": 0}, "trusted": False})
 
