@@ -43,10 +43,17 @@ class Config:
     exporter: str = "auto"
     severity: tuple[tuple[str, Severity], ...] = ()  # code (or prefix) -> severity
     large_model_parameters: int = 500_000_000  # OLX5xx: `external_data=False` above this
-    targets: tuple[dict[str, Any], ...] = ()  # [[tool.onnxlint.targets]], for the deep worker
+    # OLX1xx findings in code no export of the project reaches: report|lower|ignore.
+    unreached: str = "report"
+    # [[tool.onnxlint.targets]], for the deep worker: keys checked here (kebab-case, or the
+    # deprecated snake_case), values by onnxlint.deep.targets.
+    targets: tuple[dict[str, Any], ...] = ()
     deep: dict[str, Any] = field(default_factory=dict)  # [tool.onnxlint.deep] worker options
     root: Path | None = None  # the folder of the pyproject.toml it came from
     source: Path | None = None  # the pyproject.toml it came from
+    # What the user should change but that still works (deprecated spellings); front ends
+    # show them once (the CLI on stderr).
+    warnings: tuple[str, ...] = ()
 
     @property
     def torch_version(self) -> tuple[int, int]:
@@ -113,6 +120,9 @@ def _glob_match(rel: str, pattern: str) -> bool:
 
 # --------------------------------------------------------------------------- loading
 
+# What happens to OLX1xx findings in code that no export of the project reaches.
+UNREACHED_MODES = ("report", "lower", "ignore")
+
 _KEYS = {
     "select",
     "ignore",
@@ -124,9 +134,41 @@ _KEYS = {
     "exporter",
     "severity",
     "large-model-parameters",
+    "unreached",
     "targets",
     "deep",
 }
+
+
+# [[tool.onnxlint.targets]] keys, as written in TOML (kebab-case, like the keys above), and
+# the snake_case spelling of onnxlint 0.1 that is still accepted with a warning.
+TARGET_KEYS = (
+    "name",
+    "factory",
+    "dynamic-shapes",
+    "exporter",
+    "verify",
+    "timeout",
+    "memory-limit-mb",
+    "verify-max-params",
+)
+TARGET_EXPORTER_KEYS = ("opset", "translation-table")
+DEEP_KEYS = ("python",)
+
+
+def did_you_mean(word: str, known: Any) -> str:
+    """` (did you mean 'select'?)` for a close spelling, else the list of known words."""
+    import difflib
+
+    known = sorted(known)
+    close = difflib.get_close_matches(word.replace("_", "-"), known, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f" (known keys: {', '.join(known)})"
+
+
+def is_code_or_prefix(v: str) -> bool:
+    return v == "ALL" or (v.startswith("OLX") and (v == "OLX" or v[3:].isdigit()) and len(v) <= 6)
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -172,8 +214,7 @@ def _codes(value: Any, key: str, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f'{where}: `{key}` must be a list of rule codes, like ["OLX2"]')
     for v in value:
-        is_code = v.startswith("OLX") and (v == "OLX" or v[3:].isdigit()) and len(v) <= 6
-        if not (v == "ALL" or is_code):
+        if not is_code_or_prefix(v):
             raise ConfigError(
                 f"{where}: `{key}` has {v!r}, which is not a rule code or prefix "
                 '(use e.g. "OLX", "OLX2", "OLX201")'
@@ -186,10 +227,9 @@ def parse_table(table: dict[str, Any], source: Path | None) -> Config:
     where = f"{source} [tool.onnxlint]" if source else "[tool.onnxlint]"
     unknown = sorted(set(table) - _KEYS)
     if unknown:
-        raise ConfigError(
-            f"{where}: unknown key {unknown[0]!r} (known keys: {', '.join(sorted(_KEYS))})"
-        )
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}{did_you_mean(unknown[0], _KEYS)}")
     kw: dict[str, Any] = {}
+    warnings: list[str] = []
     for key in ("select", "ignore", "extend-select"):
         if key in table:
             kw[key.replace("-", "_")] = _codes(table[key], key, where)
@@ -221,18 +261,102 @@ def parse_table(table: dict[str, Any], source: Path | None) -> Config:
         if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
             raise ConfigError(f"{where}: `large-model-parameters` must be a positive integer")
         kw["large_model_parameters"] = n
+    if "unreached" in table:
+        mode = table["unreached"]
+        if mode not in UNREACHED_MODES:
+            raise ConfigError(
+                f"{where}: `unreached` must be one of {', '.join(UNREACHED_MODES)} (got {mode!r})"
+            )
+        kw["unreached"] = mode
     if "targets" in table:
         targets = table["targets"]
         if not isinstance(targets, list) or not all(isinstance(t, dict) for t in targets):
             raise ConfigError(
                 f"{where}: `targets` must be an array of tables [[tool.onnxlint.targets]]"
             )
-        kw["targets"] = tuple(targets)
+        kw["targets"] = _check_targets(targets, source, warnings)
     if "deep" in table:
         if not isinstance(table["deep"], dict):
             raise ConfigError(f"{where}: `deep` must be a table")
+        unknown = sorted(set(table["deep"]) - set(DEEP_KEYS))
+        if unknown:
+            raise ConfigError(
+                f"{where}: unknown key `deep.{unknown[0]}`{did_you_mean(unknown[0], DEEP_KEYS)}"
+            )
         kw["deep"] = dict(table["deep"])
-    return Config(root=source.parent.resolve() if source else None, source=source, **kw)
+    return Config(
+        root=source.parent.resolve() if source else None,
+        source=source,
+        warnings=tuple(warnings),
+        **kw,
+    )
+
+
+def _check_keys(
+    entry: dict[str, Any], known: tuple[str, ...], where: str, prefix: str, warnings: list[str]
+) -> dict[str, Any]:
+    """Keys of one table: kebab-case, or the old snake_case with a warning. The table is
+    returned as written (onnxlint.deep.targets reads both spellings and its messages name
+    the key as the user typed it)."""
+    out: dict[str, Any] = {}
+    for key, value in entry.items():
+        kebab = key.replace("_", "-")
+        if kebab not in known:
+            raise ConfigError(f"{where}: unknown key `{prefix}{key}`{did_you_mean(key, known)}")
+        if kebab != key:
+            warnings.append(
+                f"{where}: `{prefix}{key}` is deprecated, write `{prefix}{kebab}` "
+                "(onnxlint's keys are kebab-case)"
+            )
+        same = next((k for k in out if k.replace("_", "-") == kebab), None)
+        if same is not None:
+            raise ConfigError(f"{where}: `{prefix}{kebab}` is given twice ({same} and {key})")
+        out[key] = value
+    return out
+
+
+def _check_targets(
+    targets: list[dict[str, Any]], source: Path | None, warnings: list[str]
+) -> tuple[dict[str, Any], ...]:
+    """Keys and names of [[tool.onnxlint.targets]]; values are checked by the deep analysis."""
+    pyproject = str(source) if source else "pyproject.toml"
+    out = []
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(targets):
+        name = entry.get("name")
+        label = f"target {name!r}" if isinstance(name, str) else f"targets[{i}]"
+        line = _target_line(source, i)
+        at = f"{pyproject}:{line}:" if line else pyproject
+        where = f"{at} [[tool.onnxlint.targets]] {label}"
+        fixed = _check_keys(entry, TARGET_KEYS, where, "", warnings)
+        exporter = fixed.get("exporter")
+        if isinstance(exporter, dict):  # not a table: onnxlint.deep.targets says so
+            fixed["exporter"] = _check_keys(
+                exporter, TARGET_EXPORTER_KEYS, where, "exporter.", warnings
+            )
+        if isinstance(name, str):
+            if name.strip() in seen:
+                raise ConfigError(
+                    f"{where}: two targets are named {name!r} (the other is "
+                    f"targets[{seen[name.strip()]}]); give each target its own name"
+                )
+            seen[name.strip()] = i
+        out.append(fixed)
+    return tuple(out)
+
+
+def _target_line(source: Path | None, index: int) -> int | None:
+    """The line of the `index`-th `[[tool.onnxlint.targets]]` header, for messages."""
+    if source is None:
+        return None
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = [
+        n for n, text in enumerate(lines, 1) if text.strip().startswith("[[tool.onnxlint.targets]]")
+    ]
+    return found[index] if index < len(found) else None
 
 
 def parse_torch_version(value: Any, where: str) -> str:
