@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from onnxlint import __version__
-from onnxlint.config import ConfigError, load_config, parse_table
+from onnxlint.config import ConfigError, is_code_or_prefix, load_config
 from onnxlint.output import FORMATS
 
 # Heavier modules (libcst, the rules, the server) are imported where they are used, so
@@ -26,13 +26,24 @@ class UsageError(Exception):
     """A usage problem, reported as one line and exit code 2."""
 
 
-def _codes_arg(value: str) -> list[str]:
-    codes = [c.strip().upper() for c in value.split(",") if c.strip()]
-    try:
-        parse_table({"select": codes}, None)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc).split(": ", 1)[-1]) from None
-    return codes
+COMMANDS = ("check", "rule", "rules", "server", "analyze")
+
+
+def _codes_arg(flag: str) -> Callable[[str], list[str]]:
+    """The `type=` of a codes flag; its error names the flag as the user typed it."""
+
+    def parse(value: str) -> list[str]:
+        codes = [c.strip().upper() for c in value.split(",") if c.strip()]
+        bad = next((c for c in codes if not is_code_or_prefix(c)), None)
+        if bad is not None:
+            raise argparse.ArgumentTypeError(
+                f"{flag} has {bad!r}, which is not a rule code or prefix "
+                "(use e.g. OLX, OLX2, OLX201; `onnxlint rules` lists them)"
+            )
+        return codes
+
+    parse.__name__ = flag  # argparse names the type in some messages
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,13 +57,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="check files and folders (the default command)")
     check.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: .)")
-    check.add_argument("--select", type=_codes_arg, help="only these codes/prefixes (OLX2,OLX401)")
-    check.add_argument("--extend-select", type=_codes_arg, help="codes to add to the selection")
-    check.add_argument("--ignore", type=_codes_arg, help="codes/prefixes to leave out")
-    check.add_argument("--format", choices=FORMATS, default="text", help="output format")
-    check.add_argument("--fix", action="store_true", help="apply safe fixes")
     check.add_argument(
-        "--unsafe-fixes", action="store_true", help="with --fix: apply unsafe fixes too"
+        "--select", type=_codes_arg("--select"), help="only these codes/prefixes (OLX2,OLX401)"
+    )
+    check.add_argument(
+        "--extend-select", type=_codes_arg("--extend-select"), help="codes to add to the selection"
+    )
+    check.add_argument("--ignore", type=_codes_arg("--ignore"), help="codes/prefixes to leave out")
+    check.add_argument("--format", choices=FORMATS, default="text", help="output format")
+    check.add_argument(
+        "--fix", action="store_true", help="apply safe fixes (unsafe ones too with --unsafe-fixes)"
+    )
+    check.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        help="show unsafe fixes as available; with --fix, apply them too",
     )
     check.add_argument(
         "--diff", action="store_true", help="show the fixes as a diff; write nothing"
@@ -91,10 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from onnxlint.server import serve
 
         return serve(args_list[1:])
-    commands = {"check", "rule", "rules", "server", "analyze"}
     if not args_list or (
-        args_list[0] not in commands and args_list[0] not in ("-h", "--help", "--version")
+        args_list[0] not in COMMANDS and args_list[0] not in ("-h", "--help", "--version")
     ):
+        mistyped = _mistyped_command(args_list[0]) if args_list else None
+        if mistyped is not None:
+            print(f"onnxlint: error: {mistyped}", file=sys.stderr)
+            return EXIT_ERROR
         args_list.insert(0, "check")
     parser = build_parser()
     try:
@@ -134,6 +156,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
+
+
+def _mistyped_command(word: str) -> str | None:
+    """`onnxlint chek src`: a word that is no path and looks like a command is a typo."""
+    import difflib
+    import os
+
+    if word.startswith("-") or os.path.lexists(word) or "/" in word or os.sep in word:
+        return None
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+    if not close:
+        return None
+    return f"unknown command {word!r}; did you mean {close[0]!r}? (`onnxlint --help` lists them)"
 
 
 # --------------------------------------------------------------------------- rule / rules

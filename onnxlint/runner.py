@@ -7,20 +7,27 @@ import difflib
 import gc
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from onnxlint.cache import ResultCache, config_key
 from onnxlint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
 from onnxlint.config import Config, load_config
 from onnxlint.engine import SYNTAX_ERROR_CODE, Engine
-from onnxlint.files import ReadError, content_key, discover, read_text
+from onnxlint.files import PY_SUFFIXES, PathProblem, ReadError, content_key, discover, read_text
 from onnxlint.fixes import fix_text, read_source, write_source
-from onnxlint.output.machine import render_github, render_json, render_sarif
-from onnxlint.output.text import Painter, render_statistics, render_text, use_color
+from onnxlint.output.machine import render_github, render_json, render_sarif, render_statistics_json
+from onnxlint.output.text import (
+    Painter,
+    render_statistics,
+    render_text,
+    summary_line,
+    use_color,
+)
 from onnxlint.rules import all_rules
 from onnxlint.violation import Severity, Span, Violation
 
@@ -34,10 +41,17 @@ class FileOutcome:
     new_text: str | None = None
     # Other files the check read (content hash) or looked for (None): see onnxlint.project.
     deps: dict[str, str | None] = field(default_factory=dict)
+    created: int = 0  # findings that the applied fixes brought about (among `violations`)
+
+
+def warn(message: str) -> None:
+    print(f"onnxlint: warning: {message}", file=sys.stderr)
 
 
 def _effective_config(args: argparse.Namespace, start: Path) -> Config:
     config = load_config(start, Path(args.config) if args.config else None)
+    for w in config.warnings:
+        warn(w)
     changes: dict[str, object] = {}
     if args.select:
         changes["select"] = tuple(args.select)
@@ -56,18 +70,62 @@ def _error_violation(path: str, message: str) -> Violation:
     return Violation(path, Span(1, 1, 1, 1), SYNTAX_ERROR_CODE, message, Severity.ERROR)
 
 
+def _explicit_files(
+    paths: list[str], config: Config, excludes: tuple[str, ...]
+) -> tuple[list[str], list[PathProblem]]:
+    """Files named on the command line that will not be checked, each with one line: the
+    configuration excludes it (a note), or it is not Python (an error). The rest of `paths`
+    is returned for `discover`."""
+    keep: list[str] = []
+    problems: list[PathProblem] = []
+    cfg = config.with_overrides(extend_exclude=config.extend_exclude + excludes)
+    for raw in paths:
+        p = Path(raw)
+        if not p.is_file():
+            keep.append(raw)
+            continue
+        if cfg.is_excluded(raw):
+            where = "--exclude" if not config.is_excluded(raw) else _config_name(config)
+            warn(f"{raw}: excluded by `exclude`/`extend-exclude` in {where}; not checked")
+            continue
+        if not raw.endswith(PY_SUFFIXES) and not _looks_like_python(p):
+            problems.append(
+                PathProblem(raw, "not a Python file (onnxlint checks *.py and *.pyi); not checked")
+            )
+            continue
+        keep.append(raw)
+    return keep, problems
+
+
+def _config_name(config: Config) -> str:
+    return str(config.source) if config.source else "the configuration"
+
+
+def _looks_like_python(path: Path) -> bool:
+    """A script without a suffix counts when its first line runs Python."""
+    try:
+        with path.open("rb") as fh:
+            first = fh.readline(200)
+    except OSError:
+        return True  # let reading it report the problem
+    return first.startswith(b"#!") and b"python" in first
+
+
 def cmd_check(args: argparse.Namespace) -> int:
-    if args.unsafe_fixes and not (args.fix or args.diff):
-        args.fix = True
     if args.stdin_filename:
         return _check_stdin(args)
     paths = args.paths or ["."]
     config = _effective_config(args, Path(paths[0]))
-    files, problems = discover(paths, config, tuple(args.exclude))
+    excludes = tuple(args.exclude)
+    to_walk, problems = _explicit_files(paths, config, excludes)
+    files, missing = discover(to_walk, config, excludes)
+    problems += missing
     for p in problems:
         print(f"onnxlint: error: {p.path}: {p.message}", file=sys.stderr)
     if problems and not files:
         return EXIT_ERROR
+    if not files and to_walk:
+        warn(f"no Python files found under {', '.join(to_walk)}")
     outcomes = _check_files(files, config, args)
     violations = sorted((v for o in outcomes for v in o.violations), key=Violation.sort_key)
     if args.deep:
@@ -91,9 +149,26 @@ def _deep_violations(paths: list[str], config: Config, args: argparse.Namespace)
     except ImportError as exc:
         raise UsageError(f"--deep needs the deep analysis: {exc}") from None
     root = config.root or Path.cwd()
-    return list(
-        deep_check(paths, root, list(config.targets), python=args.python, verify=args.verify)
+    messages: list[str] = []
+    found = deep_check(
+        paths,
+        root,
+        list(config.targets),
+        python=args.python or config.deep.get("python"),
+        verify=args.verify,
+        use_cache=not args.no_cache,
+        messages=messages,
     )
+    for m in messages:
+        warn(m)
+    # Paths as the static findings have them: relative to where onnxlint runs.
+    return [replace(v, path=_display_path(v.path)) for v in found]
+
+
+def _display_path(path: str) -> str:
+    full = os.path.abspath(path)
+    rel = os.path.relpath(full)
+    return path if rel.startswith("..") else Path(rel).as_posix()
 
 
 def _emit(
@@ -107,6 +182,20 @@ def _emit(
     out = sys.stdout
     if args.diff:
         out.write("".join(o.diff for o in outcomes))
+        return
+    created = sum(o.created for o in outcomes)
+    if args.statistics:
+        # As in ruff: statistics replace the findings; JSON stays JSON, others get the table.
+        names = {r.code: r.name for r in all_rules()}
+        if args.format == "json":
+            out.write(render_statistics_json(violations, names))
+        else:
+            paint = Painter(use_color(out.isatty()))
+            out.write(render_statistics(violations, names))
+            out.write(
+                summary_line(violations, fixed, nfiles, args.unsafe_fixes, paint, args.fix, created)
+                + "\n"
+            )
         return
     if args.format == "json":
         out.write(render_json(violations))
@@ -126,10 +215,6 @@ def _emit(
                     cache[path] = None
             return cache[path]
 
-        if args.statistics:
-            names = {r.code: r.name for r in all_rules()}
-            out.write(render_statistics(violations, names))
-            return
         out.write(
             render_text(
                 violations,
@@ -139,6 +224,8 @@ def _emit(
                 files_checked=nfiles,
                 quiet=args.quiet,
                 unsafe_fixes=args.unsafe_fixes,
+                fixing=args.fix,
+                created=created,
             )
         )
 
@@ -193,7 +280,7 @@ def _check_one(
         result = fix_text(text, violations, lambda t: engine.check(path, t, config), unsafe=unsafe)
         if result.text != text:
             outcome.fixed = len(result.applied)
-            outcome.violations = result.remaining
+            outcome.violations, outcome.created = _mark_created(violations, result.remaining)
             outcome.new_text = result.text
             if diff:
                 outcome.diff = "".join(
@@ -207,6 +294,25 @@ def _check_one(
                 outcome.violations = violations
                 outcome.fixed = 0
     return outcome
+
+
+CREATED_NOTE = "this finding appeared after the fixes were applied: the fixed code has it"
+
+
+def _mark_created(before: list[Violation], after: list[Violation]) -> tuple[list[Violation], int]:
+    """`after` with a note on each finding the fixes brought about (one that was not there
+    before: switching to the dynamo exporter makes an `opset_version=13` wrong)."""
+    old = Counter((v.code, v.message) for v in before)
+    out: list[Violation] = []
+    created = 0
+    for v in after:
+        if old[(v.code, v.message)] > 0:
+            old[(v.code, v.message)] -= 1
+            out.append(v)
+        else:
+            created += 1
+            out.append(replace(v, notes=(*v.notes, CREATED_NOTE)))
+    return out, created
 
 
 def _check_files(files: list[Path], config: Config, args: argparse.Namespace) -> list[FileOutcome]:

@@ -1,13 +1,16 @@
 """Suppression comments: `# onnxlint: ignore[OLX201]`, `# noqa: OLX201`, `# onnxlint: ignore-file`.
 
 A bare `# onnxlint: ignore` or `# noqa` silences every onnxlint code on its line. A
-finding is silenced by a comment on the line where it starts or the line where it ends
-(so a multi-line call can carry the comment after its closing parenthesis).
+finding is silenced by a comment on the line where it starts or ends, or on the last line
+of the (multi-line) statement it is in: a `torch.onnx.export(...)` spread over lines can
+carry the comment after its closing parenthesis, whichever argument the finding is on.
 """
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Iterable
 
 from onnxlint.violation import Violation
@@ -28,8 +31,9 @@ def _split_codes(raw: str | None) -> frozenset[str]:
     return codes or ALL
 
 
-def line_suppressions(text: str) -> dict[int, frozenset[str]]:
-    """1-based line -> codes silenced there (`{"*"}` for all)."""
+def line_suppressions(text: str, statements: bool = True) -> dict[int, frozenset[str]]:
+    """1-based line -> codes silenced there (`{"*"}` for all). With `statements`, a comment
+    on the last line of a multi-line statement counts on each of its lines."""
     out: dict[int, frozenset[str]] = {}
     if "noqa" not in text and "onnxlint:" not in text:
         return out
@@ -44,7 +48,32 @@ def line_suppressions(text: str) -> dict[int, frozenset[str]]:
                 if not codes:
                     continue  # `# noqa: E501` is about another tool
             out[lineno] = out.get(lineno, frozenset()) | codes
+    if out and statements:
+        _spread_to_statements(text, out)
     return out
+
+
+def _spread_to_statements(text: str, per_line: dict[int, frozenset[str]]) -> None:
+    """A comment on the last line of a logical line (a statement spread over lines by
+    brackets or backslashes) covers each of its lines."""
+    wanted = set(per_line)
+    start: int | None = None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type in (tokenize.COMMENT, tokenize.NL) and start is None:
+                continue
+            if start is None:
+                start = tok.start[0]
+            if tok.type == tokenize.NEWLINE or tok.type == tokenize.ENDMARKER:
+                end = tok.start[0]
+                if end in wanted and end > start:
+                    for line in range(start, end):
+                        per_line[line] = per_line.get(line, frozenset()) | per_line[end]
+                start = None
+            elif tok.type in (tokenize.INDENT, tokenize.DEDENT):
+                start = None
+    except (tokenize.TokenError, SyntaxError):
+        pass  # unparsable text: the comment covers its own line only
 
 
 def file_suppression(text: str) -> frozenset[str]:
@@ -61,9 +90,15 @@ def _silenced(code: str, codes: frozenset[str]) -> bool:
     return "*" in codes or any(code.startswith(c) for c in codes)
 
 
+def _covered(v: Violation, per_line: dict[int, frozenset[str]]) -> bool:
+    codes = per_line.get(v.span.line, frozenset()) | per_line.get(v.span.end_line, frozenset())
+    return bool(codes) and _silenced(v.code, codes)
+
+
 def apply_suppressions(text: str, violations: Iterable[Violation]) -> list[Violation]:
     per_file = file_suppression(text)
-    per_line = line_suppressions(text)
+    per_line = line_suppressions(text, statements=False)
+    spread = False  # the statements' spans are read (tokenized) only when needed
     out = []
     for v in violations:
         if v.code == "OLX000":
@@ -71,8 +106,12 @@ def apply_suppressions(text: str, violations: Iterable[Violation]) -> list[Viola
             continue
         if per_file and _silenced(v.code, per_file):
             continue
-        codes = per_line.get(v.span.line, frozenset()) | per_line.get(v.span.end_line, frozenset())
-        if codes and _silenced(v.code, codes):
+        if _covered(v, per_line):
             continue
+        if per_line and not spread:
+            _spread_to_statements(text, per_line)
+            spread = True
+            if _covered(v, per_line):
+                continue
         out.append(v)
     return out

@@ -17,7 +17,14 @@ from typing import Any
 from onnxlint.deep import report
 from onnxlint.deep.analyzer import DeepAnalyzer
 from onnxlint.deep.result import DeepResult, line_span
-from onnxlint.deep.targets import Target, TargetError, discover_targets, load_targets
+from onnxlint.deep.targets import (
+    Target,
+    TargetError,
+    classes_built_by,
+    discover_targets,
+    factory_location,
+    load_targets,
+)
 from onnxlint.violation import Severity, Violation
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -75,7 +82,20 @@ def collect_targets(
             problems.append(_config_violation(root, entry, i, str(e)))
     names = {t.name for t in targets}
     factories = {t.factory for t in targets}
-    for t in discover_targets(paths, root):
+    unusable: list[tuple[Path, int, str]] = []
+    found = discover_targets(paths, root, unusable)
+    for path, line, message in unusable:
+        problems.append(
+            Violation(
+                path=str(path),
+                span=line_span(str(path), line),
+                code="OLX812",
+                message=message,
+                severity=Severity.ERROR,
+                source="deep",
+            )
+        )
+    for t in found:
         # A marked function that a [[tool.onnxlint.targets]] entry already declares is
         # the same target (the declaration, with its options, wins).
         if t.name not in names and t.factory not in factories:
@@ -111,7 +131,8 @@ def run_targets(
     progress: Progress | None = None,
 ) -> list[DeepResult]:
     results = []
-    with DeepAnalyzer(python, targets=list(targets), cache_dir=root / CACHE_SUBDIR) as analyzer:
+    cache_dir = root / CACHE_SUBDIR if use_cache else None  # --no-cache: no folder at all
+    with DeepAnalyzer(python, targets=list(targets), cache_dir=cache_dir) as analyzer:
         for t in targets:
 
             def on_progress(phase: str, percent: int | None, _name: str = t.name) -> None:
@@ -124,6 +145,35 @@ def run_targets(
     return results
 
 
+NO_TARGETS = (
+    "no targets to analyse: declare one in pyproject.toml ([[tool.onnxlint.targets]] with "
+    '`name` and `factory = "package.module:function"`) or put `# onnxlint: target` above a '
+    "function that returns (model, args)"
+)
+
+
+def targets_under(targets: Sequence[Target], paths: Sequence[str | Path]) -> list[Target]:
+    """The targets whose factory, or a model class it builds, lives under one of `paths`."""
+    wanted = [Path(p).resolve() for p in paths]
+
+    def under(file: Path) -> bool:
+        file = file.resolve()
+        return any(file == w or w in file.parents for w in wanted)
+
+    out = []
+    for t in targets:
+        files = [p for p, _ in classes_built_by(t)]
+        loc = factory_location(t)
+        if loc is not None:
+            files.append(loc[0])
+        if t.decl_path is not None and t.origin == "marker":
+            files.append(t.decl_path)
+        # A factory that cannot be located (an installed package) belongs to the project.
+        if any(under(f) for f in files) or (not files and under(t.root)):
+            out.append(t)
+    return out
+
+
 def deep_check(
     paths: Sequence[str | Path],
     root: Path,
@@ -131,11 +181,28 @@ def deep_check(
     python: str | None = None,
     verify: bool = False,
     progress: Progress | None = None,
+    *,
+    use_cache: bool = True,
+    messages: list[str] | None = None,
 ) -> list[Violation]:
-    """OLX8xx findings for every declared target and every `# onnxlint: target` in `paths`."""
+    """OLX8xx findings for the declared targets and the `# onnxlint: target` functions whose
+    factory or model lives under `paths`. `messages` gets what the user should know (no
+    targets)."""
     root = Path(root)
     targets, problems = collect_targets(raw_targets, root, [Path(p) for p in paths])
-    results = run_targets(targets, python=python, verify=verify, root=root, progress=progress)
+    chosen = targets_under(targets, paths)
+    if not chosen and not problems and messages is not None:
+        if targets:
+            names = ", ".join(t.name for t in targets)
+            messages.append(
+                f"no deep-analysis target builds a model from the paths given "
+                f"(targets: {names}); --deep analysed nothing"
+            )
+        else:
+            messages.append(NO_TARGETS)
+    results = run_targets(
+        chosen, python=python, verify=verify, root=root, progress=progress, use_cache=use_cache
+    )
     out = list(problems)
     for r in results:
         out += r.violations
@@ -161,11 +228,7 @@ def run_analyze(args: argparse.Namespace, config: Any) -> int:
                 return EXIT_USAGE
         targets = chosen
     if not targets and not problems:
-        print(
-            "onnxlint: no targets: declare [[tool.onnxlint.targets]] in pyproject.toml or mark "
-            "a factory function with `# onnxlint: target`",
-            file=sys.stderr,
-        )
+        print(f"onnxlint: {NO_TARGETS}", file=sys.stderr)
         return EXIT_USAGE
     python = getattr(args, "python", None) or deep.get("python")
     fmt = getattr(args, "format", "text")

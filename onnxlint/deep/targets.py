@@ -24,6 +24,7 @@ DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_MEMORY_LIMIT_MB = 6144
 MARKER_RE = re.compile(r"#\s*onnxlint:\s*target\b(?P<opts>[^#\n]*)")
 FACTORY_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+FILE_FACTORY_RE = re.compile(r"^(?P<file>[^:]+\.py):(?P<func>[A-Za-z_]\w*)$")
 _KEYS = {
     "name",
     "factory",
@@ -121,46 +122,53 @@ def _check_dims(where: str, key: str, dims: Any) -> dict[int, str | None]:
     return out
 
 
-def _check_dynamic_shapes(where: str, spec: Any) -> Any:
+def _check_dynamic_shapes(where: str, spec: Any, key: str = "dynamic-shapes") -> Any:
     if spec is None:
         return None
     if isinstance(spec, list):
         return tuple(
-            None if d in (None, False, {}) else _check_dims(where, f"dynamic_shapes[{i}]", d)
+            None if d in (None, False, {}) else _check_dims(where, f"{key}[{i}]", d)
             for i, d in enumerate(spec)
         )
     if isinstance(spec, dict):
         return {
-            str(arg): None
-            if d in (None, False, {})
-            else _check_dims(where, f"dynamic_shapes.{arg}", d)
+            str(arg): None if d in (None, False, {}) else _check_dims(where, f"{key}.{arg}", d)
             for arg, d in spec.items()
         }
     raise TargetError(
-        f"{where}: `dynamic_shapes` must be a table keyed by forward() argument name or an "
+        f"{where}: `{key}` must be a table keyed by forward() argument name or an "
         "array in argument order"
     )
 
 
 def validate_target(raw: Mapping[str, Any], root: Path, index: int = 0) -> Target:
     """One `[[tool.onnxlint.targets]]` table -> Target, or TargetError naming the key."""
-    where = _where(index, raw)
     if not isinstance(raw, Mapping):
         raise TargetError(f"targets[{index}] must be a table")
+    where = _where(index, raw)
+    # TOML spells the keys in kebab-case (onnxlint.config turns them to snake_case).
+    typed = {str(k).replace("-", "_"): str(k) for k in raw}  # messages name the key as typed
+    raw = {str(k).replace("-", "_"): v for k, v in raw.items()}
     unknown = sorted(set(raw) - _KEYS)
     if unknown:
-        raise TargetError(
-            f"{where}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})"
-        )
+        known = ", ".join(sorted(k.replace("_", "-") for k in _KEYS))
+        raise TargetError(f"{where}: unknown key {unknown[0]!r} (known: {known})")
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise TargetError(f"{where}: `name` is required and must be a non-empty string")
     factory = raw.get("factory")
+    if isinstance(factory, str):
+        factory = factory_from_file(factory, Path(root), where)
     if not isinstance(factory, str) or not FACTORY_RE.match(factory):
-        raise TargetError(f'{where}: `factory` must be "package.module:function", got {factory!r}')
+        raise TargetError(
+            f'{where}: `factory` must be "package.module:function" or "path/to/file.py:function",'
+            f" got {factory!r}"
+        )
     exporter = raw.get("exporter", {})
     if not isinstance(exporter, Mapping):
         raise TargetError(f"{where}: `exporter` must be a table, e.g. {{opset = 18}}")
+    typed.update({"exporter." + str(k).replace("-", "_"): str(k) for k in exporter})
+    exporter = {str(k).replace("-", "_"): v for k, v in exporter.items()}
     unknown = sorted(set(exporter) - _EXPORTER_KEYS)
     if unknown:
         raise TargetError(
@@ -177,7 +185,8 @@ def validate_target(raw: Mapping[str, Any], root: Path, index: int = 0) -> Targe
     table = exporter.get("translation_table")
     if table is not None and (not isinstance(table, str) or not FACTORY_RE.match(table)):
         raise TargetError(
-            f'{where}: `exporter.translation_table` must be "package.module:NAME", got {table!r}'
+            f"{where}: `exporter.{typed.get('exporter.translation_table')}` must be "
+            f'"package.module:NAME", got {table!r}'
         )
     verify = raw.get("verify", False)
     if not isinstance(verify, bool):
@@ -189,15 +198,21 @@ def validate_target(raw: Mapping[str, Any], root: Path, index: int = 0) -> Targe
         )
     memory = raw.get("memory_limit_mb", DEFAULT_MEMORY_LIMIT_MB)
     if isinstance(memory, bool) or not isinstance(memory, int) or memory < 64:
-        raise TargetError(f"{where}: `memory_limit_mb` must be an integer >= 64, got {memory!r}")
+        raise TargetError(
+            f"{where}: `{typed.get('memory_limit_mb')}` must be an integer >= 64, got {memory!r}"
+        )
     vmax = raw.get("verify_max_params")
     if vmax is not None and (isinstance(vmax, bool) or not isinstance(vmax, int) or vmax < 0):
-        raise TargetError(f"{where}: `verify_max_params` must be a non-negative integer")
+        raise TargetError(
+            f"{where}: `{typed.get('verify_max_params')}` must be a non-negative integer"
+        )
     return Target(
         name=name.strip(),
         factory=factory,
         root=root,
-        dynamic_shapes=_check_dynamic_shapes(where, raw.get("dynamic_shapes")),
+        dynamic_shapes=_check_dynamic_shapes(
+            where, raw.get("dynamic_shapes"), typed.get("dynamic_shapes", "dynamic-shapes")
+        ),
         opset=opset,
         translation_table=table,
         verify=verify,
@@ -207,6 +222,30 @@ def validate_target(raw: Mapping[str, Any], root: Path, index: int = 0) -> Targe
         decl_path=root / "pyproject.toml",
         decl_line=_pyproject_line(root / "pyproject.toml", name),
         origin="pyproject",
+    )
+
+
+def factory_from_file(factory: str, root: Path, where: str) -> str:
+    """`"path/to/file.py:fn"` -> `"path.to.file:fn"` (the worker imports it with the project
+    root on sys.path); any other spelling is returned as it is."""
+    m = FILE_FACTORY_RE.match(factory)
+    if m is None:
+        return factory
+    path = Path(m.group("file"))
+    full = path if path.is_absolute() else Path(root) / path
+    if not full.is_file():
+        raise TargetError(f"{where}: `factory` names {m.group('file')!r}, which does not exist")
+    module = module_name_for(full, Path(root))
+    if module is None:
+        raise TargetError(f"{where}: `factory` names {m.group('file')!r}, {_not_importable(full)}")
+    return f"{module}:{m.group('func')}"
+
+
+def _not_importable(path: Path) -> str:
+    return (
+        "which cannot be imported: its path from the project root has a part that is not a "
+        "Python identifier (like `001_model.py` or `my-scripts/`); rename it so that it can "
+        "be imported (`model_001.py`)"
     )
 
 
@@ -278,8 +317,14 @@ def marked_functions(text: str) -> list[tuple[str, int, str]]:
     return out
 
 
-def discover_targets(paths: Iterable[Path], root: Path) -> list[Target]:
-    """`# onnxlint: target` functions in these files (folders are walked for *.py)."""
+def discover_targets(
+    paths: Iterable[Path], root: Path, problems: list[tuple[Path, int, str]] | None = None
+) -> list[Target]:
+    """`# onnxlint: target` functions in these files (folders are walked for *.py).
+
+    A marked function that cannot be imported (its file's name is no module name, or it
+    lies outside the project root) is not a target; `problems` gets (file, line, message).
+    """
     root = Path(root)
     out: list[Target] = []
     for path in _python_files(paths):
@@ -289,6 +334,21 @@ def discover_targets(paths: Iterable[Path], root: Path) -> list[Target]:
             continue
         mod = module_name_for(path, root)
         if mod is None:
+            if problems is not None:
+                for func, line, _opts in marked_functions(text):
+                    try:
+                        path.resolve().relative_to(root.resolve())
+                        why = _not_importable(path)
+                    except ValueError:
+                        why = f"which lies outside the project root {str(root)!r}"
+                    problems.append(
+                        (
+                            path.resolve(),
+                            line,
+                            f"`# onnxlint: target` on `{func}` is ignored: it is in "
+                            f"{path.name!r}, {why}",
+                        )
+                    )
             continue
         for func, line, opts in marked_functions(text):
             out.append(

@@ -17,6 +17,19 @@ def render_json(violations: Sequence[Violation]) -> str:
     return json.dumps([v.to_json() for v in violations], indent=2) + "\n"
 
 
+def render_statistics_json(violations: Sequence[Violation], names: dict[str, str]) -> str:
+    """`--statistics --format json`: `[{code, name, count, fix}]` (fix: "safe", "unsafe",
+    "display" or null), as ruff prints its statistics in JSON."""
+    from onnxlint.output.text import statistics
+
+    safety = {"[*]": "safe", "[~]": "unsafe", "[-]": "display"}
+    rows = [
+        {"code": code, "name": names.get(code, ""), "count": n, "fix": safety.get(mark)}
+        for code, n, mark in statistics(violations)
+    ]
+    return json.dumps(rows, indent=2) + "\n"
+
+
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 

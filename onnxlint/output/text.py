@@ -39,15 +39,24 @@ class Painter:
         return "".join(_COLORS[s] for s in styles) + text + _COLORS["reset"]
 
 
+def label(v: Violation) -> str:
+    """`error[OLX402]`: the severity in words, so a log without colour tells them apart."""
+    return f"{v.severity.value}[{v.code}]"
+
+
+def fix_marker(v: Violation) -> str:
+    if v.fix is None:
+        return ""
+    return {"safe": "[*]", "unsafe": "[~]", "display": "[-]"}[v.fix.safety.value]
+
+
 def render_violation(
     v: Violation, lines: Sequence[str] | None, paint: Painter, show_frame: bool = True
 ) -> str:
-    fix_mark = ""
-    if v.fix is not None:
-        fix_mark = " [*]" if v.fix.safety.value == "safe" else " [~]"
+    fix_mark = f" {fix_marker(v)}" if v.fix is not None else ""
     head = (
         f"{paint(v.path, 'bold')}:{v.line}:{v.column}: "
-        f"{paint(v.code, 'bold', _SEVERITY_COLOR[v.severity])}"
+        f"{paint(label(v), 'bold', _SEVERITY_COLOR[v.severity])}"
         f"{paint(fix_mark, 'cyan')} {v.message}"
     )
     out = [head]
@@ -92,26 +101,48 @@ def render_text(
     files_checked: int = 0,
     quiet: bool = False,
     unsafe_fixes: bool = False,
+    fixing: bool = False,
+    created: int = 0,
 ) -> str:
     blocks = []
     if not quiet:
         for v in violations:
             blocks.append(render_violation(v, read_lines(v.path), paint))
-    summary = summary_line(violations, fixed, files_checked, unsafe_fixes, paint)
+    summary = summary_line(
+        violations, fixed, files_checked, unsafe_fixes, paint, fixing=fixing, created=created
+    )
     if quiet:
         return "\n".join(
-            f"{v.path}:{v.line}:{v.column}: {v.code} {v.message}" for v in violations
+            f"{v.path}:{v.line}:{v.column}: {label(v)} {v.message}" for v in violations
         ) + ("\n" if violations else "")
     return "\n\n".join(blocks) + ("\n\n" if blocks else "") + summary + "\n"
 
 
 def summary_line(
-    violations: Sequence[Violation], fixed: int, files: int, unsafe_fixes: bool, paint: Painter
+    violations: Sequence[Violation],
+    fixed: int,
+    files: int,
+    unsafe_fixes: bool,
+    paint: Painter,
+    fixing: bool = False,
+    created: int = 0,
 ) -> str:
+    """The closing lines. `unsafe_fixes` without `fixing` (ruff's `--unsafe-fixes` alone)
+    shows the unsafe fixes as available; with `fixing` they were applied, and what is left
+    did not hold up."""
     n = len(violations)
     parts = []
     if fixed:
         parts.append(paint(f"Fixed {fixed} problem{'s' * (fixed != 1)}.", "green", "bold"))
+    if created:
+        parts.append(
+            paint(
+                f"{created} of these findings {'were' if created != 1 else 'was'} brought "
+                "about by the fixes just applied (each has a note saying so); review "
+                f"{'them' if created != 1 else 'it'}.",
+                "yellow",
+            )
+        )
     if n == 0:
         parts.append(
             paint(f"All checks passed ({files} file{'s' * (files != 1)} checked).", "green")
@@ -127,16 +158,33 @@ def summary_line(
     parts.append(paint(line, "bold"))
     if safe:
         parts.append(f"[*] {safe} fixable with `onnxlint check --fix`.")
-    if unsafe and not unsafe_fixes:
-        parts.append(f"[~] {unsafe} more fixable with `--fix --unsafe-fixes`.")
+    if unsafe and not (unsafe_fixes and fixing):
+        more = "more " if safe else ""
+        parts.append(f"[~] {unsafe} {more}fixable with `onnxlint check --fix --unsafe-fixes`.")
     return "\n".join(parts)
 
 
-def render_statistics(violations: Sequence[Violation], names: dict[str, str]) -> str:
+def statistics(violations: Sequence[Violation]) -> list[tuple[str, int, str]]:
+    """(code, count, fix marker) per code, most frequent first. The marker is `[*]` when
+    some finding has a safe fix, else `[~]` when some has an unsafe one."""
     counts = Counter(v.code for v in violations)
-    fixable = Counter(v.code for v in violations if v.fix and v.fix.safety.value == "safe")
+    marks: dict[str, set[str]] = {}
+    for v in violations:
+        if v.fix is not None:
+            marks.setdefault(v.code, set()).add(fix_marker(v))
     rows = []
-    for code, n in counts.most_common():
-        mark = "[*]" if fixable[code] else "   "
-        rows.append(f"{n:>6}  {code}  {mark} {names.get(code, '')}")
+    for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        have = marks.get(code, set())
+        mark = next((m for m in ("[*]", "[~]", "[-]") if m in have), "")
+        rows.append((code, n, mark))
+    return rows
+
+
+def render_statistics(violations: Sequence[Violation], names: dict[str, str]) -> str:
+    rows = [
+        f"{n:>6}  {code}  {mark or '   '} {names.get(code, '')}"
+        for code, n, mark in statistics(violations)
+    ]
+    if rows:
+        rows.append(f"{len(violations):>6}  total")
     return "\n".join(rows) + ("\n" if rows else "")

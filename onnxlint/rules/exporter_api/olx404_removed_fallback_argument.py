@@ -53,7 +53,7 @@ class RemovedFallbackArgument(Rule):
     code = "OLX404"
     name = "removed-fallback-argument"
     severity = Severity.ERROR
-    fix_safety = FixSafety.SAFE
+    fix_safety = FixSafety.UNSAFE  # its least safe fix (`fallback=True`)
     deprecated_api = True
     requires = ("fallback",)
 
