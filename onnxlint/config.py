@@ -321,7 +321,7 @@ def _check_targets(
     """Keys and names of [[tool.onnxlint.targets]]; values are checked by the deep analysis."""
     pyproject = str(source) if source else "pyproject.toml"
     out = []
-    seen: dict[str, int] = {}
+    seen: dict[str, str] = {}
     for i, entry in enumerate(targets):
         name = entry.get("name")
         label = f"target {name!r}" if isinstance(name, str) else f"targets[{i}]"
@@ -338,9 +338,9 @@ def _check_targets(
             if name.strip() in seen:
                 raise ConfigError(
                     f"{where}: two targets are named {name!r} (the other is "
-                    f"targets[{seen[name.strip()]}]); give each target its own name"
+                    f"{seen[name.strip()]}); give each target its own name"
                 )
-            seen[name.strip()] = i
+            seen[name.strip()] = f"on line {line}" if line else f"targets[{i}]"
         out.append(fixed)
     return tuple(out)
 

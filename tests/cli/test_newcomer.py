@@ -222,3 +222,128 @@ def test_findings_brought_about_by_fixes_are_reported_as_such(cli, tmp_path: Pat
     assert "warning[OLX501]" in r.stdout
     assert "note: this finding appeared after the fixes were applied" in r.stdout
     assert "1 of these findings was brought about by the fixes just applied" in r.stdout
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+TARGETS = """[tool.onnxlint]
+
+[[tool.onnxlint.targets]]
+name = "net"
+factory = "model:make"
+{extra}
+"""
+
+
+def test_target_keys_are_kebab_case_and_snake_case_is_deprecated(cli, tmp_path: Path) -> None:
+    write(tmp_path / "m.py", "x = 1\n")
+    write(tmp_path / "pyproject.toml", TARGETS.format(extra='dynamic-shapes = { x = { 0 = "b" } }'))
+    r = cli("check", ".", "--no-cache", cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    write(tmp_path / "pyproject.toml", TARGETS.format(extra='dynamic_shapes = { x = { 0 = "b" } }'))
+    r = cli("check", ".", "--no-cache", cwd=tmp_path)
+    assert r.returncode == 0
+    assert (
+        "pyproject.toml:3: [[tool.onnxlint.targets]] target 'net': `dynamic_shapes` is " in r.stderr
+    )
+    assert "deprecated, write `dynamic-shapes`" in r.stderr
+
+
+def test_kebab_case_target_keys_reach_the_analysis(tmp_path: Path) -> None:
+    from onnxlint.config import load_config
+    from onnxlint.deep.targets import load_targets
+
+    write(
+        tmp_path / "pyproject.toml",
+        TARGETS.format(
+            extra='dynamic-shapes = { x = { 0 = "b" } }\nmemory-limit-mb = 512\n'
+            'verify-max-params = 10\nexporter = { opset = 19, translation-table = "ops:TABLE" }'
+        ),
+    )
+    config = load_config(tmp_path)
+    (t,) = load_targets(config.targets, tmp_path)
+    assert (t.dynamic_shapes, t.memory_limit_mb, t.verify_max_params) == ({"x": {0: "b"}}, 512, 10)
+    assert (t.opset, t.translation_table) == (19, "ops:TABLE")
+
+
+@pytest.mark.parametrize(
+    ("extra", "expect"),
+    [
+        ('dynamic-shape = { x = { 0 = "b" } }', "unknown key `dynamic-shape`; did you mean "),
+        ("timout = 10", "unknown key `timout`; did you mean 'timeout'?"),
+        ("exporter = { opst = 18 }", "unknown key `exporter.opst`; did you mean 'opset'?"),
+        (
+            '[[tool.onnxlint.targets]]\nname = "net"\nfactory = "m:g"',
+            "pyproject.toml:6: [[tool.onnxlint.targets]] target 'net': two targets are named "
+            "'net' (the other is on line 3)",
+        ),
+    ],
+)
+def test_bad_target_keys_are_an_error_in_check(
+    cli, tmp_path: Path, extra: str, expect: str
+) -> None:
+    write(tmp_path / "m.py", "x = 1\n")
+    write(tmp_path / "pyproject.toml", TARGETS.format(extra=extra))
+    r = cli("check", ".", "--no-cache", cwd=tmp_path)
+    assert r.returncode == 2, r.stdout
+    assert expect in r.stderr and re.search(r"pyproject\.toml:\d+: ", r.stderr)
+    assert "Traceback" not in r.stderr
+
+
+def test_analyze_names_the_bad_key_not_a_missing_target(cli, tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", TARGETS.format(extra="timout = 10"))
+    r = cli("analyze", "net", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "unknown key `timout`; did you mean 'timeout'?" in r.stderr
+    assert "no target named" not in r.stderr
+
+
+def test_misspelt_top_level_key_gets_a_did_you_mean(cli, tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", '[tool.onnxlint]\nextend-exlude = ["x"]\n')
+    r = cli("check", ".", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "unknown key 'extend-exlude'; did you mean 'extend-exclude'?" in r.stderr
+
+
+def test_target_marker_in_a_file_that_cannot_be_imported_says_so(cli, tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.onnxlint]\n")
+    write(
+        tmp_path / "001_model.py",
+        "import torch\n\n\n# onnxlint: target\ndef make():\n    return torch.nn.Linear(2, 2), ()\n",
+    )
+    r = cli("analyze", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "001_model.py:5:" in r.stdout
+    assert "`# onnxlint: target` on `make` is ignored" in r.stdout
+    assert "cannot be imported" in r.stdout and "rename it" in r.stdout
+
+
+def test_factory_can_name_a_file(tmp_path: Path) -> None:
+    from onnxlint.deep.targets import TargetError, validate_target
+
+    write(tmp_path / "vision" / "__init__.py", "")
+    write(tmp_path / "vision" / "targets.py", "def make():\n    pass\n")
+    t = validate_target({"name": "n", "factory": "vision/targets.py:make"}, tmp_path)
+    assert t.factory == "vision.targets:make"
+    with pytest.raises(TargetError, match=r"names 'nope\.py', which does not exist"):
+        validate_target({"name": "n", "factory": "nope.py:make"}, tmp_path)
+    write(tmp_path / "scripts" / "001_net.py", "def make():\n    pass\n")
+    with pytest.raises(TargetError, match="cannot be imported"):
+        validate_target({"name": "n", "factory": "scripts/001_net.py:make"}, tmp_path)
+
+
+def test_readme_documents_every_configuration_key_and_analyze_exit_codes(repo_root: Path) -> None:
+    from onnxlint.config import _KEYS, DEEP_KEYS, TARGET_EXPORTER_KEYS, TARGET_KEYS
+
+    readme = (repo_root / "README.md").read_text()
+    config = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    for key in sorted(_KEYS):
+        assert re.search(rf"^{re.escape(key)} = ", config, re.M) or (
+            key in ("targets", "deep") and f"[tool.onnxlint.{key}]" in config
+        ), key
+    for key in (*TARGET_KEYS, *DEEP_KEYS, *TARGET_EXPORTER_KEYS):
+        assert re.search(rf"\b{re.escape(key)} = ", config), key
+    assert "ignore-file[" in readme
+    deep = readme.split("## Deep analysis", 1)[1].split("\n## ", 1)[0]
+    assert "Exit codes of `onnxlint analyze`" in deep
