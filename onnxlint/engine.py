@@ -19,10 +19,12 @@ import libcst as cst
 
 from onnxlint.blocks import Block, ParseCache, split_blocks
 from onnxlint.config import Config
-from onnxlint.project import ProjectIndex, Reader, read_disk
+from onnxlint.project import ProjectIndex, ProjectModel, Reader, read_disk
+from onnxlint.project.facts import file_context
+from onnxlint.project.reach import local_param_kinds
 from onnxlint.rule import Context, Rule, rule_handlers
 from onnxlint.rules import all_rules
-from onnxlint.semantic import BlockIndex, FileModel, FunctionInfo, index_block
+from onnxlint.semantic import FileModel
 from onnxlint.suppression import apply_suppressions
 from onnxlint.violation import Edit, Fix, Severity, Span, Violation
 from onnxlint.walker import walk
@@ -53,6 +55,8 @@ class Engine:
         self.parse_cache = ParseCache(cache_entries)
         # Other modules of the project, read through `read` (the server reads open buffers).
         self.project = ProjectIndex(self.parse_cache, read)
+        # Which exports of the project reach which functions (see onnxlint.project).
+        self.project_model = ProjectModel(self.project)
         self.last_stats = CheckStats()
         self.last_block_texts: list[str] = []  # the blocks of the last check (the server pins them)
 
@@ -60,7 +64,7 @@ class Engine:
         config = config or Config()
         stats = CheckStats()
         self.last_stats = stats
-        self.project.begin_check()
+        self.project.begin_check(config)
         if "\x00" in text:
             return [_file_error(path, "the file contains NUL bytes: is it a binary file?")]
         if not any(word in text for word in PREFILTER_WORDS):
@@ -83,12 +87,24 @@ class Engine:
                     )
                 )
         parsed = [b for b in blocks if b.module is not None]
-        ctx = file_context(path, text, config, parsed)
+        reach = self.project_model.for_file(path, text, config)
+        ctx = file_context(path, text, config, parsed, self.project.base_resolver(path))
         ctx.required_words = words_in_text(text)
         ctx.project = self.project
+        ctx.reach = reach
         model = ctx.model
+        ctx.param_kinds = local_param_kinds(self.project, model, None)
         instances = [r(ctx) for r in rules if r.applies_to(model)]
-        cache_key = (_fingerprint(model), _config_key(config))
+        cache_key = (
+            _fingerprint(model),
+            _config_key(config),
+            reach.key(),
+            tuple(
+                sorted(
+                    (k[0] or "", k[1], tuple(sorted(v.items()))) for k, v in ctx.param_kinds.items()
+                )
+            ),
+        )
         for block in parsed:
             violations.extend(self._check_block(block, ctx, instances, cache_key, stats))
         failed = {r.code for r in instances if r.failed is not None}
@@ -156,21 +172,6 @@ class Engine:
         return out
 
 
-def file_context(path: str, text: str, config: Config, parsed: list[Block]) -> Context:
-    """The semantic model of a file and the Context rules see, from its parsed blocks."""
-    indexes = [block_index(b) for b in parsed]
-    body: list[cst.BaseStatement] = [s for b in parsed if b.module for s in b.module.body]
-    model = FileModel.build(indexes, body, config.exporter)
-    functions: dict[int, FunctionInfo] = {}
-    for idx in indexes:
-        for f in idx.functions:
-            functions[id(f.node)] = f
-        for c in idx.classes:
-            for m in c.methods.values():
-                functions[id(m.node)] = m
-    return Context(path, text, config, model, functions)
-
-
 def _words_in(block: Block, candidates: frozenset[str]) -> frozenset[str]:
     """Which of `candidates` (the `requires` words the file contains) the block's text
     contains, memoised with the block."""
@@ -206,16 +207,6 @@ def words_in_text(text: str) -> frozenset[str]:
         else:
             absent.add(word)
     return frozenset(present)
-
-
-def block_index(block: Block) -> BlockIndex:
-    """The block's index (imports, classes, functions, call sites), memoised."""
-    idx = block.memo.get("index")
-    if idx is None:
-        assert block.module is not None
-        idx = index_block(block.module)
-        block.memo["index"] = idx
-    return idx  # type: ignore[no-any-return,unused-ignore]
 
 
 def _dispatch(
@@ -285,7 +276,14 @@ def _fingerprint(model: FileModel) -> int:
 
 
 def _config_key(config: Config) -> tuple[Any, ...]:
-    return (config.target_torch, config.exporter, config.severity, config.large_model_parameters)
+    return (
+        config.target_torch,
+        config.exporter,
+        config.severity,
+        config.large_model_parameters,
+        config.unreached,
+        str(config.root),
+    )
 
 
 def _place(v: Violation, path: str, lines: int) -> Violation:

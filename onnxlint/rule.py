@@ -15,6 +15,7 @@ Inside a handler, `self.ctx` answers the semantic questions (`qualname`, `kind`,
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import textwrap
 from collections.abc import Callable, Sequence
@@ -28,7 +29,7 @@ from onnxlint.violation import Edit, Fix, FixSafety, Severity, Span, Violation
 if TYPE_CHECKING:
     from onnxlint.blocks import Block
     from onnxlint.config import Config
-    from onnxlint.project import ProjectIndex
+    from onnxlint.project import ExportSite, FileReach, ProjectIndex
     from onnxlint.semantic import ClassInfo, ExportCall, FileModel, FunctionInfo, Kind, Kinds
 
 
@@ -190,6 +191,10 @@ class Context:
         self.required_words: frozenset[str] = frozenset()
         # The project's other modules, for what the file imports (set by the engine).
         self.project: ProjectIndex | None = None
+        # What the project's exports reach in this file, and the kinds callers pass to
+        # `forward` parameters (set by the engine from the project model).
+        self.reach: FileReach | None = None
+        self.param_kinds: dict[tuple[str | None, str], dict[str, Kind]] = {}
 
     # -- scope, maintained by the engine's own handlers
 
@@ -233,8 +238,28 @@ class Context:
 
     @property
     def in_forward(self) -> bool:
-        """True inside code that runs when an nn.Module's forward runs."""
-        return self.model.is_reachable(self.function)
+        """True inside code that can run when an exported model's forward runs: reached by
+        an export of the project, or reachable from a module's `forward` (a model that
+        may be exported elsewhere) unless it can never be part of an exported model's
+        inference (a loss, a runtime wrapper, a training-only branch, code after an
+        early return taken in export/deploy mode)."""
+        from onnxlint.inference import in_dead_branch, never_exported
+
+        func = self.function
+        if func is None:
+            return False
+        if not self.reaching_exports() and (
+            not self.model.is_reachable(func) or never_exported(self, func)
+        ):
+            return False
+        return not in_dead_branch(self)
+
+    def reaching_exports(self) -> frozenset[ExportSite]:
+        """The project's export sites whose model runs the current function."""
+        func = self.function
+        if func is None or self.reach is None:
+            return frozenset()
+        return self.reach.functions.get(func.key, frozenset())
 
     @property
     def uses_torchscript(self) -> bool:
@@ -252,7 +277,7 @@ class Context:
         key = id(func.node) if func is not None else 0
         k = self._kinds.get(key)
         if k is None:
-            k = Kinds(self.model, func)
+            k = Kinds(self.model, func, self.param_kinds.get(func.key) if func else None)
             self._kinds[key] = k
         return k
 
@@ -351,6 +376,11 @@ class Context:
         code: str,
     ) -> None:
         severity = self.config.severity_for(code, severity)
+        if rule.forward_only and self.reach is not None:
+            placed = self._export_reach(message, severity)
+            if placed is None:
+                return
+            message, severity = placed
         v = Violation(
             path=self.path,
             span=self.span(node),
@@ -362,6 +392,25 @@ class Context:
             notes=notes,
         )
         self.found.append((rule, v))
+
+    def _export_reach(self, message: str, severity: Severity) -> tuple[str, Severity] | None:
+        """Name the export that makes a finding in forward code a problem, or say that no
+        export of the project reaches it (and apply the `unreached` setting)."""
+        sites = self.reaching_exports()
+        root = str(self.config.root) if self.config.root is not None else None
+        if sites:
+            first = min(sites, key=lambda s: (s.path, s.line))
+            where = first.where(root)
+            if where not in message and first.path != os.path.abspath(self.path):
+                more = f" and {len(sites) - 1} more" if len(sites) > 1 else ""
+                message = f"{message} (exported by {where}{more}, {first.exporter})"
+            return message, severity
+        mode = self.config.unreached
+        if mode == "ignore":
+            return None
+        if mode == "lower":
+            severity = Severity.WARNING if severity is Severity.ERROR else Severity.INFO
+        return f"{message}; no export in this project reaches it", severity
 
 
 def make_fix(title: str, *edits: Edit, safety: FixSafety = FixSafety.SAFE) -> Fix:

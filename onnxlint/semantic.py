@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import builtins
 import enum
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import libcst as cst
 
+from onnxlint.blocks import Block
+from onnxlint.frameworks import TORCH_MODULE_BASES, base_verdict, imports_other_framework
 from onnxlint.walker import iter_children, iter_descendants
 
 _BUILTINS = frozenset(dir(builtins))
@@ -59,6 +61,8 @@ class FunctionInfo:
     class_name: str | None  # the enclosing class, for methods
     self_calls: set[str] = field(default_factory=set)  # `self.m(...)` names
     name_calls: set[str] = field(default_factory=set)  # `f(...)` names
+    attr_calls: set[str] = field(default_factory=set)  # `mod.f(...)` dotted names (not self)
+    self_attrs: set[str] = field(default_factory=set)  # `self.x` read anywhere in the body
     decorators: tuple[str, ...] = ()  # dotted decorator names (unresolved)
 
     @property
@@ -121,6 +125,16 @@ class BlockIndex:
     functions: list[FunctionInfo] = field(default_factory=list)  # module-level defs
     call_sites: list[CallSite] = field(default_factory=list)
     assigned_names: set[str] = field(default_factory=set)  # module-level assignment targets
+
+
+def block_index(block: Block) -> BlockIndex:
+    """The block's index (imports, classes, functions, call sites), memoised with it."""
+    idx = block.memo.get("index")
+    if idx is None:
+        assert block.module is not None
+        idx = index_block(block.module)
+        block.memo["index"] = idx
+    return idx  # type: ignore[no-any-return,unused-ignore]
 
 
 def index_block(module: cst.Module) -> BlockIndex:
@@ -216,12 +230,16 @@ def _collect_targets(stmt: cst.CSTNode, out: set[str]) -> None:
                 out.add(small.target.value)
 
 
-_INDEX_TYPES = frozenset({cst.Import, cst.ImportFrom, cst.Call, cst.Decorator})
+_INDEX_TYPES = frozenset({cst.Import, cst.ImportFrom, cst.Call, cst.Decorator, cst.Attribute})
 _DEF_TYPES = frozenset({cst.FunctionDef, cst.ClassDef})
 
 
 def _index_node(node: cst.CSTNode, idx: BlockIndex, func: FunctionInfo | None) -> None:
     if type(node) not in _INDEX_TYPES:  # type() is much cheaper than libcst's ABC isinstance
+        return
+    if type(node) is cst.Attribute:
+        if func is not None and type(node.value) is cst.Name and node.value.value == "self":
+            func.self_attrs.add(node.attr.value)
         return
     if type(node) is cst.Import:
         for alias in node.names:
@@ -254,6 +272,8 @@ def _index_node(node: cst.CSTNode, idx: BlockIndex, func: FunctionInfo | None) -
             ):
                 func.self_calls.add(func_expr.attr.value)
         d = dotted(func_expr)
+        if func is not None and d is not None and "." in d and not d.startswith("self."):
+            func.attr_calls.add(d)
         if d is not None and d.rsplit(".", 1)[-1] in _INTERESTING_CALL_TAILS:
             idx.call_sites.append(CallSite(node, d))
     elif type(node) is cst.Decorator:
@@ -370,10 +390,6 @@ def classify_export(call: cst.Call, qualname: str) -> ExportKind | None:
 
 # --------------------------------------------------------------------------- file model
 
-_TORCH_MODULE_BASES = frozenset(
-    {"torch.nn.Module", "torch.nn.modules.module.Module", "torch.jit.ScriptModule"}
-)
-
 
 @dataclass
 class FileModel:
@@ -390,6 +406,9 @@ class FileModel:
     default_exporter: str = "auto"  # from config: auto|dynamo|torchscript
     # Per-check memo for file-level analyses (e.g. `onnxlint.exportflow`); never cached.
     memo: dict[object, object] = field(default_factory=dict)
+    # Whether an imported base class (qualified name) is a torch module, as the project
+    # model resolves it across files (None: unknown). Set by the engine.
+    resolve_base: Callable[[str], bool | None] | None = None
 
     @classmethod
     def build(
@@ -397,6 +416,7 @@ class FileModel:
         indexes: Iterable[BlockIndex],
         module_body: list[cst.BaseStatement],
         default_exporter: str = "auto",
+        resolve_base: Callable[[str], bool | None] | None = None,
     ) -> FileModel:
         imports: dict[str, str] = {}
         classes: dict[str, ClassInfo] = {}
@@ -414,6 +434,7 @@ class FileModel:
             assigned |= idx.assigned_names
         model = cls(imports, classes, functions, call_sites, assigned, module_body=module_body)
         model.default_exporter = default_exporter
+        model.resolve_base = resolve_base
         model._mark_modules()
         model._compute_reachable()
         model._collect_exports()
@@ -466,13 +487,21 @@ class FileModel:
         q = self.resolve(base) if base else None
         if q is None:
             return ""
-        if q in _TORCH_MODULE_BASES:
-            return "nn.Module"
-        if q.startswith("torch.nn.") and q.rsplit(".", 1)[-1][:1].isupper():
-            return "torch.nn layer"
+        verdict = base_verdict(q)
+        if verdict is True:
+            if q in TORCH_MODULE_BASES:
+                return "nn.Module"
+            return "torch.nn layer" if q.startswith("torch.nn.") else "library module"
+        if verdict is False:
+            return ""
+        if self.resolve_base is not None:
+            found = self.resolve_base(q)
+            if found is not None:
+                return "subclass of a project module" if found else ""
         if (
-            not q.startswith(("builtins.", "typing.", "abc.", "enum.", "dataclasses."))
-            and "forward" in c.methods
+            "forward" in c.methods
+            and "torch" in {full.split(".", 1)[0] for full in self.imports.values()}
+            and not imports_other_framework(self.imports)
         ):
             return "imported base with forward"
         return ""
@@ -810,13 +839,20 @@ _LEARN_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For})
 class Kinds:
     """Flow-insensitive kinds of the local names of one function (or a module body)."""
 
-    def __init__(self, model: FileModel, func: FunctionInfo | None) -> None:
+    def __init__(
+        self,
+        model: FileModel,
+        func: FunctionInfo | None,
+        param_kinds: dict[str, Kind] | None = None,
+    ) -> None:
         self.model = model
         self.names: dict[str, Kind] = {}
         if func is not None:
             is_forward = func.name == "forward"
             for p in func.params():
                 kind = annotation_kind(p.annotation)
+                if kind is None and param_kinds:
+                    kind = param_kinds.get(p.name.value)  # what every caller passes
                 if kind is None:
                     if p.default is not None:
                         kind = Kind.UNKNOWN if _is_none(p.default) else Kind.OTHER
@@ -852,9 +888,19 @@ class Kinds:
             if type(node) not in _LEARN_TYPES:  # cheap skip of most nodes
                 continue
             if isinstance(node, cst.Assign):
-                kind = self.of(node.value)
+                value = node.value
                 for t in node.targets:
-                    self._assign(t.target, kind)
+                    target = t.target
+                    if (
+                        type(target) in (cst.Tuple, cst.List)
+                        and type(value) in (cst.Tuple, cst.List)
+                        and len(target.elements) == len(value.elements)  # type: ignore[attr-defined]
+                    ):
+                        # `H, W = x.shape[2], x.shape[3]`: element by element.
+                        for te, ve in zip(target.elements, value.elements, strict=True):  # type: ignore[attr-defined]
+                            self._assign(te.value, self.of(ve.value))
+                    else:
+                        self._assign(target, self.of(value))
             elif isinstance(node, cst.AnnAssign) and node.value is not None:
                 self._assign(node.target, annotation_kind(node.annotation) or self.of(node.value))
             elif isinstance(node, cst.AugAssign):

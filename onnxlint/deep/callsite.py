@@ -75,9 +75,9 @@ def _project_files(root: Path) -> list[Path]:
 
 
 def _in_file(path: str, text: str, class_qualname: str, same_file: bool) -> int | None:
-    from onnxlint.engine import file_context
     from onnxlint.exportflow import exported_model
     from onnxlint.positions import node_span
+    from onnxlint.project.facts import file_context
 
     parsed = [b for b in split_blocks(text, ParseCache()) if b.module is not None]
     ctx = file_context(path, text, Config(), parsed)

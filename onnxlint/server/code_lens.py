@@ -23,8 +23,9 @@ ANALYZE = "onnxlint.analyzeExport"
 def anchors(ls: OnnxlintServer, uri: str, text: str) -> list[tuple[int, str, dict[str, Any]]]:
     """On the engine thread: (1-based line, title, argument) for each lens."""
     from onnxlint.blocks import split_blocks
-    from onnxlint.engine import block_index, file_context
     from onnxlint.positions import node_span
+    from onnxlint.project.facts import file_context
+    from onnxlint.semantic import block_index
 
     blocks = split_blocks(text, ls.engine.parse_cache)
     parsed = [b for b in blocks if b.module is not None]

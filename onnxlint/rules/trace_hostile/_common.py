@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import libcst as cst
@@ -64,14 +65,19 @@ _PASS_THROUGH = frozenset(
 BRANCH, RANGE, SIZE = "branch", "range", "size"
 
 
-def traced(model: FileModel, exporter: str) -> bool:
-    """Whether the file's model is captured by tracing (values become constants)."""
+def traced(ctx: Context) -> bool:
+    """Whether the code being walked is captured by tracing (values become constants):
+    by the exports of the project that reach it, else by the file's own exports."""
+    sites = ctx.reaching_exports()
+    if sites:
+        return any(s.traced for s in sites)
+    model = ctx.model
     if model.export_calls:
         return any(
             e.kind in (ExportKind.JIT_TRACE, ExportKind.ONNX_TORCHSCRIPT)
             for e in model.export_calls
         )
-    return exporter == "torchscript"
+    return ctx.config.exporter == "torchscript"
 
 
 def mentions_export_guard(ctx: Context, expr: cst.CSTNode) -> bool:
@@ -354,8 +360,26 @@ def from_shape(ctx: Context, expr: cst.BaseExpression, names: set[str]) -> bool:
 
 
 def specialising_path(ctx: Context) -> str | None:
-    """Why a shape read as a Python int is a problem for this file, or None if it is not
-    known to be: tracing keeps the example's value, a declared dynamic dim is specialised."""
+    """Why a shape read as a Python int is a problem here, or None if it is not known to
+    be: tracing keeps the example's value, a declared dynamic dim is specialised. The
+    exports of the project that reach the code decide, named in the reason; without
+    one, the file's own export calls and the `exporter` setting."""
+    here = os.path.abspath(ctx.path)
+    sites = [s for s in ctx.reaching_exports() if s.path != here]
+    if sites and not ctx.model.export_calls:
+        root = str(ctx.config.root) if ctx.config.root is not None else None
+        ordered = sorted(sites, key=lambda s: (s.path, s.line))
+        for site in ordered:
+            if site.kind is ExportKind.JIT_TRACE:
+                return f"tracing freezes it to the example input's size ({site.where(root)})"
+        for site in ordered:
+            if site.dynamic:
+                dims = f" ({site.dims})" if site.dims else ""
+                return (
+                    f"it specialises a dimension{dims} that {site.where(root)} declares "
+                    f"dynamic ({site.exporter})"
+                )
+        return None
     model = ctx.model
     if any(e.kind is ExportKind.JIT_TRACE for e in model.export_calls):
         return "tracing freezes it to the example input's size"

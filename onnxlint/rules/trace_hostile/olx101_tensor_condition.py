@@ -187,7 +187,7 @@ class TensorCondition(Rule):
             yield expr, what
 
     def _report(self, expr: cst.BaseExpression, how: str) -> None:
-        if traced(self.ctx.model, self.ctx.config.exporter):
+        if traced(self.ctx):
             self.report(
                 expr,
                 f"Python {how} on a tensor: tracing records only the branch the example "

@@ -157,7 +157,7 @@ class TensorToPython(Rule):
         what = self._conversion(node)
         if what is None or not self.ctx.in_forward:
             return
-        if traced(self.ctx.model, self.ctx.config.exporter):
+        if traced(self.ctx):
             self.report(
                 node,
                 f"`{what}` is frozen into a constant when the model is traced: the exported "

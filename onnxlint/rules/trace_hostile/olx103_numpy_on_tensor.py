@@ -124,7 +124,7 @@ class NumpyOnTensor(Rule):
             what = f"`{q}` on a tensor"
         if under_export_guard(self.ctx, node):
             return
-        frozen = traced(self.ctx.model, self.ctx.config.exporter)
+        frozen = traced(self.ctx)
         self.report(
             node,
             f"{what} leaves PyTorch in forward: it fails under fake tensors "

@@ -1,0 +1,179 @@
+"""What can never be part of an exported model's inference, whatever exports it.
+
+Asked by `Context.in_forward` for code that no export of the project reaches (code an
+export reaches is judged as exported, whatever it looks like):
+
+- `never_exported(ctx, func)`: the function belongs to a loss or criterion (its class is
+  named so, derives from a torch loss, takes targets in `forward`, or the file builds it
+  as a criterion), or to a runtime-side wrapper that hands NumPy arrays to an inference
+  backend (onnxruntime, TensorRT, OpenVINO, ...);
+- `in_dead_branch(ctx)`: the node being walked sits in a training-only branch (`if
+  self.training:`; exports run in eval mode) or after an early return taken in export or
+  deploy mode (`if torch.onnx.is_in_onnx_export(): return ...`, `if self.deploy: return`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from onnxlint.frameworks import RUNTIME_BACKENDS
+from onnxlint.semantic import FunctionInfo, dotted
+from onnxlint.walker import iter_descendants
+
+if TYPE_CHECKING:
+    from onnxlint.rule import Context
+
+_LOSS_NAME = re.compile(r"(Loss|Criterion|Criteria|Losses)(\d*|V\d+)$")
+_TARGET_PARAMS = re.compile(
+    r"^(targets?|labels?|gts?|gt_\w+|\w+_targets?|\w+_labels?|y_true|ground_truth\w*)$"
+)
+_CRITERION_NAMES = re.compile(r"^(criterion|criterions|loss_fn|loss_func|lossfn|\w*_loss|loss)$")
+# Calls that tell the code runs under export, compilation or tracing.
+_EXPORT_GUARDS = frozenset(
+    {
+        "is_in_onnx_export",
+        "is_exporting",
+        "is_tracing",
+        "is_scripting",
+        "is_torchdynamo_compiling",
+        "is_compiling",
+        "_get_tracing_state",
+    }
+)
+# `self.<flag>` names that switch a model to its deploy/export form.
+_DEPLOY_FLAG = re.compile(r"(deploy|export|onnx|inference_mode|is_infer|fused|reparam)", re.I)
+
+
+def never_exported(ctx: Context, func: FunctionInfo) -> bool:
+    cls = func.class_name
+    if cls is None:
+        return False
+    memo = ctx.model.memo
+    key = ("never exported", cls)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _is_loss(ctx, cls) or _is_runtime_wrapper(ctx, cls)
+    return bool(found)
+
+
+def _is_loss(ctx: Context, cls: str) -> bool:
+    info = ctx.model.classes.get(cls)
+    if info is None:
+        return False
+    if _LOSS_NAME.search(cls):
+        return True
+    for base in info.bases:
+        q = ctx.model.resolve(base) or base
+        if _LOSS_NAME.search(q.rsplit(".", 1)[-1]) or q.startswith("torch.nn.modules.loss."):
+            return True
+    fwd = ctx.model.find_method(cls, "forward")
+    if fwd is not None and any(_TARGET_PARAMS.match(p.name.value) for p in fwd.params()):
+        return True
+    return cls in _criterion_classes(ctx)
+
+
+def _criterion_classes(ctx: Context) -> set[str]:
+    """Local classes the file builds as a criterion (`criterion = FocalLoss()`,
+    `self.loss_fn = Dice()`, `loss = Crit()(out, y)`)."""
+    memo = ctx.model.memo
+    found = memo.get("criterion classes")
+    if isinstance(found, set):
+        return found
+    out: set[str] = set()
+    if any(w in ctx.text for w in ("criterion", "loss")):
+        for stmt in ctx.model.module_body:
+            for node in iter_descendants(stmt):
+                if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call):
+                    continue
+                callee = dotted(node.value.func)
+                if callee is None or callee not in ctx.model.classes:
+                    continue
+                for t in node.targets:
+                    name = (dotted(t.target) or "").rsplit(".", 1)[-1]
+                    if _CRITERION_NAMES.match(name):
+                        out.add(callee)
+    memo["criterion classes"] = out
+    return out
+
+
+def _is_runtime_wrapper(ctx: Context, cls: str) -> bool:
+    """A module whose methods convert tensors to NumPy in a file that imports an
+    inference runtime: it feeds the backend, it is never traced itself."""
+    if not any(full.split(".", 1)[0] in RUNTIME_BACKENDS for full in ctx.model.imports.values()):
+        return False
+    info = ctx.model.classes.get(cls)
+    if info is None:
+        return False
+    for node in iter_descendants(info.node):
+        if (
+            isinstance(node, cst.Call)
+            and isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in ("numpy", "run", "execute_v2", "infer")
+        ):
+            return True
+    return False
+
+
+def in_dead_branch(ctx: Context) -> bool:
+    """Whether the node being walked (ctx.ancestors) never runs in an export."""
+    chain = ctx.ancestors
+    for i in range(len(chain) - 1):
+        parent, child = chain[i], chain[i + 1]
+        if isinstance(parent, cst.If):
+            polarity = _training_test(parent.test)
+            if polarity is not None:
+                if child is parent.body and polarity:
+                    return True  # `if self.training:` body
+                if child is parent.orelse and not polarity:
+                    return True  # the else of `if not self.training:`
+        elif isinstance(parent, cst.IndentedBlock) and _after_export_return(parent, child):
+            return True
+    return False
+
+
+def _training_test(test: cst.BaseExpression) -> bool | None:
+    """True for `self.training` (alone or and-ed), False for `not self.training`."""
+    if dotted(test) == "self.training":
+        return True
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return False if dotted(test.expression) == "self.training" else None
+    if (
+        isinstance(test, cst.BooleanOperation)
+        and isinstance(test.operator, cst.And)
+        and "self.training" in (dotted(test.left), dotted(test.right))
+    ):
+        return True
+    return None
+
+
+def _after_export_return(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:
+    """Whether a statement before `child` in `block` is `if <export/deploy test>:` whose
+    body returns (so in export mode the code after it never runs)."""
+    for stmt in block.body:
+        if stmt is child:
+            return False
+        if isinstance(stmt, cst.If) and stmt.orelse is None and _export_test(stmt.test):
+            body = stmt.body
+            last = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else None
+            small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) else None
+            if isinstance(small, (cst.Return, cst.Raise)) or (
+                isinstance(body, cst.SimpleStatementSuite) and isinstance(body.body[-1], cst.Return)
+            ):
+                return True
+    return False
+
+
+def _export_test(test: cst.BaseExpression) -> bool:
+    nodes = [test, *iter_descendants(test)]
+    for node in nodes:
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            return False  # `if not self.export:` returns in the eager path
+        if isinstance(node, cst.Call):
+            callee = dotted(node.func) or ""
+            if callee.rsplit(".", 1)[-1] in _EXPORT_GUARDS:
+                return True
+    flag = dotted(test)
+    return flag is not None and flag.startswith("self.") and bool(_DEPLOY_FLAG.search(flag[5:]))

@@ -1,0 +1,30 @@
+"""The project model: what the project's files say about each other, never importing them.
+
+Layers, bottom up (each imports only those below it):
+
+- `resolve`: the files an import could load, the project's files, reading text;
+- `facts`: one file's parsed blocks, semantic model and analysis context;
+- `index`: facts per file content; classes, functions and bases across files;
+- `exports`: every export site, the classes it exports, its exporter and dynamic dims;
+- `reach`: which functions each export reaches, submodule composition, parameter kinds;
+- `model`: the scan for export scripts and the reach table, kept current as files change.
+
+Rules never ask these directly: the engine puts each file's part (`FileReach`) on the
+rule `Context`.
+"""
+
+from onnxlint.project.exports import ExportSite
+from onnxlint.project.index import ProjectIndex
+from onnxlint.project.model import ProjectModel
+from onnxlint.project.reach import FileReach, ReachTable
+from onnxlint.project.resolve import Reader, read_disk
+
+__all__ = [
+    "ExportSite",
+    "FileReach",
+    "ProjectIndex",
+    "ProjectModel",
+    "ReachTable",
+    "Reader",
+    "read_disk",
+]

@@ -1,0 +1,305 @@
+"""Export sites: every place the project exports a model, what it exports and how.
+
+An export site is a `torch.onnx.export` / `torch.onnx.utils.export` / `torch.onnx._export`
+/ `torch.export.export` / `torch.jit.trace` / `torch.jit.script` call (or a declared
+deep-analysis target). For each: the model class(es) it exports, found through the
+file's data flow (`exportflow.exported_model`: variables, `Net().eval()`, builder
+functions), imported project classes and builder functions, and one level of project
+wrapper functions whose parameter goes to the export (`def export(model): torch.onnx
+.export(model, ...)` called as `export(Net())`); its exporter path; whether it declares
+dynamic dims.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import libcst as cst
+
+from onnxlint.exportflow import effective_kind, exported_model
+from onnxlint.positions import node_span
+from onnxlint.project.facts import FileFacts
+from onnxlint.project.index import ProjectIndex
+from onnxlint.semantic import (
+    ClassInfo,
+    ExportCall,
+    ExportKind,
+    FunctionInfo,
+    dotted,
+    keyword_arg,
+    positional_args,
+)
+from onnxlint.walker import iter_descendants
+
+ClassRef = tuple[FileFacts, ClassInfo]
+
+_EXPORTER_WORDS = {
+    ExportKind.ONNX_DYNAMO: "dynamo exporter",
+    ExportKind.ONNX_TORCHSCRIPT: "TorchScript exporter",
+    ExportKind.ONNX_DYNAMO_EXPORT: "torch.onnx.dynamo_export",
+    ExportKind.TORCH_EXPORT: "torch.export",
+    ExportKind.JIT_TRACE: "tracing",
+    ExportKind.JIT_SCRIPT: "scripting",
+}
+
+
+@dataclass(frozen=True)
+class ExportSite:
+    """One export in the project (a plain value: no trees, comparable, picklable)."""
+
+    path: str  # absolute path of the file holding the call
+    line: int
+    kind: ExportKind
+    dynamic: bool  # declares dynamic dims (dynamic_shapes / dynamic_axes)
+    dims: str  # the declared dynamic dims, short (`batch, seq`), "" when none or unreadable
+    model: str  # the exported class's name
+
+    def where(self, root: str | None) -> str:
+        """`tools/export.py:41`, relative to the project root."""
+        base = root or os.getcwd()
+        try:
+            rel = os.path.relpath(self.path, base)
+        except ValueError:
+            rel = self.path
+        if rel.startswith(".."):
+            rel = self.path
+        return f"{rel.replace(os.sep, '/')}:{self.line}"
+
+    @property
+    def exporter(self) -> str:
+        return _EXPORTER_WORDS[self.kind]
+
+    @property
+    def traced(self) -> bool:
+        """Values become constants of the graph (tracing, the TorchScript exporter)."""
+        return self.kind in (ExportKind.JIT_TRACE, ExportKind.ONNX_TORCHSCRIPT)
+
+
+def export_sites(index: ProjectIndex, facts: FileFacts) -> list[tuple[ExportSite, list[ClassRef]]]:
+    """The export calls of one file with the classes each exports."""
+    out: list[tuple[ExportSite, list[ClassRef]]] = []
+    for call in facts.model.export_calls:
+        classes = _exported_classes(index, facts, call)
+        line = _line(facts, call.node)
+        if line is None:
+            continue
+        kind = effective_kind(facts.ctx, call)
+        dims = _dims(call)
+        dynamic = dims is not None
+        names = sorted({c.name for _, c in classes})
+        out.append(
+            (
+                ExportSite(facts.path, line, kind, dynamic, dims or "", ", ".join(names)),
+                classes,
+            )
+        )
+    return out
+
+
+def _line(facts: FileFacts, node: cst.CSTNode) -> int | None:
+    block = facts.block_of(node)
+    if block is None:
+        return None
+    span = node_span(block, node)
+    return span.line if span is not None else None
+
+
+def _dims(call: ExportCall) -> str | None:
+    """The dynamic dims a call declares: their names when literal, "" when present but
+    unreadable, None when it declares none."""
+    for name in ("dynamic_shapes", "dynamic_axes"):
+        arg = keyword_arg(call.node, name)
+        if arg is None or (isinstance(arg.value, cst.Name) and arg.value.value == "None"):
+            continue
+        found: list[str] = []
+        for node in iter_descendants(arg.value):
+            text = None
+            if isinstance(node, cst.DictElement) and isinstance(node.key, cst.Integer):
+                if isinstance(node.value, cst.SimpleString):
+                    text = node.value.value.strip("'\"")
+            elif isinstance(node, cst.Call) and node.args:
+                d = dotted(node.func) or ""
+                first = node.args[0].value
+                if d.endswith("Dim") and isinstance(first, cst.SimpleString):
+                    text = first.value.strip("'\"")
+            if text and text not in found and len(found) < 4:
+                found.append(text)
+        return ", ".join(found)
+    return None
+
+
+def _exported_classes(index: ProjectIndex, facts: FileFacts, call: ExportCall) -> list[ClassRef]:
+    ref = exported_model(facts.ctx, call)
+    if ref is None:
+        return []
+    if ref.class_info is not None:
+        return [(facts, ref.class_info)]
+    if ref.imported_class is not None:
+        found = index.find_class(facts.path, ref.imported_class)
+        return [found] if found is not None else []
+    # A builder: `model = build_model(cfg)` with `build_model` local or imported.
+    for assign in ref.assignments:
+        value = getattr(assign, "value", None)
+        if isinstance(value, cst.Call):
+            found_classes = called_classes(index, facts, value, depth=2)
+            if found_classes:
+                return found_classes
+    # A wrapper: the model is a parameter of the function holding the export call.
+    if ref.function is not None and ref.name is not None:
+        position = _param_position(ref.function, ref.name)
+        if position is not None:
+            return _wrapper_callers(index, facts, ref.function.name.value, ref.name, position)
+    return []
+
+
+def called_classes(
+    index: ProjectIndex, facts: FileFacts, call: cst.Call, depth: int
+) -> list[ClassRef]:
+    """The project classes a call builds: `Net(...)`, `models.Net(...)`, or what a
+    project builder function returns (`build_head(cfg)`), `depth` builders deep."""
+    inner: cst.BaseExpression = call
+    while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
+        if inner.func.attr.value not in ("eval", "to", "cuda", "cpu", "float", "half"):
+            break
+        inner = inner.func.value
+    if not isinstance(inner, cst.Call):
+        return []
+    name = dotted(inner.func)
+    if name is None:
+        return []
+    model = facts.model
+    if name in model.classes:
+        return [(facts, model.classes[name])]
+    if name in model.functions:
+        return returned_classes(index, facts, model.functions[name], depth - 1)
+    q = model.resolve(name)
+    if q is None or q.startswith(("torch.", "builtins.")):
+        return []
+    found = index.find_class(facts.path, q)
+    if found is not None:
+        return [found]
+    func = index.find_function(facts.path, q)
+    if func is not None:
+        return returned_classes(index, func[0], func[1], depth - 1)
+    return []
+
+
+def returned_classes(
+    index: ProjectIndex, facts: FileFacts, func: FunctionInfo, depth: int
+) -> list[ClassRef]:
+    """The project classes a builder function returns (`return Net(cfg)`, or a name
+    assigned from such a call, or a registry `return MODELS[name](...)` is not followed)."""
+    if depth < 0:
+        return []
+    out: list[ClassRef] = []
+    assigned: dict[str, list[cst.Call]] = {}
+    for node in iter_descendants(func.node.body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    assigned.setdefault(t.target.value, []).append(node.value)
+    for node in iter_descendants(func.node.body):
+        if not isinstance(node, cst.Return) or node.value is None:
+            continue
+        value = node.value
+        calls: list[cst.Call] = []
+        if isinstance(value, cst.Call):
+            calls.append(value)
+            receiver: cst.BaseExpression = value
+            while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+                receiver = receiver.func.value
+            if isinstance(receiver, cst.Name):
+                calls += assigned.get(receiver.value, [])
+        elif isinstance(value, cst.Name):
+            calls += assigned.get(value.value, [])
+        for c in calls:
+            for ref in called_classes(index, facts, c, depth):
+                if all(ref[1] is not o[1] for o in out):
+                    out.append(ref)
+    return out
+
+
+def _param_position(func: cst.FunctionDef, name: str) -> int | None:
+    params = [*func.params.posonly_params, *func.params.params]
+    for i, p in enumerate(params):
+        if p.name.value == name:
+            return i
+    return None
+
+
+def _wrapper_callers(
+    index: ProjectIndex, facts: FileFacts, func_name: str, param: str, position: int
+) -> list[ClassRef]:
+    """Classes passed to a project wrapper `func_name(model, ...)` by its callers in the
+    files the project model has read (the export scripts and their modules)."""
+    out: list[ClassRef] = []
+    for other in index.known_facts():
+        if func_name not in other.ctx.text:
+            continue
+        local = other is facts
+        for site in _calls_ending(other, func_name):
+            q = other.model.qualname(site.func)
+            target = func_name if local else None
+            if not local:
+                if q is None or not q.endswith("." + func_name):
+                    continue
+                found = index.find_function(other.path, q)
+                if found is None or found[0] is not facts:
+                    continue
+                target = func_name
+            if target is None:
+                continue
+            arg = keyword_arg(site, param)
+            if arg is None:
+                pos = positional_args(site)
+                arg = pos[position] if position < len(pos) else None
+            if arg is None:
+                continue
+            for ref in _value_classes(index, other, site, arg.value):
+                if all(ref[1] is not o[1] for o in out):
+                    out.append(ref)
+    return out
+
+
+def _value_classes(
+    index: ProjectIndex, facts: FileFacts, at: cst.Call, value: cst.BaseExpression
+) -> list[ClassRef]:
+    """The classes a model argument holds at a call: a direct `Net()`, or a variable
+    assigned from one in the same file."""
+    if isinstance(value, cst.Call):
+        return called_classes(index, facts, value, depth=2)
+    name = dotted(value)
+    if name is None:
+        return []
+    out: list[ClassRef] = []
+    for node in _walk_body(facts):
+        if (
+            isinstance(node, cst.Assign)
+            and isinstance(node.value, cst.Call)
+            and any(dotted(t.target) == name for t in node.targets)
+        ):
+            out += called_classes(index, facts, node.value, depth=2)
+    return out
+
+
+def _walk_body(facts: FileFacts) -> list[cst.CSTNode]:
+    """Every node of the file, listed once per check of the facts (memoised)."""
+    memo = facts.model.memo
+    nodes = memo.get("all nodes")
+    if nodes is None:
+        nodes = memo["all nodes"] = [
+            n for stmt in facts.model.module_body for n in iter_descendants(stmt)
+        ]
+    return nodes  # type: ignore[return-value]
+
+
+def _calls_ending(facts: FileFacts, tail: str) -> list[cst.Call]:
+    """Calls whose callee is `tail` or ends with `.tail`."""
+    out = []
+    for node in _walk_body(facts):
+        if isinstance(node, cst.Call):
+            d = dotted(node.func)
+            if d is not None and (d == tail or d.endswith("." + tail)):
+                out.append(node)
+    return out

@@ -1,0 +1,62 @@
+"""One file's facts as the rules and the project model see them: its parsed blocks, its
+semantic model (`FileModel`) and the `Context` the per-file analyses (`exportflow`) read.
+
+`file_context` builds them from parsed blocks; the engine uses it for the file it checks,
+the project index for the project's other files (read as text, never imported).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import libcst as cst
+
+from onnxlint.blocks import Block
+from onnxlint.config import Config
+from onnxlint.rule import Context
+from onnxlint.semantic import FileModel, FunctionInfo, block_index
+
+
+def file_context(
+    path: str,
+    text: str,
+    config: Config,
+    parsed: list[Block],
+    resolve_base: Callable[[str], bool | None] | None = None,
+) -> Context:
+    """The semantic model of a file and the Context rules see, from its parsed blocks."""
+    indexes = [block_index(b) for b in parsed]
+    body: list[cst.BaseStatement] = [s for b in parsed if b.module for s in b.module.body]
+    model = FileModel.build(indexes, body, config.exporter, resolve_base)
+    functions: dict[int, FunctionInfo] = {}
+    for idx in indexes:
+        for f in idx.functions:
+            functions[id(f.node)] = f
+        for c in idx.classes:
+            for m in c.methods.values():
+                functions[id(m.node)] = m
+    return Context(path, text, config, model, functions)
+
+
+@dataclass
+class FileFacts:
+    """A project file read by the project model: kept per path and content hash."""
+
+    path: str  # absolute
+    digest: str
+    blocks: list[Block]  # the parsed ones
+    ctx: Context
+
+    @property
+    def model(self) -> FileModel:
+        return self.ctx.model
+
+    def block_of(self, node: cst.CSTNode) -> Block | None:
+        """The block whose tree holds the top-level statement `node` belongs to (by the
+        statement identity of each block's call sites, cheap for export calls)."""
+        for b in self.blocks:
+            idx = block_index(b)
+            if any(site.node is node for site in idx.call_sites):
+                return b
+        return None

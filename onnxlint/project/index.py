@@ -1,0 +1,235 @@
+"""The project's other modules, read as text (never imported), one `FileFacts` per file
+content: the classes, functions and imports of `model.py` when `export.py` imports from it.
+
+`ProjectIndex.find_class(importer, qualname, root)` finds the module the way `import`
+would (see `resolve.candidates`), follows re-exports (`from .net import Net` in an
+`__init__.py`) and answers with the file's facts and the class; `is_module` follows base
+classes across files to `torch.nn.Module`; `find_forward` gives the `forward` parameters
+of an imported model class. Every file looked for is recorded in `deps` (its content
+hash, or None when absent), so the CLI's results cache and the server know when a
+finding that depends on another file goes stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+
+from onnxlint.blocks import ParseCache, split_blocks
+from onnxlint.config import Config
+from onnxlint.files import content_key
+from onnxlint.frameworks import base_verdict
+from onnxlint.project.facts import FileFacts, file_context
+from onnxlint.project.resolve import Reader, candidates, read_disk
+from onnxlint.semantic import ClassInfo, FunctionInfo
+
+# A `forward(*args, **kwargs)`: the parameter names say nothing about the inputs.
+STAR = "*"
+# Re-exports and base classes followed across files before giving up.
+MAX_HOPS = 6
+
+
+class ProjectIndex:
+    """Facts of the project's modules, one per file content; one per engine."""
+
+    def __init__(self, parse_cache: ParseCache, read: Reader = read_disk) -> None:
+        self.parse_cache = parse_cache
+        self.read = read
+        self._facts: dict[str, FileFacts] = {}  # path -> facts of its last content read
+        self.deps: dict[str, str | None] = {}  # this check's files: content hash or None
+        self.config = Config()
+        self.root: str | None = None
+        self._module_memo: dict[tuple[str, str], bool | None] = {}
+
+    def begin_check(self, config: Config | None = None) -> None:
+        self.deps = {}
+        self._module_memo = {}
+        if config is not None:
+            self.config = config
+            self.root = str(config.root) if config.root is not None else None
+
+    # -- files
+
+    def facts(self, path: str, text: str | None = None) -> FileFacts | None:
+        """The facts of one file (read through `read` unless `text` is given)."""
+        if text is None:
+            text = self.read(path)
+            if text is None:
+                self.deps.setdefault(path, None)
+                return None
+        digest = content_key(text)
+        self.deps.setdefault(path, digest)
+        cached = self._facts.get(path)
+        if cached is not None and cached.digest == digest:
+            return cached
+        if "\x00" in text:
+            return None
+        blocks = [b for b in split_blocks(text, self.parse_cache) if b.module is not None]
+        ctx = file_context(path, text, self.config, blocks, self.base_resolver(path))
+        ctx.project = self
+        facts = FileFacts(path, digest, blocks, ctx)
+        self._facts[path] = facts
+        return facts
+
+    def forget(self, path: str | None = None) -> None:
+        """Drop the facts of one file, or of all (their FileModels resolve bases through
+        other files, so a changed file can change what another's classes are)."""
+        if path is None:
+            self._facts.clear()
+        else:
+            self._facts.pop(path, None)
+
+    def known_facts(self) -> list[FileFacts]:
+        return list(self._facts.values())
+
+    def module(self, importer: str, module_name: str) -> FileFacts | None:
+        for path in candidates(importer, module_name, self.root):
+            found = self.facts(path)
+            if found is not None:
+                return found
+        return None
+
+    # -- names across files
+
+    def find_class(
+        self, importer: str, qualname: str, hops: int = MAX_HOPS
+    ) -> tuple[FileFacts, ClassInfo] | None:
+        """The project file defining the class `qualname` names in `importer`, following
+        re-exports; None when it is not a project class."""
+        found = self._find(importer, qualname, hops)
+        if found is None:
+            return None
+        facts, name = found
+        info = facts.model.classes.get(name)
+        return (facts, info) if info is not None else None
+
+    def find_function(
+        self, importer: str, qualname: str, hops: int = MAX_HOPS
+    ) -> tuple[FileFacts, FunctionInfo] | None:
+        found = self._find(importer, qualname, hops)
+        if found is None:
+            return None
+        facts, name = found
+        info = facts.model.functions.get(name)
+        return (facts, info) if info is not None else None
+
+    def _find(self, importer: str, qualname: str, hops: int) -> tuple[FileFacts, str] | None:
+        while hops > 0:
+            hops -= 1
+            rest = qualname.lstrip(".")
+            dots = qualname[: len(qualname) - len(rest)]  # `from . import Net`: ".Net"
+            module_name, _, name = rest.rpartition(".")
+            module_name = dots + module_name
+            if not name or not module_name:
+                return None
+            module = self.module(importer, module_name)
+            if module is None:
+                return None
+            m = module.model
+            if name in m.classes or name in m.functions:
+                return module, name
+            target = m.imports.get(name)
+            if target is None:
+                return None
+            importer, qualname = module.path, target
+        return None
+
+    def resolve_in(self, facts: FileFacts, dotted_name: str) -> str | None:
+        """A dotted name as written in `facts`' file to a qualified name (None: local)."""
+        return facts.model.resolve(dotted_name)
+
+    # -- modules
+
+    def base_resolver(self, importer: str) -> Callable[[str], bool | None]:
+        """For `FileModel`: whether an imported base (qualified name) is a torch module."""
+
+        def resolve(qualname: str) -> bool | None:
+            return self.is_module(importer, qualname)
+
+        return resolve
+
+    def is_module(self, importer: str, qualname: str) -> bool | None:
+        """Whether the class `qualname` (as imported in `importer`) is a torch module:
+        through project classes to a known base; None when it leaves the project unknown."""
+        verdict = base_verdict(qualname)
+        if verdict is not None:
+            return verdict
+        key = (importer, qualname)
+        if key in self._module_memo:
+            return self._module_memo[key]
+        self._module_memo[key] = None  # a cycle is unknown
+        found = self.find_class(importer, qualname)
+        answer = None if found is None else found[1].is_module
+        if found is not None and not answer and found[1].bases:
+            answer = False if _all_known(found[0], found[1]) else None
+        self._module_memo[key] = answer
+        return answer
+
+    # -- forward
+
+    def find_forward(
+        self, importer: str, qualname: str, root: str | None = None
+    ) -> tuple[list[str], str] | None:
+        """The `forward` parameter names (without `self`) of the class `qualname` names in
+        `importer`'s imports, and the file that defines that `forward`; None when the class
+        or its `forward` cannot be found, or `forward` takes `*args`/`**kwargs`."""
+        if root is not None and self.root is None:
+            self.root = root
+        found = self.find_class(importer, qualname)
+        hops = MAX_HOPS
+        while found is not None and hops > 0:
+            hops -= 1
+            facts, cls = found
+            fwd = cls.methods.get("forward")
+            if fwd is not None:
+                p = fwd.node.params
+                if isinstance(p.star_arg, cst.Param) or p.star_kwarg is not None:
+                    return None
+                return [x.name.value for x in fwd.params()], facts.path
+            found = self.base_class(facts, cls)
+        return None
+
+    def base_class(self, facts: FileFacts, cls: ClassInfo) -> tuple[FileFacts, ClassInfo] | None:
+        """The first base of `cls` that is a project class (single inheritance order)."""
+        for base in cls.bases:
+            head, _, rest = base.partition(".")
+            if not rest and head in facts.model.classes and head != cls.name:
+                return facts, facts.model.classes[head]
+            q = facts.model.resolve(base)
+            if q is not None and not q.startswith(("torch.", "builtins.")):
+                found = self.find_class(facts.path, q)
+                if found is not None:
+                    return found
+        return None
+
+    def find_method(
+        self, facts: FileFacts, cls: ClassInfo, name: str
+    ) -> tuple[FileFacts, FunctionInfo] | None:
+        """A method through base classes, local or in other project files."""
+        hops = MAX_HOPS
+        current: tuple[FileFacts, ClassInfo] | None = (facts, cls)
+        seen: set[tuple[str, str]] = set()
+        while current is not None and hops > 0:
+            hops -= 1
+            f, c = current
+            if (f.path, c.name) in seen:
+                return None
+            seen.add((f.path, c.name))
+            local = f.model.find_method(c.name, name)
+            if local is not None:
+                return f, local
+            current = self.base_class(f, c)
+        return None
+
+
+def _all_known(facts: FileFacts, cls: ClassInfo) -> bool:
+    """Whether every base of a non-module class resolved (so "not a module" is certain)."""
+    for base in cls.bases:
+        head = base.split(".")[0]
+        if head in facts.model.classes:
+            continue
+        q = facts.model.resolve(base)
+        if q is None or base_verdict(q) is None:
+            return False
+    return True

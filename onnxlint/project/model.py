@@ -1,0 +1,155 @@
+"""The project model: across the project's files, which exports exist and what they reach.
+
+Built without importing or running anything: a scan lists the project's `.py` files and
+keeps those whose text can hold an export call (`EXPORT_RE`); their export sites
+(`exports.export_sites`) give the model classes; `reach.compute_reach` walks from each
+class's `forward` through methods, submodules and helpers in any file. The result (a
+`ReachTable`) is kept until a file it read, or a file that could export, changes
+(`changed`); the server tells it, the CLI builds it once per run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+
+from onnxlint.config import Config
+from onnxlint.project.exports import export_sites
+from onnxlint.project.index import ProjectIndex
+from onnxlint.project.reach import FileReach, ReachTable, compute_reach
+from onnxlint.project.resolve import project_files
+
+# Text that can hold an export call: checked before a file is parsed for the scan.
+EXPORT_RE = re.compile(
+    r"\b(?:onnx\.(?:utils\.)?_?export|export\.export|export_for_training|jit\.trace"
+    r"|jit\.script|dynamo_export|from\s+torch\.(?:onnx|export|jit)\s+import)"
+)
+
+
+class ProjectModel:
+    """One per engine: the project's export sites and their reach, per project root."""
+
+    def __init__(self, index: ProjectIndex) -> None:
+        self.index = index
+        self._root: str | None = None
+        self._exporters: dict[str, str] | None = None  # path -> content hash, files that export
+        self._table: ReachTable | None = None
+        self._fixed: ReachTable | None = None  # a table computed elsewhere (CLI workers)
+        self.builds = 0  # how many times the table was computed (tests, benchmarks)
+        self._single_key: tuple[str, str] | None = None
+        self._single_table: ReachTable | None = None
+
+    # -- inputs
+
+    def use_table(self, table: ReachTable | None) -> None:
+        """Use a table computed in another process (the CLI's pool workers)."""
+        self._fixed = table
+
+    def changed(self, path: str, text: str | None) -> None:
+        """A file changed (or was created/deleted: `text` None when gone)."""
+        path = os.path.abspath(path)
+        self.index.forget(path)
+        if self._exporters is None:
+            return
+        exports = text is not None and bool(EXPORT_RE.search(text))
+        was = path in self._exporters
+        if exports:
+            self._exporters[path] = _digest(text or "")
+        else:
+            self._exporters.pop(path, None)
+        table = self._table
+        if table is not None and (exports or was or path in table.deps):
+            self._table = None
+            self.index.forget()
+
+    # -- the table
+
+    def table(self, config: Config) -> ReachTable:
+        if self._fixed is not None:
+            return self._fixed
+        root = str(config.root) if config.root is not None else os.getcwd()
+        root = os.path.abspath(root)
+        if root != self._root:
+            self._root, self._exporters, self._table = root, None, None
+        if self._exporters is None:
+            self._exporters = self._scan(root, config)
+            self._table = None
+        if self._table is None:
+            self._table = self._build(config)
+        return self._table
+
+    def for_file(self, path: str, text: str, config: Config) -> FileReach:
+        """The reach of the project's exports in one file, whose current text is `text`.
+
+        Without a project root (a file checked on its own, a test) only the file's own
+        exports count."""
+        path = os.path.abspath(path)
+        if self._fixed is not None:
+            return self._fixed.for_file(path)
+        if config.root is None:
+            return self._single(path, text).for_file(path)
+        if self._exporters is not None:
+            exports = bool(EXPORT_RE.search(text)) and "torch" in text
+            if (self._exporters.get(path) if exports else None) != (
+                _digest(text) if exports else None
+            ):
+                self.changed(path, text)
+        return self.table(config).for_file(path)
+
+    def _single(self, path: str, text: str) -> ReachTable:
+        key = (path, _digest(text))
+        if self._single_key == key and self._single_table is not None:
+            return self._single_table
+        saved = self.index.deps
+        self.index.deps = {}
+        try:
+            facts = self.index.facts(path, text)
+            sites = export_sites(self.index, facts) if facts is not None else []
+            table = compute_reach(self.index, sites)
+            table.deps = dict(self.index.deps)
+        finally:
+            saved.update(self.index.deps)
+            self.index.deps = saved
+        self._single_key, self._single_table = key, table
+        return table
+
+    def fingerprint(self, config: Config) -> str:
+        """Changes whenever an export script or a file the reach read changes: part of
+        the CLI results cache's key."""
+        table = self.table(config)
+        h = hashlib.sha256()
+        for path, digest in sorted((self._exporters or {}).items()):
+            h.update(f"{path}\0{digest}\n".encode())
+        for path, dep in sorted(table.deps.items()):
+            h.update(f"{path}\0{dep}\n".encode())
+        return h.hexdigest()[:16]
+
+    def _scan(self, root: str, config: Config) -> dict[str, str]:
+        found: dict[str, str] = {}
+        excluded = config.is_excluded if config.root is not None else None
+        for path in project_files(root, excluded):
+            text = self.index.read(path)
+            if text is not None and "torch" in text and EXPORT_RE.search(text):
+                found[path] = _digest(text)
+        return found
+
+    def _build(self, config: Config) -> ReachTable:
+        self.builds += 1
+        saved = self.index.deps
+        self.index.deps = {}
+        try:
+            sites = []
+            for path in sorted(self._exporters or {}):
+                facts = self.index.facts(path)
+                if facts is not None:
+                    sites += export_sites(self.index, facts)
+            table = compute_reach(self.index, sites)
+            table.deps = dict(self.index.deps)
+        finally:
+            self.index.deps = saved
+        return table
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]

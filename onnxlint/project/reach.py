@@ -1,0 +1,313 @@
+"""Reach: for every function and method, the export sites whose model runs it.
+
+From each export site's model class, the walk follows what runs when its `forward` runs:
+methods called on `self` (through base classes in any file), the `forward` of the
+submodules the class builds (`self.backbone = ResNet(...)`, `nn.ModuleList([Block(...)
+...])`, `nn.Sequential(...)`, a project factory `build_head(cfg)`), module functions
+called by name or through an imported module, in any project file. Along the way it
+records what each submodule call passes to the callee's `forward` parameters (a Python
+int such as Swin's `H, W`, a string, a tensor), so rules do not take every `forward`
+parameter for a tensor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from onnxlint.project.exports import ClassRef, ExportSite, called_classes
+from onnxlint.project.facts import FileFacts
+from onnxlint.project.index import ProjectIndex
+from onnxlint.semantic import ClassInfo, FileModel, FunctionInfo, Kind, Kinds, dotted
+from onnxlint.walker import iter_descendants
+
+FuncKey = tuple["str | None", str]
+# Functions visited from one export site before the walk gives up (generated code).
+_MAX_FUNCTIONS = 20_000
+# Kinds a parameter may receive that are certainly not tensors.
+NOT_TENSOR = frozenset({Kind.SIZE, Kind.SHAPE, Kind.OTHER, Kind.BOOL, Kind.NONE, Kind.NDARRAY})
+
+
+@dataclass
+class ReachTable:
+    """What the project's exports reach, per file (absolute path) and function key."""
+
+    sites: list[ExportSite] = field(default_factory=list)
+    reach: dict[str, dict[FuncKey, set[ExportSite]]] = field(default_factory=dict)
+    # Classes the exports build, per file: (class name -> sites), for OLX201 and hovers.
+    classes: dict[str, dict[str, set[ExportSite]]] = field(default_factory=dict)
+    deps: dict[str, str | None] = field(default_factory=dict)  # files read: content hash
+
+    def for_file(self, path: str) -> FileReach:
+        return FileReach(
+            {k: frozenset(v) for k, v in self.reach.get(path, {}).items()},
+            {k: frozenset(v) for k, v in self.classes.get(path, {}).items()},
+            bool(self.sites),
+            path,
+        )
+
+
+@dataclass(frozen=True)
+class FileReach:
+    """The part of the reach table one file's rules read (a plain, picklable value)."""
+
+    functions: dict[FuncKey, frozenset[ExportSite]] = field(default_factory=dict)
+    classes: dict[str, frozenset[ExportSite]] = field(default_factory=dict)
+    project_exports: bool = False  # the project has export sites at all
+    path: str = ""  # the file this is about (absolute)
+
+    def key(self) -> int:
+        """What findings may depend on: the sites without their line when they are in
+        this file (an edit above an export call must not invalidate every block)."""
+
+        def site(s: ExportSite) -> tuple[object, ...]:
+            line = 0 if s.path == self.path else s.line
+            return (s.path, line, s.kind.value, s.dynamic, s.dims, s.model)
+
+        return hash(
+            (
+                tuple(
+                    sorted(
+                        (k[0] or "", k[1], tuple(sorted(site(x) for x in v)))
+                        for k, v in self.functions.items()
+                    )
+                ),
+                tuple(
+                    sorted((k, tuple(sorted(site(x) for x in v))) for k, v in self.classes.items())
+                ),
+                self.project_exports,
+            )
+        )
+
+
+def compute_reach(
+    index: ProjectIndex, sites: list[tuple[ExportSite, list[ClassRef]]]
+) -> ReachTable:
+    table = ReachTable(sites=[s for s, _ in sites])
+    for site, classes in sites:
+        _walk_site(index, table, site, classes)
+    return table
+
+
+_Item = tuple[FileFacts, FunctionInfo, "ClassRef | None"]
+
+
+def _walk_site(
+    index: ProjectIndex, table: ReachTable, site: ExportSite, classes: list[ClassRef]
+) -> None:
+    todo: list[_Item] = []
+    seen: set[tuple[str, FuncKey, str]] = set()
+
+    def enter_class(ref: ClassRef) -> None:
+        facts, cls = ref
+        table.classes.setdefault(facts.path, {}).setdefault(cls.name, set()).add(site)
+        found = index.find_method(facts, cls, "forward")
+        if found is not None:
+            todo.append((found[0], found[1], ref))
+
+    for ref in classes:
+        enter_class(ref)
+    visited = 0
+    while todo and visited < _MAX_FUNCTIONS:
+        facts, func, owner = todo.pop()
+        mark = (facts.path, func.key, owner[1].name if owner else "")
+        if mark in seen:
+            continue
+        seen.add(mark)
+        visited += 1
+        table.reach.setdefault(facts.path, {}).setdefault(func.key, set()).add(site)
+        if owner is not None:
+            of, oc = owner
+            for m in func.self_calls:
+                found = index.find_method(of, oc, m)
+                if found is not None:
+                    todo.append((found[0], found[1], owner))
+            for attr in func.self_attrs:
+                for sub in composition(index, of, oc).get(attr, ()):
+                    if sub[1] is not oc:
+                        enter_class(sub)
+        model = facts.model
+        for n in func.name_calls:
+            if n in model.functions:
+                todo.append((facts, model.functions[n], None))
+                continue
+            if n in model.classes:
+                if model.classes[n].is_module:
+                    enter_class((facts, model.classes[n]))
+                continue
+            _follow_import(index, facts, model.resolve(n), todo, enter_class)
+        for d in func.attr_calls:
+            head = d.split(".", 1)[0]
+            if head in model.imports:
+                _follow_import(index, facts, model.resolve(d), todo, enter_class)
+
+
+def _follow_import(index, facts, q, todo, enter_class) -> None:  # type: ignore[no-untyped-def]
+    if q is None or q.startswith(("torch.", "builtins.", "numpy.", "math.")):
+        return
+    found_f = index.find_function(facts.path, q)
+    if found_f is not None:
+        todo.append((found_f[0], found_f[1], None))
+        return
+    found_c = index.find_class(facts.path, q)
+    if found_c is not None and found_c[1].is_module:
+        enter_class(found_c)
+
+
+# --------------------------------------------------------------------------- composition
+
+
+def composition(index: ProjectIndex, facts: FileFacts, cls: ClassInfo) -> dict[str, list[ClassRef]]:
+    """`self.attr` -> the project module classes assigned to it in the class's methods
+    (and its project bases'), memoised per file facts."""
+    key = ("composition", cls.name)
+    memo = facts.model.memo
+    found = memo.get(key)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    memo[key] = {}  # recursion guard
+    out: dict[str, list[ClassRef]] = {}
+    base = index.base_class(facts, cls)
+    if base is not None and base[1] is not cls:
+        for attr, refs in composition(index, *base).items():
+            out.setdefault(attr, []).extend(refs)
+    for method in cls.methods.values():
+        for attr, value in _self_assignments(method.node):
+            for call in _calls_in(value):
+                for ref in called_classes(index, facts, call, depth=2):
+                    if ref[1].is_module and all(ref[1] is not o[1] for o in out.get(attr, [])):
+                        out.setdefault(attr, []).append(ref)
+    memo[key] = out
+    return out
+
+
+def _self_assignments(func: cst.FunctionDef) -> Iterator[tuple[str, cst.BaseExpression]]:
+    """(`attr`, value) for `self.attr = value` / `self.attr: T = value` and
+    `self.add_module("attr", value)` / `setattr(self, "attr", value)`."""
+    for node in iter_descendants(func.body):
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                d = dotted(t.target)
+                if d is not None and d.startswith("self.") and d.count(".") == 1:
+                    yield d[5:], node.value
+        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            d = dotted(node.target)
+            if d is not None and d.startswith("self.") and d.count(".") == 1:
+                yield d[5:], node.value
+        elif isinstance(node, cst.Call) and len(node.args) >= 2:
+            d = dotted(node.func)
+            first = node.args[0].value
+            if d == "self.add_module" and isinstance(first, cst.SimpleString):
+                yield first.value.strip("'\""), node.args[1].value
+            elif d == "setattr" and len(node.args) >= 3 and dotted(first) == "self":
+                name = node.args[1].value
+                if isinstance(name, cst.SimpleString):
+                    yield name.value.strip("'\""), node.args[2].value
+
+
+def _calls_in(expr: cst.BaseExpression) -> Iterator[cst.Call]:
+    if isinstance(expr, cst.Call):
+        yield expr
+    for node in iter_descendants(expr):
+        if isinstance(node, cst.Call):
+            yield node
+
+
+# --------------------------------------------------------------------------- parameter kinds
+
+
+def local_param_kinds(
+    index: ProjectIndex | None, facts_model: FileModel, facts: FileFacts | None
+) -> dict[FuncKey, dict[str, Kind]]:
+    """For the `forward` of module classes of one file: the parameters that every call
+    seen in this file passes a non-tensor to (`blk(x, H, W)` with `H, W = x.shape[2:]`).
+    Submodule calls are `self.attr(...)`, `self.attr[i](...)` and `blk(...)` in
+    `for blk in self.attr:`; a few rounds let kinds flow down nested blocks."""
+    model = facts_model
+    overrides: dict[FuncKey, dict[str, Kind]] = {}
+    modules = [c for c in model.classes.values() if c.is_module]
+    if len(modules) < 2:
+        return overrides
+    comp: dict[str, dict[str, list[str]]] = {c.name: _local_composition(model, c) for c in modules}
+    if not any(comp.values()):
+        return overrides
+    for _ in range(3):
+        seen: dict[tuple[str, str], set[Kind]] = {}
+        for c in modules:
+            attrs = comp[c.name]
+            if not attrs:
+                continue
+            for method in c.methods.values():
+                kinds = Kinds(model, method, overrides.get(method.key))
+                for call, callee_classes in _submodule_calls(method.node, attrs):
+                    args = [a for a in call.args if a.keyword is None and not a.star]
+                    for callee in callee_classes:
+                        fwd = model.find_method(callee, "forward")
+                        if fwd is None:
+                            continue
+                        params = fwd.params()
+                        for i, a in enumerate(args):
+                            if i < len(params):
+                                seen.setdefault((callee, params[i].name.value), set()).add(
+                                    kinds.of(a.value)
+                                )
+                        for a in call.args:
+                            if a.keyword is not None:
+                                seen.setdefault((callee, a.keyword.value), set()).add(
+                                    kinds.of(a.value)
+                                )
+        new: dict[FuncKey, dict[str, Kind]] = {}
+        for (callee, param), ks in seen.items():
+            if ks and ks <= NOT_TENSOR:
+                fwd = model.find_method(callee, "forward")
+                if fwd is not None:
+                    kind = next(iter(ks)) if len(ks) == 1 else Kind.OTHER
+                    new.setdefault(fwd.key, {})[param] = kind
+        if new == overrides:
+            break
+        overrides = new
+    return overrides
+
+
+def _local_composition(model: FileModel, cls: ClassInfo) -> dict[str, list[str]]:
+    """`self.attr` -> local module class names built into it."""
+    out: dict[str, list[str]] = {}
+    for method in cls.methods.values():
+        if "self." not in method.self_attrs and not method.self_attrs:
+            continue
+        for attr, value in _self_assignments(method.node):
+            for call in _calls_in(value):
+                name = dotted(call.func)
+                known = name is not None and name in model.classes
+                if known and model.classes[name].is_module and name not in out.get(attr, []):  # type: ignore[index]
+                    out.setdefault(attr, []).append(name)  # type: ignore[arg-type]
+    return out
+
+
+def _submodule_calls(
+    func: cst.FunctionDef, attrs: dict[str, list[str]]
+) -> Iterator[tuple[cst.Call, list[str]]]:
+    loop_vars: dict[str, list[str]] = {}
+    for node in iter_descendants(func.body):
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
+            it = node.iter
+            if isinstance(it, cst.Call) and dotted(it.func) == "enumerate" and it.args:
+                it = it.args[0].value
+            d = dotted(it)
+            if d is not None and d.startswith("self.") and d[5:] in attrs:
+                loop_vars[node.target.value] = attrs[d[5:]]
+    for node in iter_descendants(func.body):
+        if not isinstance(node, cst.Call):
+            continue
+        f = node.func
+        if isinstance(f, cst.Subscript):
+            f = f.value
+        d = dotted(f)
+        if d is None:
+            continue
+        if d.startswith("self.") and d[5:] in attrs:
+            yield node, attrs[d[5:]]
+        elif d in loop_vars:
+            yield node, loop_vars[d]

@@ -1,0 +1,104 @@
+"""Finding the project's files the way `import` would, and reading them as text.
+
+Nothing here parses: `candidates` lists the files an import could load from an importer
+(the importer's folder, the folder above its top package, the project root and its `src/`,
+relative levels), `project_files` lists a project's Python files for the scan that finds
+its export scripts, and `read_disk` reads one (None when absent or unreadable).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+# Larger files are not read (generated code; a model definition is far smaller).
+MAX_CHARS = 2_000_000
+# Folders a project scan never enters: environments, caches, builds, vendored packages.
+SKIP_DIRS = frozenset(
+    {
+        "node_modules",
+        "site-packages",
+        "dist-packages",
+        "__pycache__",
+        "build",
+        "dist",
+        "venv",
+        "env",
+        ".onnxlint_cache",
+    }
+)
+# A project bigger than this is scanned only up to it (the first files in walk order).
+MAX_PROJECT_FILES = 20_000
+
+Reader = Callable[[str], "str | None"]
+
+
+def read_disk(path: str) -> str | None:
+    """A file's text, or None when it is absent, unreadable or too large."""
+    from pathlib import Path
+
+    from onnxlint.files import ReadError, read_text
+
+    try:
+        text = read_text(Path(path))
+    except ReadError:
+        return None
+    return text if len(text) <= MAX_CHARS else None
+
+
+def candidates(importer: str, module_name: str, root: str | None) -> Iterator[str]:
+    """The files `import module_name` could load from `importer`, in the order tried: a
+    package (`name/__init__.py`) before a module (`name.py`) in each folder."""
+    here = os.path.dirname(os.path.abspath(importer))
+    level = len(module_name) - len(module_name.lstrip("."))
+    parts = [p for p in module_name[level:].split(".") if p]
+    if level:
+        base = here
+        for _ in range(level - 1):
+            base = os.path.dirname(base)
+        folders = [base]
+    else:
+        folders = roots(here, root)
+        if not parts:
+            return
+    for folder in folders:
+        target = os.path.join(folder, *parts)
+        yield os.path.join(target, "__init__.py")
+        if parts:
+            yield target + ".py"
+
+
+def roots(here: str, root: str | None) -> list[str]:
+    """Where absolute imports start: the importer's folder (`python export.py`), the folder
+    above its top package, the project root and its `src/`."""
+    out = [here]
+    top = here
+    while os.path.isfile(os.path.join(top, "__init__.py")):
+        top = os.path.dirname(top)
+    out.append(top)
+    if root:
+        out += [root, os.path.join(root, "src")]
+    return list(dict.fromkeys(out))
+
+
+def project_files(root: str, excluded: Callable[[str], bool] | None = None) -> list[str]:
+    """The project's `.py` files under `root` (absolute paths, sorted), skipping hidden
+    folders, environments, caches and what the configuration excludes."""
+    out: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and d not in SKIP_DIRS
+            and not os.path.isfile(os.path.join(folder, d, "pyvenv.cfg"))
+            and not (excluded and excluded(os.path.join(folder, d)))
+        )
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                if excluded is None or not excluded(path):
+                    out.append(path)
+                    if len(out) >= MAX_PROJECT_FILES:
+                        return out
+    return out
