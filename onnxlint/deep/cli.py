@@ -271,13 +271,19 @@ def _print_text(results: list[DeepResult], problems: list[Violation], root: Path
         print(_line(v, root))
     for r in results:
         mem = f"{r.peak_rss / 2**20:.0f} MB" if r.peak_rss else "?"
-        head = f"{r.target.name}: {r.status}{' (cached)' if r.cached else ''}"
-        print(f"{head}, {len(r.violations)} findings, {r.wall:.1f} s, peak {mem}")
+        head = f"{r.target.name}: {r.outcome}{' (cached)' if r.cached else ''}"
+        if r.detail and not r.ok and r.detail not in r.outcome:
+            head += f" ({r.detail})"
+        print(f"{head}, {plural(len(r.violations), 'finding')}, {r.wall:.1f} s, peak {mem}")
         for v in r.violations:
             print("  " + _line(v, root))
             for n in v.notes:
                 first = n.splitlines()[0] if n else n
                 print(f"      {first}")
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
 
 
 def _line(v: Violation, root: Path) -> str:

@@ -10,6 +10,7 @@ the file can be mailed or attached to CI.
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,57 @@ def _shape(sig: dict[str, Any]) -> str:
     return f"{sig.get('dtype', '?')}[{dims}]"
 
 
+FOLD_ROWS = 12  # op tables longer than this are folded (<details>)
+
+
+def _counts(r: DeepResult) -> str:
+    """`2 errors, 1 warning` (what a reader wants before the details)."""
+    n = {
+        sev: sum(1 for v in r.violations if v.severity.value == sev)
+        for sev in ("error", "warning", "info")
+    }
+    parts = [f"{k} {sev}{'s' * (k != 1)}" for sev, k in n.items() if k]
+    return ", ".join(parts) or "no findings"
+
+
+def _frozen_dims(r: DeepResult) -> dict[tuple[str, int], Any]:
+    """(input name, dim index) -> the constant the model's code forces a dim asked to be
+    dynamic to (OLX804), so the report shows that, not the dim's name."""
+    out: dict[tuple[str, int], Any] = {}
+    for f in (r.data or {}).get("findings") or []:
+        dim = f.get("dim") if isinstance(f, dict) else None
+        if isinstance(dim, dict) and dim.get("input") is not None and dim.get("dim") is not None:
+            out[(str(dim["input"]), int(dim["dim"]))] = dim.get("value")
+    return out
+
+
+def _input_shape(sig: dict[str, Any], frozen: dict[tuple[str, int], Any]) -> str:
+    shape = sig.get("shape")
+    if shape is None:
+        return _shape(sig)
+    dims = []
+    for i, d in enumerate(shape):
+        key = (str(sig.get("name")), i)
+        if key in frozen and isinstance(d, str):
+            dims.append(f"{frozen[key]} (asked: {d}; forced, OLX804)")
+        else:
+            dims.append(str(d))
+    return f"{sig.get('dtype', '?')}[{', '.join(dims)}]"
+
+
+def _onnx_caveat(r: DeepResult) -> str | None:
+    """Why the ONNX section describes a model the real export would not give."""
+    if r.succeeded or not (r.data or {}).get("onnx"):
+        return None
+    if r.outcome.startswith("fails at step 1/3"):
+        return (
+            f"The export {r.outcome}. The model below was translated for this report by "
+            "assuming each data-dependent condition holds; `torch.onnx.export` does not "
+            "produce it."
+        )
+    return f"The export {r.outcome}; the model below is what the analysis got that far."
+
+
 def _sections(r: DeepResult) -> dict[str, Any]:
     d = r.data or {}
     return {
@@ -74,13 +126,13 @@ def to_markdown(results: list[DeepResult]) -> str:
 def _md_target(r: DeepResult) -> list[str]:
     s = _sections(r)
     root = r.target.root
-    errors = sum(1 for v in r.violations if v.severity.value == "error")
-    out = [f"## {r.target.name}", ""]
+    out = [f"## {r.target.name}: {r.outcome} ({_counts(r)})", ""]
     out.append(
-        f"- status: **{r.status}**{' (cached)' if r.cached else ''}"
+        f"- status: **{r.outcome}**{' (cached)' if r.cached else ''}"
         + (f" — {r.detail}" if r.detail else "")
     )
-    out.append(f"- findings: {len(r.violations)} ({errors} errors)")
+    n = len(r.violations)
+    out.append(f"- findings: {n} finding{'s' * (n != 1)} ({_counts(r)})")
     out.append(f"- factory: `{r.target.factory}`; torch {r.data.get('torch', '?')}")
     m = s["model"]
     if m:
@@ -109,21 +161,29 @@ def _md_target(r: DeepResult) -> list[str]:
         out.append("")
     onnx = s["onnx"]
     if onnx:
+        caveat = _onnx_caveat(r)
+        checker = "checker on this model" if caveat else "checker"
+        frozen = _frozen_dims(r)
+        out += ["### ONNX model", ""]
+        if caveat:
+            out += [f"> {caveat}", ""]
         out += [
-            "### ONNX model",
-            "",
             f"opset {onnx.get('opset')} (requested {onnx.get('requested_opset')}), "
-            f"{onnx.get('nodes')} nodes, {onnx.get('initializers')} initializers, checker: "
+            f"{onnx.get('nodes')} nodes, {onnx.get('initializers')} initializers, {checker}: "
             f"{onnx.get('checker')}",
             "",
             "| input | type |",
             "|---|---|",
         ]
-        out += [f"| `{i['name']}` | `{_shape(i)}` |" for i in onnx.get("inputs", [])]
+        out += [f"| `{i['name']}` | `{_input_shape(i, frozen)}` |" for i in onnx.get("inputs", [])]
         out += ["", "| output | type |", "|---|---|"]
         out += [f"| `{o['name']}` | `{_shape(o)}` |" for o in onnx.get("outputs", [])]
-        out += ["", "| op type | count |", "|---|---|"]
-        out += [f"| {k} | {v} |" for k, v in (onnx.get("op_histogram") or {}).items()]
+        hist = onnx.get("op_histogram") or {}
+        rows = ["| op type | count |", "|---|---|", *(f"| {k} | {v} |" for k, v in hist.items())]
+        if len(hist) > FOLD_ROWS:
+            summary = f"{len(hist)} op types, {sum(hist.values())} nodes"
+            rows = [f"<details><summary>{summary}</summary>", "", *rows, "", "</details>"]
+        out += ["", *rows]
         out.append("")
     if s["verify"]:
         out += [
@@ -147,9 +207,12 @@ def _md_target(r: DeepResult) -> list[str]:
 
 
 def _md_violation(v: Violation, root: Path) -> list[str]:
-    out = [f"- **{v.code}** `{_rel(v.path, root)}:{v.line}` — {v.message}"]
+    out = [f"- **{v.code}** ({v.severity.value}) `{_rel(v.path, root)}:{v.line}` — {v.message}"]
     for n in v.notes:
-        out.append(f"  - {n.splitlines()[0] if n else n}")
+        first, _, rest = n.partition("\n")
+        out.append(f"  - {first}")
+        if rest.strip():
+            out += ["", "    ```text", *(f"    {line}" for line in rest.splitlines()), "    ```"]
     ex = _excerpt(v.path, v.line)
     if ex and v.path.endswith(".py"):
         out.append("")
@@ -179,14 +242,14 @@ pre{background:#f6f8fa;padding:.5em;overflow-x:auto;margin:.3em 0}
 
 def to_html(results: list[DeepResult]) -> str:
     body = ["<h1>onnxlint deep analysis</h1>"]
-    if len(results) > 1:
-        body.append("<ul>")
-        for i, r in enumerate(results):
-            body.append(
-                f'<li><a href="#t{i}">{html.escape(r.target.name)}</a>: {html.escape(r.status)}, '
-                f"{len(r.violations)} findings</li>"
-            )
-        body.append("</ul>")
+    body.append('<ul class="targets">')
+    for i, r in enumerate(results):
+        cls = "status-ok" if r.succeeded else "status-bad"
+        body.append(
+            f'<li><a href="#t{i}">{_e(r.target.name)}</a>: <span class="{cls}">'
+            f"{_e(r.outcome)}</span>, {_e(_counts(r))}</li>"
+        )
+    body.append("</ul>")
     for i, r in enumerate(results):
         body.append(_html_target(r, i))
     return (
@@ -206,10 +269,14 @@ def _e(x: Any) -> str:
 def _html_target(r: DeepResult, index: int) -> str:
     s = _sections(r)
     root = r.target.root
-    status_cls = "status-ok" if r.ok else "status-bad"
-    out = [f'<h2 id="t{index}">{_e(r.target.name)}</h2>', '<table class="summary">']
+    status_cls = "status-ok" if r.succeeded else "status-bad"
+    out = [
+        f'<h2 id="t{index}">{_e(r.target.name)} <small class="{status_cls}">'
+        f"{_e(r.outcome)}</small> <small>{_e(_counts(r))}</small></h2>",
+        '<table class="summary">',
+    ]
     out.append(
-        f'<tr><td>status</td><td class="{status_cls}">{_e(r.status)}'
+        f'<tr><td>status</td><td class="{status_cls}">{_e(r.outcome)}'
         f"{' (cached)' if r.cached else ''} {_e(r.detail)}</td></tr>"
     )
     out.append(f"<tr><td>factory</td><td><code>{_e(r.target.factory)}</code></td></tr>")
@@ -242,12 +309,12 @@ def _html_target(r: DeepResult, index: int) -> str:
             f'<a href="{_e(v.url)}">{_e(_rule_name(v.code))}</a> '
             f"<code>{_e(_rel(v.path, root))}:{v.line}</code></div>"
         )
-        out.append(f"<div>{_e(v.message)}</div>")
+        out.append(f"<div>{_inline_md(v.message)}</div>")
         for n in v.notes:
-            if n.startswith("http"):
-                out.append(f'<div class="note"><a href="{_e(n)}">{_e(n)}</a></div>')
-            else:
-                out.append(f'<div class="note">{_e(n.splitlines()[0] if n else n)}</div>')
+            first, _, rest = n.partition("\n")
+            out.append(f'<div class="note">{_inline_md(first)}</div>')
+            if rest.strip():
+                out.append(f"<pre>{_e(rest.strip(chr(10)))}</pre>")
         ex = _excerpt(v.path, v.line) if v.path.endswith(".py") else []
         if ex:
             lines = "".join(
@@ -270,15 +337,21 @@ def _html_target(r: DeepResult, index: int) -> str:
         out.append("</table>")
     onnx = s["onnx"]
     if onnx:
+        caveat = _onnx_caveat(r)
+        checker = "checker on this model" if caveat else "checker"
+        frozen = _frozen_dims(r)
         out.append("<h3>ONNX model</h3>")
+        if caveat:
+            out.append(f'<p class="note status-bad">{_inline_md(caveat)}</p>')
         out.append(
             f"<p>opset {_e(onnx.get('opset'))} (requested {_e(onnx.get('requested_opset'))}), "
             f"{_e(onnx.get('nodes'))} nodes, {_e(onnx.get('initializers'))} initializers, "
-            f"checker: {_e(onnx.get('checker'))}</p>"
+            f"{checker}: {_e(onnx.get('checker'))}</p>"
         )
         out.append("<table><tr><th>input</th><th>type</th></tr>")
         out += [
-            f"<tr><td><code>{_e(i['name'])}</code></td><td><code>{_e(_shape(i))}</code></td></tr>"
+            f"<tr><td><code>{_e(i['name'])}</code></td>"
+            f"<td><code>{_e(_input_shape(i, frozen))}</code></td></tr>"
             for i in onnx.get("inputs", [])
         ]
         out.append("</table><table><tr><th>output</th><th>type</th></tr>")
@@ -286,12 +359,16 @@ def _html_target(r: DeepResult, index: int) -> str:
             f"<tr><td><code>{_e(o['name'])}</code></td><td><code>{_e(_shape(o))}</code></td></tr>"
             for o in onnx.get("outputs", [])
         ]
-        out.append("</table><table><tr><th>op type</th><th>count</th></tr>")
-        out += [
-            f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>"
-            for k, v in (onnx.get("op_histogram") or {}).items()
-        ]
         out.append("</table>")
+        hist = onnx.get("op_histogram") or {}
+        table = "<table><tr><th>op type</th><th>count</th></tr>" + "".join(
+            f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in hist.items()
+        )
+        table += "</table>"
+        if len(hist) > FOLD_ROWS:
+            summary = f"{len(hist)} op types, {sum(hist.values())} nodes"
+            table = f"<details><summary>{_e(summary)}</summary>{table}</details>"
+        out.append(table)
     if s["verify"]:
         out.append(
             "<h3>Verification (onnxruntime vs eager)</h3><table><tr><th>case</th>"
@@ -311,6 +388,32 @@ def _html_target(r: DeepResult, index: int) -> str:
     out += [f"<tr><td>{_e(k)}</td><td>{v:.2f}</td></tr>" for k, v in r.phases.items()]
     out.append("</table>")
     return "\n".join(out)
+
+
+_MD_CODE = re.compile(r"`([^`]+)`")
+_MD_BOLD = re.compile(r"\*\*([^*]+)\*\*")
+_MD_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
+_URL = re.compile(r"(?<![\"'>=])\bhttps?://[^\s<]+[^\s<.,;:)]")
+
+
+def _inline_md(text: str) -> str:
+    """The inline Markdown of messages and notes (`code`, **bold**, [links](url), bare
+    URLs) as HTML; everything else escaped."""
+    out: list[str] = []
+    pos = 0
+    for m in _MD_CODE.finditer(text):
+        out.append(_md_span(text[pos : m.start()]))
+        out.append(f"<code>{_e(m.group(1))}</code>")
+        pos = m.end()
+    out.append(_md_span(text[pos:]))
+    return "".join(out)
+
+
+def _md_span(text: str) -> str:
+    s = _e(text)
+    s = _MD_BOLD.sub(r"<b>\1</b>", s)
+    s = _MD_LINK.sub(r'<a href="\2">\1</a>', s)
+    return _URL.sub(lambda m: f'<a href="{m.group(0)}">{m.group(0)}</a>', s)
 
 
 def _rule_name(code: str) -> str:

@@ -8,6 +8,7 @@ the `# onnxlint: target` function), so nothing is ever dropped.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,12 +43,25 @@ class DeepResult:
 
     @property
     def ok(self) -> bool:
+        """The worker ran the analysis to its end (its findings may still say the model
+        does not export: see `outcome`)."""
         return self.status == wire.STATUS_OK
+
+    @property
+    def outcome(self) -> str:
+        """The target's status in words, as the CLI, the JSON and the reports show it:
+        "ok" only when every phase succeeded, else where it stopped."""
+        return outcome_of(self)
+
+    @property
+    def succeeded(self) -> bool:
+        return self.outcome == OUTCOME_OK
 
     def to_json(self) -> dict[str, Any]:
         return {
             "target": self.target.name,
-            "status": self.status,
+            "status": self.outcome,
+            "process": self.status,
             "detail": self.detail,
             "cached": self.cached,
             "wall": self.wall,
@@ -56,6 +70,48 @@ class DeepResult:
             "violations": [v.to_json() for v in self.violations],
             "data": self.data,
         }
+
+
+OUTCOME_OK = "ok"
+SYS_EXIT_DETAIL = "the model code called sys.exit("
+_PROCESS_OUTCOME = {
+    wire.STATUS_CRASHED: "crashed",
+    wire.STATUS_TIMEOUT: "timed out",
+    wire.STATUS_MEMORY: "out of memory",
+    wire.STATUS_CANCELLED: "cancelled",
+}
+# The exporter's steps: 1/3 torch.export, 2/3 ONNX decompositions, 3/3 ONNX translation.
+_STEP1 = frozenset({"OLX802", "OLX803", "OLX806"})
+_STEP3 = frozenset({"OLX805", "OLX807"})
+_DIMS = frozenset({"OLX804", "OLX818"})
+_VERIFY = frozenset({"OLX810", "OLX811"})
+
+
+def outcome_of(r: DeepResult) -> str:
+    """ "ok" only when every phase succeeded; otherwise the first phase that did not."""
+    if r.status != wire.STATUS_OK:
+        if r.detail.startswith(SYS_EXIT_DETAIL):
+            return f"cannot be analysed: {r.detail}"
+        return _PROCESS_OUTCOME.get(r.status, "cannot be analysed")
+    codes_found = {v.code for v in r.violations}
+    if "OLX812" in codes_found:
+        raised = any(v.code == "OLX812" and " raised " in v.message for v in r.violations)
+        return "factory raised" if raised else "cannot be analysed"
+    if codes_found & _STEP1:
+        return "fails at step 1/3 (torch.export)"
+    if any(v.code == "OLX808" and "step 2/3" in v.message for v in r.violations):
+        return "fails at step 2/3 (ONNX decompositions)"
+    if codes_found & _STEP3 or "OLX808" in codes_found:
+        return "fails at step 3/3 (ONNX translation)"
+    if "OLX809" in codes_found:
+        return "fails the ONNX checker"
+    if codes_found & _DIMS:
+        return "exports, but with static dims that were asked to be dynamic"
+    if codes_found & _VERIFY:
+        return "exports, but onnxruntime disagrees with PyTorch"
+    if "OLX817" in codes_found:
+        return "incomplete (this torch lacks what some phases need)"
+    return OUTCOME_OK
 
 
 _line_cache: dict[str, list[str]] = {}
@@ -162,15 +218,26 @@ def from_worker(target: Target, end: dict[str, Any], data: dict[str, Any] | None
             notes.append("Raise the target's `timeout` (seconds) if the model is just big.")
         if status == wire.STATUS_MEMORY:
             notes.append("Raise the target's `memory_limit_mb` if the model needs more.")
-        tail = end.get("stderr_tail")
-        if tail:
-            notes.append("worker stderr (last lines):\n" + str(tail))
+        tail = str(end.get("stderr_tail") or "")
         loc = (data or {}).get("factory_loc") or {}
         path, line = loc.get("file"), loc.get("line")
         if not path:
             found = factory_location(target)
             if found is not None:
                 path, line = str(found[0]), found[1]
+        exited = _sys_exit(tail, target.root) if status == wire.STATUS_CRASHED else None
+        if exited is not None:
+            code_text, where = exited
+            res.detail = f"{SYS_EXIT_DETAIL}{code_text})"
+            notes.insert(
+                0,
+                "sys.exit() raises SystemExit, which ends the analysis as it would end any "
+                "program; model and factory code must not call it",
+            )
+            if where is not None:
+                path, line = where
+        if tail.strip():
+            notes.append("worker stderr (last lines):\n" + tail.strip("\n"))
         res.violations.append(
             violation(
                 target,
@@ -183,6 +250,38 @@ def from_worker(target: Target, end: dict[str, Any], data: dict[str, Any] | None
         )
     res.violations.sort(key=Violation.sort_key)
     return res
+
+
+_FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+_EXIT_RE = re.compile(r"^SystemExit(?::\s*(?P<code>.*))?$")
+
+
+def _sys_exit(tail: str, root: Path) -> tuple[str, tuple[str, int] | None] | None:
+    """`sys.exit(3)` in user code, read from the traceback the analysis process printed:
+    the code as the user passed it, and the innermost frame of the project's files."""
+    lines = [line.rstrip() for line in tail.splitlines() if line.strip()]
+    if not lines:
+        return None
+    m = _EXIT_RE.match(lines[-1].strip())
+    if m is None:
+        return None
+    code = (m.group("code") or "").strip() or "None"
+    if not re.fullmatch(r"-?\d+|None", code):
+        code = repr(code)  # sys.exit("message")
+    where: tuple[str, int] | None = None
+    base = Path(root).resolve()
+    for line in lines:
+        fm = _FRAME_RE.match(line)
+        if fm is None:
+            continue
+        file = Path(fm.group("file"))
+        try:
+            file.resolve().relative_to(base)
+        except (ValueError, OSError):
+            continue
+        if "site-packages" not in file.parts and "onnxlint" not in file.parts[-3:-1]:
+            where = (str(file.resolve()), int(fm.group("line")))
+    return code, where
 
 
 def error_result(target: Target, detail: str) -> DeepResult:
