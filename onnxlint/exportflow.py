@@ -48,6 +48,7 @@ __all__ = [
     "ModelRef",
     "Origin",
     "captures_model_mode",
+    "class_mode_insensitive",
     "convert_dynamic_axes",
     "effective_kind",
     "example_inputs",
@@ -60,6 +61,7 @@ __all__ = [
     "model_forward_file",
     "model_forward_params",
     "names_arg",
+    "nested_class",
     "resolve_value",
     "tensor_rank",
 ]
@@ -496,7 +498,7 @@ class _Flow:
         if isinstance(func, cst.Name):
             local = func.value
             if local in self.ctx.model.classes:
-                if self._wraps_model(expr):
+                if self._wraps_model(expr) or _wraps_argument(self.ctx, local, expr):
                     return frozenset({Origin(Mode.UNKNOWN, local)})
                 mode = self._init_mode(local)
                 return frozenset({Origin(mode, local, mode is Mode.EVAL)})
@@ -564,6 +566,36 @@ class _Flow:
         result = _join(*states) if states else _UNKNOWN
         memo[key] = result
         return result
+
+
+def _wraps_argument(ctx: Context, cls_name: str, call: cst.Call) -> bool:
+    """`Wrapper(model, ...)` with a local class that keeps the argument (`self.model =
+    model`) and calls it in `forward`: the wrapped model's own mode decides what is
+    exported, and the wrapper's fresh training flag changes nothing by itself."""
+    init = ctx.model.find_method(cls_name, "__init__")
+    fwd = ctx.model.find_method(cls_name, "forward")
+    if init is None or fwd is None:
+        return False
+    params = [p.name.value for p in init.params()]
+    passed: set[str] = set()
+    for i, arg in enumerate(call.args):
+        if arg.star or not isinstance(arg.value, (cst.Name, cst.Attribute)):
+            continue
+        if arg.keyword is not None:
+            passed.add(arg.keyword.value)
+        elif i < len(params):
+            passed.add(params[i])
+    if not passed:
+        return False
+    for node in iter_descendants(init.node.body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name):
+            if node.value.value not in passed:
+                continue
+            for t in node.targets:
+                d = dotted(t.target)
+                if d is not None and d.startswith("self.") and d[5:] in fwd.self_calls:
+                    return True
+    return False
 
 
 def _mode_receivers(scope: Sequence[cst.CSTNode]) -> set[str]:
@@ -1220,14 +1252,22 @@ def _mode_insensitive(ctx: Context, class_name: str) -> bool:
     info = ctx.model.classes.get(class_name)
     if info is None:
         return False
-    for base in info.bases:
+    return class_mode_insensitive(ctx, class_name, info.node, info.bases)
+
+
+def class_mode_insensitive(
+    ctx: Context, class_name: str, node_: cst.ClassDef, bases: Sequence[str]
+) -> bool:
+    """`mode_insensitive` for a class given by its definition (also one nested in a
+    function, which the file model does not list)."""
+    for base in bases:
         q = ctx.model.resolve(base)
         if base in ctx.model.classes:
             if not mode_insensitive(ctx, base):
                 return False
         elif q not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
             return False
-    for node in iter_descendants(info.node):
+    for node in iter_descendants(node_):
         if isinstance(node, cst.Name) and any(w in node.value for w in _MODE_WORDS):
             return False
         if isinstance(node, cst.Attribute) and any(w in node.attr.value for w in _MODE_WORDS):
@@ -1250,3 +1290,26 @@ def _mode_insensitive(ctx: Context, class_name: str) -> bool:
         if not q.startswith("torch.nn.") and q not in ("builtins.super",):
             return False
     return True
+
+
+def nested_class(ctx: Context, ref: ModelRef) -> cst.ClassDef | None:
+    """The class a model is built from when it is defined inside a function
+    (`class Wrapper(nn.Module): ...` then `Wrapper(model)`), found by the callee's name."""
+    callee = None
+    values = [ref.expr, *(getattr(a, "value", None) for a in reversed(ref.assignments))]
+    for value in values:
+        inner = value
+        while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
+            inner = inner.func.value
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name):
+            callee = inner.func.value
+            break
+    if callee is None or callee in ctx.model.classes:
+        return None
+    scope = ref.function if ref.function is not None else None
+    roots: Sequence[cst.CSTNode] = [scope] if scope is not None else ctx.model.module_body
+    for root in roots:
+        for node in iter_descendants(root):
+            if isinstance(node, cst.ClassDef) and node.name.value == callee:
+                return node
+    return None

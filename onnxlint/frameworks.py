@@ -57,7 +57,10 @@ OTHER_FRAMEWORKS = frozenset(
 # Inference runtimes: a module whose `forward` hands NumPy arrays to one of these is a
 # runtime-side wrapper, never part of an exported graph.
 RUNTIME_BACKENDS = frozenset(
-    {"onnxruntime", "tensorrt", "openvino", "ncnn", "mnn", "tvm", "tritonclient", "pycuda"}
+    {
+        *("onnxruntime", "tensorrt", "openvino", "ncnn", "mnn", "tvm", "tritonclient"),
+        *("pycuda", "sklearn", "faiss", "coremltools", "tflite_runtime", "paddle_inference"),
+    }
 )
 # Bases that look like modules (they have `forward`) but are not.
 NOT_MODULE_BASES = frozenset(

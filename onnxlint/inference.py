@@ -55,7 +55,12 @@ def never_exported(ctx: Context, func: FunctionInfo) -> bool:
     key = ("never exported", cls)
     found = memo.get(key)
     if found is None:
-        found = memo[key] = _is_loss(ctx, cls) or _is_runtime_wrapper(ctx, cls)
+        found = memo[key] = (
+            _is_loss(ctx, cls)
+            or _is_metric(ctx, cls)
+            or _is_runtime_wrapper(ctx, cls)
+            or _is_random_augmentation(ctx, cls)
+        )
     return bool(found)
 
 
@@ -70,8 +75,12 @@ def _is_loss(ctx: Context, cls: str) -> bool:
         if _LOSS_NAME.search(q.rsplit(".", 1)[-1]) or q.startswith("torch.nn.modules.loss."):
             return True
     fwd = ctx.model.find_method(cls, "forward")
-    if fwd is not None and any(_TARGET_PARAMS.match(p.name.value) for p in fwd.params()):
-        return True
+    if fwd is not None:
+        # `forward(pred, target[, weight])`: a model that merely accepts labels among many
+        # inputs (prompts, masks) is not a loss.
+        params = fwd.params()
+        if 2 <= len(params) <= 4 and _TARGET_PARAMS.match(params[1].name.value):
+            return True
     return cls in _criterion_classes(ctx)
 
 
@@ -97,6 +106,56 @@ def _criterion_classes(ctx: Context) -> set[str]:
                         out.add(callee)
     memo["criterion classes"] = out
     return out
+
+
+def _is_metric(ctx: Context, cls: str) -> bool:
+    """An evaluation metric (torchmetrics style: `update` and `compute`, or a `Metric`
+    base): it runs in the evaluation loop, never inside an exported model."""
+    info = ctx.model.classes.get(cls)
+    if info is None:
+        return False
+    if {"update", "compute"} <= set(info.methods):
+        return True
+    return any(
+        (ctx.model.resolve(b) or b).rsplit(".", 1)[-1].endswith(("Metric", "MetricCollection"))
+        or (ctx.model.resolve(b) or "").startswith("torchmetrics.")
+        for b in info.bases
+    )
+
+
+# Random draws that make a module a training-time data augmentation.
+_RANDOM_CALLS = re.compile(
+    r"^(torch\.(rand|randn|randint|randperm|bernoulli|multinomial|empty\(.*\)\.uniform_)"
+    r"|random\.\w+|numpy\.random\.\w+)$"
+)
+
+
+_AUGMENTATION_NAME = re.compile(
+    r"(Random|Augment|Aug[A-Z]|Noise|Drop|Flip|Perturb|Mix|Cut|Jitter|Masking|Corrupt)"
+)
+
+
+def _is_random_augmentation(ctx: Context, cls: str) -> bool:
+    """A module named as an augmentation (`RandomFlip`, `AddNoise`, `DropChunk`,
+    `SpeedPerturb`) whose `forward` draws random numbers: a training-time augmentation,
+    never part of an exported model's inference. Inference algorithms that sample
+    (RANSAC) are not named so; `Dropout` layers call `F.dropout`, not `torch.rand`."""
+    if not _AUGMENTATION_NAME.search(cls):
+        return False
+    fwd = ctx.model.find_method(cls, "forward")
+    if fwd is None:
+        return False
+    methods = [fwd]
+    info = ctx.model.classes.get(cls)
+    if info is not None:
+        methods += [info.methods[m] for m in fwd.self_calls if m in info.methods]
+    for m in methods:
+        for node in iter_descendants(m.node.body):
+            if isinstance(node, cst.Call):
+                q = ctx.model.qualname(node.func)
+                if q is not None and _RANDOM_CALLS.match(q):
+                    return True
+    return False
 
 
 def _is_runtime_wrapper(ctx: Context, cls: str) -> bool:
@@ -150,12 +209,13 @@ def _training_test(test: cst.BaseExpression) -> bool | None:
 
 
 def _after_export_return(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:
-    """Whether a statement before `child` in `block` is `if <export/deploy test>:` whose
-    body returns (so in export mode the code after it never runs)."""
+    """Whether a statement before `child` in `block` is `if <export/deploy test>:` or
+    `if not self.training:` whose body returns (so in an export, which runs in eval
+    mode, the code after it never runs)."""
     for stmt in block.body:
         if stmt is child:
             return False
-        if isinstance(stmt, cst.If) and stmt.orelse is None and _export_test(stmt.test):
+        if isinstance(stmt, cst.If) and stmt.orelse is None and _eval_or_export_test(stmt.test):
             body = stmt.body
             last = body.body[-1] if isinstance(body, cst.IndentedBlock) and body.body else None
             small = last.body[-1] if isinstance(last, cst.SimpleStatementLine) else None
@@ -164,6 +224,20 @@ def _after_export_return(block: cst.IndentedBlock, child: cst.CSTNode) -> bool:
             ):
                 return True
     return False
+
+
+def _eval_or_export_test(test: cst.BaseExpression) -> bool:
+    """`if not self.training`, `if not self.training or p == 0`, an export guard, or a
+    deploy flag: true in an export."""
+    if _training_test(test) is False:
+        return True
+    if (
+        isinstance(test, cst.BooleanOperation)
+        and isinstance(test.operator, cst.Or)
+        and (_training_test(test.left) is False or _training_test(test.right) is False)
+    ):
+        return True
+    return _export_test(test)
 
 
 def _export_test(test: cst.BaseExpression) -> bool:

@@ -282,6 +282,15 @@ class Context:
         return k
 
     def kind(self, expr: cst.BaseExpression) -> Kind:
+        """The kind of `expr` here: a name narrowed by an enclosing `isinstance` test
+        (`if isinstance(x, list):`, the `else` of `isinstance(x, torch.Tensor)`) takes
+        the narrowed kind, else the function's flow-insensitive kind."""
+        if type(expr) is cst.Name and self.ancestors:
+            from onnxlint.semantic import narrowed_kind
+
+            narrowed = narrowed_kind(self.model, self.ancestors, expr)
+            if narrowed is not None:
+                return narrowed
         return self.kinds().of(expr)
 
     def export_call(self, call: cst.Call) -> ExportCall | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import builtins
 import enum
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -1048,6 +1048,47 @@ class Kinds:
 
 
 _CONVERTERS = frozenset({"builtins.int", "builtins.float", "builtins.bool"})
+
+
+def narrowed_kind(
+    model: FileModel, ancestors: Sequence[cst.CSTNode], name: cst.Name
+) -> Kind | None:
+    """The kind an enclosing `if isinstance(name, T):` (or its `else`, or an `elif`
+    after it) gives `name`, innermost first; None when no test narrows it."""
+    for i in range(len(ancestors) - 1, 0, -1):
+        parent, child = ancestors[i - 1], ancestors[i]
+        if type(parent) is not cst.If or child is parent.test:
+            continue
+        tensor = _isinstance_tensor(model, parent.test, name.value)
+        if tensor is None:
+            continue
+        in_body = child is parent.body
+        if in_body:
+            return Kind.TENSOR if tensor else Kind.OTHER
+        if tensor:  # the else/elif of `isinstance(x, torch.Tensor)`
+            return Kind.OTHER
+    return None
+
+
+def _isinstance_tensor(model: FileModel, test: cst.BaseExpression, name: str) -> bool | None:
+    """For `isinstance(name, T)`: True when T is a tensor type, False when it names only
+    other types; None when the test is something else."""
+    if not (
+        type(test) is cst.Call
+        and model.qualname(test.func) == "builtins.isinstance"
+        and len(test.args) == 2
+        and type(test.args[0].value) is cst.Name
+        and test.args[0].value.value == name
+    ):
+        return None
+    types = test.args[1].value
+    elems = (
+        [e.value for e in types.elements] if type(types) in (cst.Tuple, cst.List) else [types]  # type: ignore[attr-defined]
+    )
+    names = [model.qualname(e) or dotted(e) or "" for e in elems]
+    if any(n.rsplit(".", 1)[-1] in _TENSOR_ANNOTATIONS for n in names):
+        return True if len(names) == 1 else None
+    return False
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:

@@ -38,6 +38,8 @@ class ReachTable:
     reach: dict[str, dict[FuncKey, set[ExportSite]]] = field(default_factory=dict)
     # Classes the exports build, per file: (class name -> sites), for OLX201 and hovers.
     classes: dict[str, dict[str, set[ExportSite]]] = field(default_factory=dict)
+    # The classes the sites export themselves (the model's boundary), per file.
+    roots: dict[str, dict[str, set[ExportSite]]] = field(default_factory=dict)
     deps: dict[str, str | None] = field(default_factory=dict)  # files read: content hash
 
     def for_file(self, path: str) -> FileReach:
@@ -46,6 +48,7 @@ class ReachTable:
             {k: frozenset(v) for k, v in self.classes.get(path, {}).items()},
             bool(self.sites),
             path,
+            {k: frozenset(v) for k, v in self.roots.get(path, {}).items()},
         )
 
 
@@ -57,6 +60,7 @@ class FileReach:
     classes: dict[str, frozenset[ExportSite]] = field(default_factory=dict)
     project_exports: bool = False  # the project has export sites at all
     path: str = ""  # the file this is about (absolute)
+    roots: dict[str, frozenset[ExportSite]] = field(default_factory=dict)  # exported classes
 
     def key(self) -> int:
         """What findings may depend on: the sites without their line when they are in
@@ -77,6 +81,7 @@ class FileReach:
                 tuple(
                     sorted((k, tuple(sorted(site(x) for x in v))) for k, v in self.classes.items())
                 ),
+                tuple(sorted(self.roots)),
                 self.project_exports,
             )
         )
@@ -108,6 +113,7 @@ def _walk_site(
             todo.append((found[0], found[1], ref))
 
     for ref in classes:
+        table.roots.setdefault(ref[0].path, {}).setdefault(ref[1].name, set()).add(site)
         enter_class(ref)
     visited = 0
     while todo and visited < _MAX_FUNCTIONS:

@@ -48,9 +48,11 @@ def test_model_file_without_export_call() -> None:
     found = check(MODEL)
     assert found["OLX110"] == [(13, Severity.WARNING)]
     assert found["OLX102"] == [(15, Severity.ERROR)]  # feeds `if n > 0`
-    assert found["OLX109"] == [(20, Severity.WARNING)]
+    # No export: `mask` may be an intermediate of a bigger model (OLX109 checks the exported
+    # model's own inputs), and `self.last` is written before it is read (no state).
+    assert "OLX109" not in found
     assert found["OLX103"] == [(21, Severity.WARNING)]
-    assert found["OLX107"] == [(22, Severity.WARNING)]
+    assert "OLX107" not in found
     assert "OLX104" not in found  # no export call: dims not known to be dynamic
 
 

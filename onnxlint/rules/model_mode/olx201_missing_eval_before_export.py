@@ -8,11 +8,13 @@ from onnxlint.exportflow import (
     Mode,
     ModelRef,
     captures_model_mode,
+    class_mode_insensitive,
     exported_model,
     mode_insensitive,
+    nested_class,
 )
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
-from onnxlint.semantic import ExportKind
+from onnxlint.semantic import ExportKind, dotted
 from onnxlint.violation import Fix, FixSafety, Severity
 
 _WHAT = {
@@ -309,6 +311,20 @@ class MissingEvalBeforeExport(Rule):
         ),
     ]
 
+    def _insensitive_elsewhere(self, ref: ModelRef) -> bool:
+        """The class is defined inside a function, or in another project module, and has
+        no mode-dependent layer (the other module's own submodules judged there)."""
+        nested = nested_class(self.ctx, ref)
+        if nested is not None:
+            bases = tuple(d for d in (dotted(a.value) for a in nested.bases) if d)
+            return class_mode_insensitive(self.ctx, nested.name.value, nested, bases)
+        if ref.imported_class is not None and self.ctx.project is not None:
+            found = self.ctx.project.find_class(self.ctx.path, ref.imported_class)
+            if found is not None:
+                facts, info = found
+                return mode_insensitive(facts.ctx, info.name)
+        return False
+
     def visit_Call(self, node: cst.Call) -> None:
         call = self.ctx.export_call(node)
         if call is None or not captures_model_mode(self.ctx, call):
@@ -321,6 +337,8 @@ class MissingEvalBeforeExport(Rule):
             return  # OLX202 reports a `.train()` that undoes an `.eval()`
         if ref.class_info is not None and mode_insensitive(self.ctx, ref.class_info.name):
             return  # no Dropout/BatchNorm/`self.training`: the mode changes nothing
+        if ref.class_info is None and self._insensitive_elsewhere(ref):
+            return
         who = f"`{ref.name}`" if ref.name else "the model"
         what = _WHAT.get(call.kind, "the exporter keeps")
         if modes == {Mode.TRAIN}:

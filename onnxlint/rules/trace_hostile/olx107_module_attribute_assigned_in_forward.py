@@ -2,43 +2,47 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.semantic import Kind
 from onnxlint.violation import Severity
+from onnxlint.walker import iter_children
 
 
 class ModuleAttributeAssignedInForward(Rule):
     """
     ## What it does
-    Flags assignments to module attributes (`self.cache = ...`, `self.count += 1`) in
-    methods reachable from `forward` (not in `__init__` or other setup methods).
+    Flags module state that `forward` carries from one call to the next: an attribute
+    that code reachable from `forward` reads before it assigns it (`self.calls += 1`, a
+    cache `if self.grid is None: self.grid = ...`, a running statistic).
 
     ## Why is this bad?
-    `torch.export` (and so `torch.onnx.export`) snapshots module attributes and restores
-    them after capture: the assignment happens once, at export time, and whatever it
-    changes is baked into the graph as a constant. A tensor attribute assigned in forward
-    gets the warning `The tensor attribute self.x was assigned during export. Such
-    attributes must be registered as buffers`. Tracing behaves the same way.
+    `torch.export` (and so `torch.onnx.export`) runs `forward` once and restores module
+    attributes afterwards; tracing records one call too. Whatever the state was at export
+    time is baked into the graph as a constant, and the exported model never updates it:
+    a counter stays frozen, a cached grid keeps the example input's size. An attribute
+    that `forward` only writes, or writes before it reads it in the same call, carries
+    nothing across calls and exports fine (measured with torch 2.13), so it is not
+    reported.
 
     ## Example
     ```python
     def forward(self, x):
-        self.last = x.mean()
-        return x - self.last
+        if self.grid is None:
+            self.grid = make_grid(x.shape[-2:])
+        return x + self.grid
     ```
 
     ## Use instead
     ```python
-    def __init__(self):
-        super().__init__()
-        self.register_buffer("last", torch.zeros(()))
-
     def forward(self, x):
-        self.last.copy_(x.mean())  # in-place buffer update is captured
-        return x - self.last
+        grid = make_grid(x.shape[-2:])  # computed in the graph, for every input size
+        return x + grid
     ```
+    or register a buffer in `__init__` and update it in place (`self.buf.copy_(...)`).
 
     ## Fix safety
     No automatic fix.
@@ -55,6 +59,18 @@ class ModuleAttributeAssignedInForward(Rule):
     requires = ("self.",)
 
     VALID = [
+        Valid(  # written before it is read in the same call: no state across calls
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        self.last = x.mean()
+                        self._cache = None
+                        return x - self.last
+                """
+            )
+        ),
         Valid(
             dedent(
                 """
@@ -79,11 +95,12 @@ class ModuleAttributeAssignedInForward(Rule):
                 import torch
                 class M(torch.nn.Module):
                     def forward(self, x):
-                        self.last = x.mean()
+                        if self.last is None or self.last.shape != x.shape:
+                            self.last = x.mean(dim=0)
                         return x - self.last
                 """
             ),
-            line=4,
+            line=5,
             message="`self.last`",
             severity=Severity.WARNING,
         ),
@@ -118,18 +135,21 @@ class ModuleAttributeAssignedInForward(Rule):
         attr = f"self.{target.attr.value}"
         if value is not None and _moves_itself(value, attr):
             return  # `self.w = self.w.to(x.device)`: a device/dtype move, same value
+        if value is not None and not _read_before_written(func.node, target.attr.value):
+            return  # written before any read in this call: nothing carried across calls
         if value is not None and self.ctx.kind(value) is Kind.TENSOR:
             self.report(
                 target,
-                f"tensor attribute `{attr}` assigned in forward: export warns and restores it, "
-                "and the value is baked into the graph; register a buffer and update it "
-                "in place",
+                f"tensor attribute `{attr}` carries state across calls (forward reads it, then "
+                "assigns it): the exported graph keeps its export-time value and never updates "
+                "it; compute it in forward, or register a buffer and update it in place",
             )
         else:
             self.report(
                 target,
-                f"`{attr}` assigned in forward: export runs forward once and restores module "
-                "attributes, so the change is baked into the graph as a constant",
+                f"`{attr}` carries state across calls (forward reads it, then assigns it): "
+                "export runs forward once and restores module attributes, so its export-time "
+                "value is baked into the graph as a constant",
                 severity=Severity.INFO,
             )
 
@@ -142,6 +162,48 @@ class ModuleAttributeAssignedInForward(Rule):
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._check(node.target, node.value)
+
+
+def _read_before_written(func: cst.FunctionDef, attr: str) -> bool:
+    """Whether the first use of `self.<attr>` in `func`, in execution order (an
+    assignment's value before its target), reads it."""
+    for is_store in _uses(func.body, attr):
+        return not is_store
+    return False
+
+
+def _uses(node: cst.CSTNode, attr: str) -> Iterator[bool]:
+    """Uses of `self.<attr>` under `node` in execution order: True for a store."""
+    if isinstance(node, cst.Assign):
+        yield from _uses(node.value, attr)
+        for t in node.targets:
+            if _is_self_attr(t.target, attr):
+                yield True
+            else:
+                yield from _uses(t.target, attr)
+        return
+    if isinstance(node, cst.AnnAssign):
+        if node.value is not None:
+            yield from _uses(node.value, attr)
+        if _is_self_attr(node.target, attr):
+            yield True
+        return
+    if _is_self_attr(node, attr):
+        yield False
+        return
+    for child in iter_children(node):
+        if isinstance(child, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        yield from _uses(child, attr)
+
+
+def _is_self_attr(node: cst.CSTNode, attr: str) -> bool:
+    return (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+        and node.attr.value == attr
+    )
 
 
 _MOVES = frozenset({"to", "cpu", "cuda", "type", "type_as", "half", "float", "double"})

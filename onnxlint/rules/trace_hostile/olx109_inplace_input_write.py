@@ -15,14 +15,17 @@ from onnxlint.violation import Severity
 class InplaceInputWrite(Rule):
     """
     ## What it does
-    Flags in-place writes into a tensor parameter of `forward` before it is rebound:
+    Flags in-place writes into a tensor parameter of the exported model's own `forward`
+    (the class an export of the project exports) before it is rebound:
     `x[0] = v`, `x[:, 1:] *= 2`, `x += y`, `x.add_(y)`, `x.masked_fill_(m, 0)`.
 
     ## Why is this bad?
     An ONNX graph cannot modify its inputs. The dynamo exporter functionalises the write:
     the outputs are right, but the caller's tensor is no longer changed, so code relying
     on the mutation behaves differently with the exported model. Tracing also records
-    such writes poorly (aliasing of views of inputs).
+    such writes poorly (aliasing of views of inputs). Inside the model, a submodule's
+    `forward` inputs are intermediates: writing into them exports fine (measured with
+    torch 2.13), so only the model's boundary is checked.
 
     ## Example
     ```python
@@ -82,6 +85,7 @@ class InplaceInputWrite(Rule):
                         if self.training:
                             x *= 2
                         return x + y
+                torch.onnx.export(M().eval(), (torch.ones(2, 2), torch.ones(2), {}), "m.onnx")
                 """
             ),
             line=4,
@@ -101,6 +105,9 @@ class InplaceInputWrite(Rule):
         func = self.ctx.function
         if func is None or func.name != "forward" or func.class_name is None:
             return False
+        reach = self.ctx.reach
+        if reach is not None and func.class_name not in reach.roots:
+            return False  # not the exported model's own forward: its inputs are intermediates
         if self.ctx.function_stack and self.ctx.function_stack[-1] is not func:
             return False  # inside a nested def
         if self._func != id(func.node):
