@@ -114,6 +114,31 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Related:
+    """Another place that belongs to a finding: a link of the chain from the user's code
+    to a deep finding's line, or the target's declaration (LSP relatedInformation)."""
+
+    path: str
+    line: int
+    column: int = 1
+    message: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Related:
+        return cls(
+            data["path"], int(data["line"]), int(data.get("column", 1)), data.get("message", "")
+        )
+
+
+@dataclass(frozen=True)
 class Violation:
     """One finding at one place in one file."""
 
@@ -126,6 +151,7 @@ class Violation:
     source: str = "static"  # "static" (OLX0xx-5xx) or "deep" (OLX8xx)
     deprecated: bool = False  # the finding is about a deprecated API (LSP tag)
     notes: tuple[str, ...] = field(default=())  # extra lines: hints, workarounds
+    related: tuple[Related, ...] = field(default=())  # deep: the chain, the declaration
 
     @property
     def url(self) -> str:
@@ -159,6 +185,8 @@ class Violation:
         }
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.related:
+            out["related"] = [r.to_json() for r in self.related]
         return out
 
     @classmethod
@@ -173,4 +201,5 @@ class Violation:
             source=data.get("source", "static"),
             deprecated=bool(data.get("deprecated", False)),
             notes=tuple(data.get("notes", ())),
+            related=tuple(Related.from_json(r) for r in data.get("related", ())),
         )

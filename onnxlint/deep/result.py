@@ -17,7 +17,7 @@ from typing import Any
 from onnxlint.deep import codes
 from onnxlint.deep.targets import Target, factory_location
 from onnxlint.deep.worker import wire
-from onnxlint.violation import Severity, Span, Violation
+from onnxlint.violation import Related, Severity, Span, Violation
 
 
 @dataclass
@@ -145,7 +145,15 @@ def declaration(target: Target) -> tuple[str, int]:
 
 
 def violation(
-    target: Target, code: str, message: str, path: str | None, line: int | None, notes: Any = ()
+    target: Target,
+    code: str,
+    message: str,
+    path: str | None,
+    line: int | None,
+    notes: Any = (),
+    *,
+    severity: Severity | None = None,
+    related: tuple[Related, ...] = (),
 ) -> Violation:
     if not path or not line:
         path, line = declaration(target)
@@ -155,10 +163,32 @@ def violation(
         span=line_span(path, line),
         code=code,
         message=message,
-        severity=codes.severity_for(code),
+        severity=severity or codes.severity_for(code),
         source="deep",
         notes=tuple(str(n) for n in notes if n),
+        related=related,
     )
+
+
+def chain_of(target: Target, f: dict[str, Any]) -> tuple[list[str], tuple[Related, ...]]:
+    """A worker finding's chain (outermost first) as a `via:` note and related locations,
+    plus the target's declaration; nothing when the finding has no chain."""
+    chain = [c for c in f.get("chain") or () if c.get("file") and c.get("line")]
+    if not chain:
+        return [], ()
+    links = []
+    for c in chain:
+        where = f"{Path(c['file']).name}:{c['line']}"
+        if str(c.get("name", "")).startswith("factory "):
+            where += f" ({c['name']})"
+        links.append(where)
+    related = [
+        Related(str(c["file"]), int(c["line"]), 1, f"via {c.get('name') or 'here'}")
+        for c in chain[:-1]
+    ]
+    decl_path, decl_line = declaration(target)
+    related.append(Related(decl_path, decl_line, 1, f"target {target.name!r} is declared here"))
+    return ["via: " + " -> ".join(links)], tuple(related)
 
 
 VERIFY_CODES = frozenset({"OLX810", "OLX811"})
@@ -208,7 +238,20 @@ def from_worker(target: Target, end: dict[str, Any], data: dict[str, Any] | None
                         "onnxruntime against eager PyTorch); this is the export call of "
                         "the same model class"
                     )
-            res.violations.append(violation(target, code, str(f.get("message")), path, line, notes))
+            via, related = chain_of(target, f)
+            sev = f.get("severity")
+            res.violations.append(
+                violation(
+                    target,
+                    code,
+                    str(f.get("message")),
+                    path,
+                    line,
+                    [*via, *notes],
+                    severity=Severity(sev) if sev in ("error", "warning", "info") else None,
+                    related=related,
+                )
+            )
     if status in codes.STATUS_TO_CODE:
         notes = [
             "The analysis ran in a separate process; onnxlint and the editor are unaffected, "

@@ -35,7 +35,7 @@ _KEYS = {
     "memory_limit_mb",
     "verify_max_params",
 }
-_EXPORTER_KEYS = {"opset", "translation_table"}
+_EXPORTER_KEYS = {"opset", "translation_table", "strict"}
 
 
 class TargetError(ValueError):
@@ -53,6 +53,7 @@ class Target:
     dynamic_shapes: Any = None
     opset: int | None = None
     translation_table: str | None = None
+    strict: bool = False  # the user exports strictly / compiles: graph breaks are warnings
     verify: bool = False
     timeout: float = DEFAULT_TIMEOUT_S
     memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB
@@ -75,6 +76,7 @@ class Target:
             "dynamic_shapes": _jsonable_shapes(self.dynamic_shapes),
             "opset": self.opset,
             "translation_table": self.translation_table,
+            "strict": self.strict,
             "verify": self.verify if verify is None else verify,
             "verify_max_params": self.verify_max_params,
         }
@@ -188,6 +190,9 @@ def validate_target(raw: Mapping[str, Any], root: Path, index: int = 0) -> Targe
             f"{where}: `exporter.{typed.get('exporter.translation_table')}` must be "
             f'"package.module:NAME", got {table!r}'
         )
+    strict = exporter.get("strict", False)
+    if not isinstance(strict, bool):
+        raise TargetError(f"{where}: `exporter.strict` must be true or false, got {strict!r}")
     verify = raw.get("verify", False)
     if not isinstance(verify, bool):
         raise TargetError(f"{where}: `verify` must be true or false, got {verify!r}")
@@ -215,6 +220,7 @@ def validate_target(raw: Mapping[str, Any], root: Path, index: int = 0) -> Targe
         ),
         opset=opset,
         translation_table=table,
+        strict=strict,
         verify=verify,
         timeout=float(timeout),
         memory_limit_mb=memory,
@@ -357,6 +363,7 @@ def discover_targets(
                     factory=f"{mod}:{func}",
                     root=root,
                     verify="verify" in opts.split(),
+                    strict="strict" in opts.split(),
                     decl_path=path.resolve(),
                     decl_line=line,
                     origin="marker",

@@ -73,6 +73,18 @@ def render_sarif(violations: Sequence[Violation], root: Path) -> str:
                 "properties": {"source": v.source},
             }
         )
+        if v.related:
+            results[-1]["relatedLocations"] = [
+                {
+                    "id": i,
+                    "message": {"text": r.message},
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(r.path, root), "uriBaseId": "%SRCROOT%"},
+                        "region": {"startLine": r.line, "startColumn": r.column},
+                    },
+                }
+                for i, r in enumerate(v.related)
+            ]
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",

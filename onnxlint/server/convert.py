@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -108,6 +109,22 @@ def diagnostic(
         code_description=types.CodeDescription(href=v.url),
         source=SOURCE,
         tags=[types.DiagnosticTag.Deprecated] if v.deprecated else None,
+        related_information=[
+            types.DiagnosticRelatedInformation(
+                location=types.Location(
+                    uri=Path(r.path).resolve().as_uri(),
+                    range=types.Range(
+                        start=types.Position(
+                            line=max(r.line - 1, 0), character=max(r.column - 1, 0)
+                        ),
+                        end=types.Position(line=max(r.line - 1, 0), character=max(r.column - 1, 0)),
+                    ),
+                ),
+                message=r.message,
+            )
+            for r in v.related
+        ]
+        or None,
         data=data,
     )
 

@@ -214,6 +214,7 @@ def record_specializations(records: list[dict[str, Any]]) -> Iterator[None]:
                     {
                         "symbol": str(a),
                         "value": str(tgt),
+                        "reason": str(msg),
                         "sources": sources,
                         "stack": traceback.extract_stack()[:-1],
                     }
@@ -479,6 +480,7 @@ def is_constraint_violation(exc: BaseException) -> bool:
         "Constraints violated" in text
         or "specialized it to be a constant" in text
         or ("user-specified" in text and "static shape" in text)
+        or "conflicts between user-specified ranges and inferred ranges" in text
     )
 
 
@@ -492,9 +494,42 @@ def is_data_dependent_error(exc: BaseException) -> bool:
 
 def export(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any) -> Any:
     """Non-strict torch.export, as torch.onnx.export's first capture strategy does."""
-    return torch.export.export(
-        model, args, kwargs=kwargs or None, dynamic_shapes=dynamic_shapes, strict=False
-    )
+    with full_stack_traces():
+        return torch.export.export(
+            model, args, kwargs=kwargs or None, dynamic_shapes=dynamic_shapes, strict=False
+        )
+
+
+@contextlib.contextmanager
+def full_stack_traces() -> Iterator[None]:
+    """Nodes' `stack_trace` with every frame from the first `forward` in, not only the
+    frames of functions named `forward` (export's default): a helper function's line
+    (`ops.pairwise` calling `torch.cdist`) is where its op comes from. Metadata only."""
+    try:
+        from torch.fx.proxy import TracerBase
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    original = getattr(TracerBase, "_filter_traceback_frames", None)
+    if original is None:
+        yield
+        return
+
+    def filtered(self: Any, summary: Any) -> Any:
+        only_forward = getattr(self, "_record_forward_stack_traces_only", False)
+        if only_forward:
+            self._record_forward_stack_traces_only = False
+        try:
+            return original(self, summary)
+        finally:
+            if only_forward:
+                self._record_forward_stack_traces_only = True
+
+    _patch(TracerBase, "_filter_traceback_frames", filtered)
+    try:
+        yield
+    finally:
+        _patch(TracerBase, "_filter_traceback_frames", original)
 
 
 # --------------------------------------------------------------------------- ONNX registry
@@ -606,3 +641,10 @@ def op_name(target: Any) -> str:
 
 def missing_fake_impl_error(exc: BaseException) -> bool:
     return "no fake impl registered" in str(exc) or "There was no fake impl" in str(exc)
+
+
+def is_fake(t: Any) -> bool:
+    """Whether a tensor is a FakeTensor (shape and dtype, no data)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(t, FakeTensor)

@@ -1,30 +1,52 @@
-"""Optional verification: real random weights, torch.onnx.export, onnxruntime vs eager.
+"""Phase 6 (optional), verify: real random weights, torch.onnx.export, onnxruntime vs eager.
 
 Runs on the example inputs and on two other sizes of every dynamic dim (dims
 sharing a name change together). This is the only phase that allocates real
-weights, so `analysis.DEFAULT_VERIFY_MAX_PARAMS` bounds it.
+weights, so `DEFAULT_VERIFY_MAX_PARAMS` bounds it.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from . import wire
-
-if TYPE_CHECKING:
-    from .analysis import Analysis
+from .record import Analysis, finding, first_line, resize_inputs
 
 ATOL = 1e-4
 RTOL = 1e-3
+DEFAULT_VERIFY_MAX_PARAMS = 50_000_000
+"""Verification allocates real weights; above this many parameters it is skipped."""
+
+BLOCKING = {
+    wire.KIND_DATA_DEPENDENT,
+    wire.KIND_EXPORT_FAILURE,
+    wire.KIND_UNSUPPORTED_OP,
+    wire.KIND_CUSTOM_OP_NO_FAKE,
+    wire.KIND_CUSTOM_OP_NO_TRANSLATION,
+    wire.KIND_TRANSLATION_FAILURE,
+    wire.KIND_TARGET_ERROR,
+}
 
 
 def run(a: Analysis) -> None:
-    from .analysis import _finding, _first_line
+    summary = a.result.get("model", {})
+    limit = int(a.target.get("verify_max_params") or DEFAULT_VERIFY_MAX_PARAMS)
+    if summary.get("params", 0) > limit:
+        a.result["skipped"]["verify"] = (
+            f"skipped: {summary.get('params'):,} parameters is above the verification "
+            f"limit of {limit:,} (real weights would be allocated)"
+        )
+        return
+    if any(f["kind"] in BLOCKING for f in a.findings):
+        a.result["skipped"]["verify"] = "skipped: the model does not export"
+        return
+    _verify(a)
 
+
+def _verify(a: Analysis) -> None:
     mod_name, _, func_name = str(a.target["factory"]).partition(":")
     torch.manual_seed(0)
     out = getattr(importlib.import_module(mod_name), func_name)()
@@ -35,7 +57,7 @@ def run(a: Analysis) -> None:
     kwargs = dict(out[2]) if len(out) > 2 and out[2] is not None else {}
     if isinstance(model, torch.nn.Module):
         model.eval()
-    dims = a._requested_dims()
+    dims = a.requested_dims()
     cases: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [("example inputs", args, kwargs)]
     names = sorted({d[2] for d in dims})
     for name in names:
@@ -64,10 +86,10 @@ def run(a: Analysis) -> None:
         )
     except Exception as e:
         a.add(
-            _finding(
+            finding(
                 wire.KIND_VERIFY_FAILURE,
                 f"torch.onnx.export with real weights failed: {type(e).__name__}: "
-                f"{_first_line(str(e))}",
+                f"{first_line(str(e))}",
             )
         )
         return
@@ -85,9 +107,9 @@ def run(a: Analysis) -> None:
         except Exception as e:
             entry["status"] = "onnxruntime failed"
             a.add(
-                _finding(
+                finding(
                     wire.KIND_VERIFY_FAILURE,
-                    f"onnxruntime failed on {label}: {type(e).__name__}: {_first_line(str(e))}",
+                    f"onnxruntime failed on {label}: {type(e).__name__}: {first_line(str(e))}",
                 )
             )
             continue
@@ -119,33 +141,12 @@ def run(a: Analysis) -> None:
         entry.update({"max_abs": worst[0], "max_rel": worst[1], "status": bad or "ok"})
         if bad:
             a.add(
-                _finding(
+                finding(
                     wire.KIND_VERIFY_MISMATCH,
                     f"onnxruntime and eager PyTorch disagree on {label}: {bad}",
                     notes=[f"tolerance: abs {ATOL} + rel {RTOL} x max|eager|"],
                 )
             )
-
-
-def resize_inputs(
-    tree: Any,
-    changes: dict[tuple[int, int], int],
-    new_leaf: Callable[[torch.Tensor, list[int]], torch.Tensor],
-) -> Any:
-    """A copy of the inputs with the given (flat leaf, dim) sizes; `new_leaf(old, shape)`
-    makes each resized tensor (random data here, zeros for the fake-mode shape probe)."""
-    leaves, spec = torch.utils._pytree.tree_flatten(tree)
-    out = []
-    for i, leaf in enumerate(leaves):
-        mine = {d: s for (f, d), s in changes.items() if f == i}
-        if not mine or not isinstance(leaf, torch.Tensor):
-            out.append(leaf)
-            continue
-        shape = list(leaf.shape)
-        for d, s in mine.items():
-            shape[d] = s
-        out.append(new_leaf(leaf, shape))
-    return torch.utils._pytree.tree_unflatten(out, spec)
 
 
 def _random_like(leaf: torch.Tensor, shape: list[int]) -> torch.Tensor:

@@ -113,12 +113,7 @@ class Zygote:
                     a.model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
                     a.args = (torch.randn(2, 4),)
                 a.dynamic_shapes = ({0: "batch"},)
-                a.explain()
-                a.export()
-                if a.ep is not None:
-                    a.decompose()
-                if a.decomposed is not None:
-                    a.translate()
+                analysis.warm_up(a)
             warm_error = None
         except Exception as e:  # a failed warm-up only costs speed
             warm_error = f"{type(e).__name__}: {e}"
@@ -287,7 +282,7 @@ def _child(req: dict[str, Any], w: int, memory: int) -> None:  # pragma: no cove
         from . import analysis
 
         try:
-            result = analysis.Analysis(req.get("target") or {}, progress).run()
+            result = analysis.run(req.get("target") or {}, progress)
         except MemoryError:
             code = EXIT_MEMORY
         else:

@@ -1,0 +1,112 @@
+"""Phase 2, explain: the graph breaks `torch._dynamo.explain` finds, as it lists them.
+
+Graph breaks are a `torch.compile` / strict `torch.export` notion:
+`torch.onnx.export` captures with non-strict `torch.export`, which runs Python
+and is not stopped by a break (a `print`, an LSTM). So a break is reported at
+info severity, unless the target asks for a strict export or compile
+(`exporter.strict = true`), where it is a warning. The breaks are explain's own
+`break_reasons` (same count, reasons and lines), each at its innermost line
+outside torch, library or not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import Any
+
+from . import torch_internals, wire
+from .record import Analysis, finding, first_line
+
+_GB_URL = re.compile(r"https://\S+/gb/(gb\d+)\.html")
+
+
+def run(rec: Analysis) -> None:
+    explain_out: Any = None
+    try:
+        with torch_internals.lenient_scalars(rec.fake_mode):
+            explain_out = torch_internals.explain(rec.model, rec.args, rec.kwargs)
+    except torch_internals.Unsupported as e:
+        rec.add(finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
+        rec.failed["explain"] = "unsupported torch"
+        return
+    except Exception as e:
+        rec.add(
+            rec.place_exc(
+                finding(
+                    wire.KIND_FAKE_MODE_LIMIT,
+                    f"graph-break search stopped here: {type(e).__name__}: {first_line(str(e))}",
+                    notes=[
+                        "This code cannot run on fake tensors (no data), so the breaks "
+                        "after it were not looked for. `.numpy()` and data-dependent "
+                        "Python values are the usual causes."
+                    ],
+                ),
+                e,
+            )
+        )
+        rec.failed["explain"] = "stopped on fake tensors"
+    finally:
+        with contextlib.suppress(Exception):
+            torch_internals.reset_dynamo()
+    if explain_out is None:
+        return
+    strict = bool(rec.target.get("strict"))
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    reasons = list(getattr(explain_out, "break_reasons", None) or ())
+    for r in reasons:
+        text = str(getattr(r, "reason", r))
+        f = _graph_break_finding(text, strict)
+        rec.place_at(f, list(getattr(r, "user_stack", None) or ()))
+        key = (f["file"], f["line"], f["message"])
+        if key in groups:
+            groups[key]["count"] += 1
+            continue
+        f["count"] = 1
+        groups[key] = f
+    for f in groups.values():
+        if f["count"] > 1:
+            f["message"] += f" ({f['count']} breaks here)"
+        rec.add(f)
+    rec.result["explain"] = {
+        "graphs": int(getattr(explain_out, "graph_count", 0)),
+        "breaks": len(reasons),
+        "ops": int(getattr(explain_out, "op_count", 0)),
+        "strict": strict,
+    }
+
+
+def _graph_break_finding(reason: str, strict: bool) -> dict[str, Any]:
+    lines = [ln.strip() for ln in reason.splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith("Encountered graph break")]
+    title = lines[0] if lines else "graph break"
+    explanation = next(
+        (ln[len("Explanation:") :].strip() for ln in lines if ln.startswith("Explanation:")), ""
+    )
+    hints = [ln[len("Hint:") :].strip() for ln in lines if ln.startswith("Hint:")]
+    hints = [h for h in hints if "report an issue to PyTorch" not in h]
+    m = _GB_URL.search(reason)
+    url = m.group(0) if m else None
+    msg = f"graph break: {title}"
+    if explanation:
+        msg += f" ({explanation})"
+    if strict:
+        path = (
+            "The target asks for a strict export or compile (`exporter.strict`): this break "
+            "stops strict torch.export and splits torch.compile's graph."
+        )
+    else:
+        path = (
+            "This matters for torch.compile and strict torch.export only: torch.onnx.export "
+            "captures with non-strict torch.export, which runs this Python and is not stopped "
+            "by a graph break. Set `exporter.strict = true` on the target to rate it a warning."
+        )
+    notes = [path, *hints] + ([url] if url else [])
+    return finding(
+        wire.KIND_GRAPH_BREAK,
+        msg,
+        notes=notes,
+        gb_type=m.group(1) if m else None,
+        url=url,
+        severity="warning" if strict else "info",
+    )

@@ -1,0 +1,507 @@
+"""Phase 3, export: non-strict torch.export, as torch.onnx.export captures.
+
+Reports what stops the capture (data-dependent guards, missing fake kernels,
+other torch.export errors) at the line that causes it, the requested dynamic
+dims that come out static (at the line where torch pinned them, or at the
+example input when its size 0/1 is the cause), and output dims that are wrong
+for other sizes (OLX818). Tracing on past a data-dependent guard finds the
+other guards; what fails after that assumption is not reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+import torch
+
+from . import frames, torch_internals, wire
+from .record import Analysis, finding, first_line, place, resize_inputs
+
+PROBE_BUDGET_S = 30.0
+"""Wall-time budget of the eager fake-mode runs that check output dims (OLX818)."""
+
+
+def run(rec: Analysis) -> None:
+    """Non-strict torch.export; then, if it fails, the retries that let us go on.
+
+    A constraint violation is retried with Dim.AUTO (each static dim is then
+    reported where the code forces it); a data-dependent guard is reported
+    and retried assuming every such condition holds, which finds the other
+    conditions and yields a graph for the op checks.
+    """
+    requested = rec.dynamic_shapes
+    auto = False
+    lenient = False
+    placeholder = 0  # index into torch_internals.PLACEHOLDER_INTS
+    first_error: BaseException | None = None
+    first_events: list[dict[str, Any]] = []
+    assumed: list[dict[str, Any]] = []
+    for _attempt in range(2 + len(torch_internals.PLACEHOLDER_INTS)):
+        events: list[dict[str, Any]] = []
+        guards: list[dict[str, Any]] = []
+        assumed = []
+        try:
+            dims = torch_internals.to_export_dims(requested, auto=auto)
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(torch_internals.record_specializations(events))
+                stack.enter_context(torch_internals.record_guards(guards))
+                if lenient:
+                    stack.enter_context(
+                        torch_internals.assume_data_dependent(
+                            assumed, torch_internals.PLACEHOLDER_INTS[placeholder]
+                        )
+                    )
+                rec.ep = torch_internals.export(rec.model, rec.args, rec.kwargs, dims)
+        except torch_internals.Unsupported as e:
+            rec.add(finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
+            rec.failed["export"] = "unsupported torch"
+            return
+        except Exception as e:
+            if first_error is None:
+                first_error = e
+                first_events = events
+            if not auto and requested is not None and torch_internals.is_constraint_violation(e):
+                auto = True
+                continue
+            if not lenient and torch_internals.is_data_dependent_error(e):
+                _export_failure(rec, e)
+                lenient = True
+                continue
+            numbers = [r for r in assumed if r.get("value") is not None]
+            if (
+                numbers
+                and not torch_internals.is_data_dependent_error(e)
+                and placeholder + 1 < len(torch_internals.PLACEHOLDER_INTS)
+            ):
+                placeholder += 1  # the failure may follow from the placeholder: another one
+                continue
+            rec.failed.setdefault("export", f"{type(first_error).__name__}")
+            if lenient:
+                _report_assumed(rec, assumed)
+                if not torch_internals.missing_fake_impl_error(e):
+                    # Tracing on past a data-dependent guard assumed values the data may
+                    # not have: what fails after it is the assumption's, not the model's.
+                    rec.result["skipped"]["continuation"] = (
+                        f"tracing on past the data-dependent guard stopped: "
+                        f"{type(e).__name__}: {first_line(str(e))}"
+                    )
+                    rec.ep = None
+                    return
+            _export_failure(rec, e, events=first_events if e is first_error else events)
+            rec.ep = None
+            return
+        break
+    if rec.ep is None:
+        return
+    if first_error is not None:
+        rec.failed["export"] = f"{type(first_error).__name__}"
+    torch_error = str(first_error) if auto and first_error is not None else None
+    if (
+        not _report_specialized(rec, first_events + events, torch_error)
+        and auto
+        and first_error is not None
+    ):
+        _export_failure(rec, first_error, events=first_events)
+    if lenient:
+        _report_assumed(rec, assumed)
+        rec.result["assumed_branches"] = True
+    _report_constraints(rec)
+    try:
+        _report_output_dims(rec, guards)
+    except Exception as e:  # a probe must never cost the rest of the analysis
+        rec.result["skipped"]["output_dims"] = f"{type(e).__name__}: {first_line(str(e))}"
+
+
+def _report_assumed(rec: Analysis, assumed: list[dict[str, Any]]) -> None:
+    """Each further data-dependent site found while tracing on past the first ones."""
+    known = {(f["file"], f["line"]) for f in rec.findings if f["kind"] == wire.KIND_DATA_DEPENDENT}
+    for a in assumed:
+        f = finding(wire.KIND_DATA_DEPENDENT, "")
+        rec.place_at(f, a["stack"])
+        key = (f["file"], f["line"])
+        if key in known:
+            continue
+        known.add(key)
+        if a.get("value") is None:
+            f["message"] = f"torch.export cannot decide the data-dependent condition {a['expr']}"
+            f["notes"] = [
+                "Python control flow on a tensor value cannot be exported: use "
+                "torch.cond or torch.where, or tell export what holds with "
+                "torch._check(...).",
+                "Found by tracing on as if the earlier data-dependent conditions held.",
+            ]
+        else:
+            f["message"] = (
+                f"torch.export needs a Python number here, but it depends on the data "
+                f"({a['expr']}): int()/float() of a tensor, or a data-dependent value "
+                "used where Python needs a real number"
+            )
+            f["notes"] = [
+                "Keep it a tensor (torch ops, torch.where), or use `.item()` (torch.export "
+                "keeps it symbolic) and state its range with torch._check(...).",
+                f"Found by tracing on with the placeholder value {a['value']}; what "
+                "follows was checked for that value only.",
+            ]
+        rec.add(f)
+
+
+def _export_failure(
+    rec: Analysis,
+    e: BaseException,
+    placeholders: list[dict[str, Any]] | None = None,
+    events: list[dict[str, Any]] | None = None,
+) -> None:
+    """torch.export's error at its line; a `Constraints violated` error (no line of its
+    own) at the line where the ShapeEnv pinned a dim to a constant."""
+    text = str(e)
+    head = first_line(text)
+    notes = []
+    if placeholders:
+        tried = ", ".join(map(str, torch_internals.PLACEHOLDER_INTS))
+        notes.append(
+            "This may follow from the placeholder values (tried: "
+            f"{tried}) given to the data-dependent numbers reported above; with real "
+            "data it may not happen."
+        )
+    if "Suggested fixes:" in text:
+        fix = text.split("Suggested fixes:", 1)[1].strip().split("\n\n")[0]
+        notes.append("torch suggests: " + " ".join(fix.split()))
+    if torch_internals.missing_fake_impl_error(e):
+        kind = wire.KIND_CUSTOM_OP_NO_FAKE
+        notes.append(
+            "Register a fake (meta) implementation with `@<op>.register_fake` so "
+            "torch.export can trace the op without running it."
+        )
+    elif torch_internals.is_data_dependent_error(e):
+        kind = wire.KIND_DATA_DEPENDENT
+        notes.append(
+            "Python control flow on a tensor value cannot be exported: use torch.cond "
+            "or torch.where, or tell export what holds with torch._check(...)."
+        )
+    else:
+        kind = wire.KIND_EXPORT_FAILURE
+    f = finding(kind, f"torch.export failed: {type(e).__name__}: {head}", notes=notes)
+    pinned = None
+    if torch_internals.is_constraint_violation(e) and events:
+        pinned = next((ev for ev in reversed(events) if rec.locate(ev["stack"])[0]), None)
+    if pinned is not None:
+        rec.place_at(f, pinned["stack"])
+        notes.append(
+            f"the dim was pinned to {pinned['value']} on this line "
+            f"({pinned.get('reason') or 'specialised'})"
+        )
+    else:
+        rec.place_exc(f, e)
+    rec.add(f)
+
+
+def _report_specialized(
+    rec: Analysis, events: list[dict[str, Any]], torch_error: str | None
+) -> bool:
+    """Compare the requested dynamic dims with the exported inputs; report each static one.
+
+    A dim whose example size is 0 or 1 is specialised by torch itself (it treats
+    those sizes as special): that is the example's fault, reported at the line
+    of the factory that made it, not the model's.
+    """
+    if rec.ep is None:
+        return False
+    placeholders = _user_input_vals(rec.ep)
+    examples = torch.utils._pytree.tree_leaves((rec.args, rec.kwargs))
+    reported = False
+    for flat, dim, name, label in rec.requested_dims():
+        if flat >= len(placeholders) or placeholders[flat] is None:
+            continue
+        shape = placeholders[flat].shape
+        if dim >= len(shape):
+            continue
+        value = torch_internals.static_int(shape[dim])
+        if value is None:
+            continue
+        example = examples[flat] if flat < len(examples) else None
+        example_size = (
+            int(example.shape[dim])
+            if isinstance(example, torch.Tensor) and dim < example.dim()
+            else None
+        )
+        info = {"input": label, "dim": dim, "name": name, "value": value}
+        if example_size in (0, 1) and value == example_size:
+            f = finding(
+                wire.KIND_DIM_SPECIALIZED,
+                f"dim {name!r} ({label}.shape[{dim}]) was requested dynamic, but the example "
+                f"input has size {value} there: torch specialises sizes 0 and 1, so the "
+                f"export fixes it to {value}; give the example a size of 2 or more",
+                notes=[
+                    "torch.export treats sizes 0 and 1 as special (broadcasting, empty "
+                    "tensors) and never makes them dynamic; the model's code is not the cause."
+                ],
+                dim={**info, "cause": "example"},
+            )
+            rec.add(place(f, rec.input_lines.get(flat) or rec.factory_loc))
+            reported = True
+            continue
+        notes = [
+            "torch.onnx.export would silently export this dim as static (it applies "
+            "torch's suggested fix), so the ONNX model would only accept this size."
+        ]
+        if torch_error:
+            notes.append("torch.export said: " + first_line(torch_error.split("\n", 1)[-1]))
+        f = finding(
+            wire.KIND_DIM_SPECIALIZED,
+            f"dim {name!r} ({label}.shape[{dim}]) was requested dynamic, but the "
+            f"code forces it to {value}",
+            notes=notes,
+            dim=info,
+        )
+        ev = _specialization_event(events, label, dim, value, rec)
+        if ev is not None:
+            rec.place_at(f, ev["stack"])
+            if ev.get("reason"):
+                f["notes"].append(f"torch pinned it here ({ev['reason']})")
+        else:
+            place(f, rec.class_loc())
+        rec.add(f)
+        reported = True
+    return reported
+
+
+def _specialization_event(
+    events: list[dict[str, Any]], label: str, dim: int, value: int, rec: Analysis
+) -> dict[str, Any] | None:
+    """The ShapeEnv replacement that pinned this dim: the one naming the input's dim,
+    else the first that set a symbol to this value at a visible line."""
+    wanted = f"['{label}'].size()[{dim}]"
+    named = [ev for ev in events if any(s.endswith(wanted) for s in ev["sources"])]
+    same_value = [ev for ev in events if ev["value"] == str(value)]
+    for ev in [*named, *same_value]:
+        if rec.locate(ev["stack"])[0] is not None:
+            return ev
+    return None
+
+
+def _report_output_dims(rec: Analysis, guards: list[dict[str, Any]]) -> None:
+    """Report each output dim the export baked while it follows a requested dynamic dim.
+
+    Criterion: for each requested dim that stayed dynamic in the exported
+    program (symbol `s`), and each probe size P of it (1, 2, n-1, n+1, n+3
+    and just outside the range export inferred for `s`, within the bounds
+    the user asked for), the exported output shapes are evaluated at s=P and
+    compared with the model run eagerly, in fake mode (no data), on inputs
+    where every dim of that name has size P. An axis where they differ is
+    reported once: the export cannot be valid at P. It is placed at the first
+    guard on `s` (`if x.shape[0] > 2:`) that is false at P, i.e. the size
+    condition whose other branch eager took; else at the line that made the
+    output. Probes where eager itself fails (a size the model rejects) are
+    skipped.
+    """
+    if rec.ep is None or rec.fake_mode is None:
+        return
+    requested = rec.requested_dims()
+    if not requested:
+        return
+    try:
+        env = torch_internals.shape_env_of(rec.ep)
+        hints = torch_internals.symbol_hints(env)
+        placeholders = _user_input_vals(rec.ep)
+        outputs = _user_output_nodes(rec.ep)
+    except Exception:  # introspection of the program must never stop the analysis
+        return
+    if env is None or not hints or not outputs:
+        return
+    groups: dict[str, list[tuple[int, int, Any]]] = {}
+    for flat, dim, name, _label in requested:
+        val = placeholders[flat] if flat < len(placeholders) else None
+        if not isinstance(val, torch.Tensor) or dim >= val.dim():
+            continue
+        expr = torch_internals.size_expr(val.shape[dim])
+        syms = torch_internals.free_symbols(expr)
+        if len(syms) != 1 or expr not in syms or expr not in hints:
+            continue  # static (OLX804 reports it) or not a plain symbol
+        groups.setdefault(name, []).append((flat, dim, expr))
+    found: dict[tuple[int, int], dict[str, Any]] = {}
+    deadline = time.perf_counter() + PROBE_BUDGET_S
+    for name, members in groups.items():
+        symbols = {m[2] for m in members}
+        for size in _probe_sizes(rec, members, hints):
+            if time.perf_counter() > deadline:
+                rec.result["skipped"]["output_dims"] = (
+                    f"stopped after {PROBE_BUDGET_S:g} s of eager probes"
+                )
+                break
+            values = dict(hints)
+            for sym in symbols:
+                values[sym] = size
+            eager = _eager_shapes(rec, {(f, d): size for f, d, _ in members})
+            if eager is None or len(eager) != len(outputs):
+                continue
+            for i, (node, shape) in enumerate(zip(outputs, eager, strict=True)):
+                val = node.meta.get("val")
+                if not isinstance(val, torch.Tensor) or shape is None:
+                    continue
+                if val.dim() != len(shape):
+                    continue
+                for axis, d in enumerate(val.shape):
+                    expr = torch_internals.size_expr(d)
+                    if expr is None or not torch_internals.free_symbols(expr) <= set(values):
+                        continue
+                    exported = torch_internals.substitute(expr, values)
+                    if exported is None or exported == shape[axis]:
+                        continue
+                    if (i, axis) in found:
+                        found[(i, axis)]["probes"].append((size, shape[axis], exported))
+                        continue
+                    found[(i, axis)] = {
+                        "output": i,
+                        "node": node,
+                        "axis": axis,
+                        "name": name,
+                        "symbols": symbols,
+                        "expr": expr,
+                        "static": not torch_internals.free_symbols(expr),
+                        "probes": [(size, shape[axis], exported)],
+                        "guard": _failing_guard(guards, symbols, values, rec.root),
+                    }
+    for r in found.values():
+        rec.add(_output_dim_finding(rec, r))
+
+
+def _probe_sizes(
+    rec: Analysis, members: list[tuple[int, int, Any]], hints: dict[Any, int]
+) -> list[int]:
+    n = hints[members[0][2]]
+    sizes = {1, 2, n - 1, n + 1, n + 3}
+    lo, hi = torch_internals.symbol_range(rec.ep, members[0][2])
+    if lo is not None:
+        sizes.add(lo - 1)
+    if hi is not None:
+        sizes.add(hi + 1)
+    want_lo, want_hi = 1, None
+    for f, d, _ in members:
+        b_lo, b_hi = rec.dim_bounds.get((f, d), (None, None))
+        if b_lo is not None:
+            want_lo = max(want_lo, b_lo)
+        if b_hi is not None:
+            want_hi = b_hi if want_hi is None else min(want_hi, b_hi)
+    return sorted(
+        s for s in sizes if s != n and s >= want_lo and (want_hi is None or s <= want_hi)
+    )[:6]
+
+
+def _eager_shapes(rec: Analysis, changes: dict[tuple[int, int], int]) -> list[Any] | None:
+    """The model's tensor output shapes, run eagerly on fake inputs resized per `changes`."""
+    try:
+        with (
+            rec.fake_mode,
+            torch_internals.lenient_scalars(rec.fake_mode),
+            torch.no_grad(),
+        ):
+            args, kwargs = resize_inputs((rec.args, rec.kwargs), changes, _zeros_like)
+            out = rec.model(*args, **kwargs)
+    except Exception:
+        return None
+    leaves = torch.utils._pytree.tree_leaves(out)
+    return [tuple(int(s) for s in t.shape) for t in leaves if isinstance(t, torch.Tensor)]
+
+
+def _output_dim_finding(rec: Analysis, r: dict[str, Any]) -> dict[str, Any]:
+    name = r["name"]
+    size, eager, exported = r["probes"][0]
+    shown = _rename_symbols(r["expr"], r["symbols"], name)
+    if r["static"]:
+        head = (
+            f"output {r['output']} dim {r['axis']} is exported as the constant "
+            f"{shown}, but it follows the dynamic dim {name!r}"
+        )
+    else:
+        head = (
+            f"output {r['output']} dim {r['axis']} is exported as {shown}, which is "
+            f"wrong for other sizes of the dynamic dim {name!r}"
+        )
+    msg = f"{head}: eager PyTorch gives {eager} at {name}={size}, the export {exported}"
+    notes = []
+    guard = r["guard"]
+    fr = None
+    if guard is not None:
+        fr = guard["frame"]
+        cond = _rename_symbols(guard["expr"], r["symbols"], name)
+        notes.append(
+            f"torch.export assumed `{cond}` on this line and traced only that branch; "
+            "the ONNX model does not check it, so for other sizes it declares (and may "
+            "compute) the wrong shape."
+        )
+    if len(r["probes"]) > 1:
+        notes.append(
+            "also differs at "
+            + ", ".join(f"{name}={p} (eager {e}, export {x})" for p, e, x in r["probes"][1:])
+        )
+    notes.append(
+        "Make the output size follow the input (`x[: min(2, x.shape[0])]` is traced as a "
+        "function of the size), branch with torch.cond, or do not ask for this dim to be "
+        "dynamic."
+    )
+    if fr is None:
+        fr = frames.pick(frames.parse_stack_trace(r["node"].meta.get("stack_trace")), rec.root)
+    return place(
+        finding(
+            wire.KIND_OUTPUT_DIM_SPECIALIZED,
+            msg,
+            notes=notes,
+            output_dim={
+                "output": r["output"],
+                "dim": r["axis"],
+                "name": name,
+                "exported": shown,
+                "probes": r["probes"],
+            },
+        ),
+        fr or rec.result.get("model", {}).get("class_loc"),
+    )
+
+
+def _report_constraints(rec: Analysis) -> None:
+    """Record the range constraints export inferred for dynamic dims (for the report)."""
+    rc = getattr(rec.ep, "range_constraints", None) or {}
+    rec.result["range_constraints"] = {str(k): str(v) for k, v in rc.items()}
+
+
+def _user_output_nodes(ep: Any) -> list[Any]:
+    """The FX nodes of the user-visible outputs (not buffer mutations), in order."""
+    names = list(getattr(ep.graph_signature, "user_outputs", []))
+    out_node = next(n for n in ep.graph.nodes if n.op == "output")
+    leaves = [a for a in torch.utils._pytree.tree_leaves(out_node.args) if hasattr(a, "meta")]
+    by_name = {a.name: a for a in leaves}
+    return [by_name[n] for n in names if n in by_name]
+
+
+def _failing_guard(
+    guards: list[dict[str, Any]], symbols: set[Any], values: dict[Any, int], root: str
+) -> dict[str, Any] | None:
+    """The first guard on one of `symbols`, at a user line, that is false at `values`."""
+    for g in guards:
+        free = torch_internals.free_symbols(g["expr"])
+        if not free & symbols or not free <= set(values):
+            continue
+        if torch_internals.substitute(g["expr"], values) is not False:
+            continue
+        fr = frames.pick(g["stack"], root)
+        if fr is not None:
+            return {"expr": g["expr"], "frame": fr}
+    return None
+
+
+def _rename_symbols(expr: Any, symbols: set[Any], name: str) -> str:
+    """`s77 + s12 - 1` -> `2*batch - 1`: the dim's name for the symbols torch gave it."""
+    return str(torch_internals.rename_symbols(expr, symbols, name))
+
+
+def _zeros_like(leaf: torch.Tensor, shape: list[int]) -> torch.Tensor:
+    return torch.zeros(shape, dtype=leaf.dtype, device=leaf.device)
+
+
+def _user_input_vals(ep: Any) -> list[Any]:
+    sig = ep.graph_signature
+    names = list(getattr(sig, "user_inputs", []))
+    by_name = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    return [by_name[n].meta.get("val") if n in by_name else None for n in names]

@@ -1,0 +1,316 @@
+"""Phase 1, load: import the factory's module and build the model under fake tensors.
+
+Init functions with data-dependent checks (`torch.nn.init.trunc_normal_`
+resamples `while mask.any()`) cannot run on fake tensors; init values do not
+matter for the analysis, so on fake tensors they leave the tensor as it is.
+What fake tensors still cannot do is OLX816 (a limitation of the analysis, at
+the line that needs data), never "your factory raised".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from . import torch_internals, wire
+from .record import Analysis, finding, first_line, place, source_loc
+
+
+def run(rec: Analysis) -> bool:
+    factory = str(rec.target.get("factory") or "")
+    name = rec.target.get("name") or factory
+    for p in [rec.root, *rec.target.get("sys_path", [])]:
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    with contextlib.suppress(OSError):
+        os.chdir(rec.root)
+    os.environ["ONNXLINT_DEEP"] = "1"
+    mod_name, _, func_name = factory.partition(":")
+    if not mod_name or not func_name:
+        rec.add(
+            finding(
+                wire.KIND_TARGET_ERROR,
+                f"target {name!r}: factory {factory!r} must look like 'package.module:function'",
+            )
+        )
+        rec.failed["load"] = "bad factory"
+        return False
+    try:
+        module = importlib.import_module(mod_name)
+    except BaseException as e:
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        what = (
+            f"cannot import module {mod_name!r}"
+            if isinstance(e, ModuleNotFoundError) and e.name and mod_name.startswith(e.name)
+            else f"importing {mod_name!r} raised {type(e).__name__}: {first_line(str(e))}"
+        )
+        rec.add(
+            rec.place_exc(
+                finding(
+                    wire.KIND_TARGET_ERROR,
+                    f"target {name!r}: {what}",
+                    notes=[
+                        f"sys.path starts with {rec.root!r}; is the module under the project root?"
+                    ],
+                ),
+                e,
+            )
+        )
+        rec.failed["load"] = "import failed"
+        return False
+    fn = getattr(module, func_name, None)
+    if fn is None or not callable(fn):
+        rec.add(
+            finding(
+                wire.KIND_TARGET_ERROR,
+                f"target {name!r}: module {mod_name!r} has no callable {func_name!r}",
+            )
+        )
+        rec.failed["load"] = "no factory"
+        return False
+    rec.result["factory_loc"] = source_loc(fn)
+    table_ref = rec.target.get("translation_table")
+    if table_ref:
+        rec.translation_table = _load_table(rec, str(table_ref), name)
+    rec.fake_mode = torch_internals.fake_mode_class()(allow_non_fake_inputs=True)
+    made: dict[int, int] = {}
+    try:
+        with rec.fake_mode, fake_safe_init(), _ExampleLines(getattr(fn, "__code__", None), made):
+            out = fn()
+    except BaseException as e:
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
+        _factory_failed(rec, e, name, factory)
+        return False
+    problem = _unpack(rec, out)
+    if problem:
+        rec.add(
+            place(
+                finding(wire.KIND_TARGET_ERROR, f"target {name!r}: factory {factory!r} {problem}"),
+                rec.factory_loc,
+            )
+        )
+        rec.failed["load"] = "bad factory result"
+        return False
+    loc = rec.factory_loc
+    if loc is not None:
+        for i, leaf in enumerate(torch.utils._pytree.tree_leaves((rec.args, rec.kwargs))):
+            line = made.get(id(leaf))
+            if line is not None:
+                rec.input_lines[i] = {"file": loc["file"], "line": line, "name": loc["name"]}
+    rec.result["model"] = _summary(rec)
+    return True
+
+
+def is_fake_limitation(exc: BaseException) -> bool:
+    """Whether an error is fake tensors' (no data), not the user's code's."""
+    names = {type(e).__name__ for e in _chain(exc)}
+    if names & {
+        "DataDependentOutputException",
+        "DynamicOutputShapeException",
+        "UnsupportedFakeTensorException",
+        "GuardOnDataDependentSymNode",
+        "UnsupportedOperatorException",
+    }:
+        return True
+    text = str(exc)
+    return any(
+        s in text
+        for s in (
+            "Cannot copy out of meta",
+            "not supported for tensor subclasses",
+            "FakeTensor",
+            "fake tensor",
+            "data-dependent",
+        )
+    )
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    e: BaseException | None = exc
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        yield e
+        e = e.__cause__ or e.__context__
+
+
+def _factory_failed(rec: Analysis, e: BaseException, name: str, factory: str) -> None:
+    text = str(e)
+    if is_fake_limitation(e):
+        rec.add(
+            rec.place_exc(
+                finding(
+                    wire.KIND_FAKE_MODE_LIMIT,
+                    f"target {name!r}: the model cannot be built on fake tensors here: "
+                    f"{type(e).__name__}: {first_line(text)}",
+                    notes=[
+                        "The analysis builds the model on fake tensors (shapes, no data) so "
+                        "that any size fits in memory; this line needs real values. It is a "
+                        "limitation of the analysis, not an error in the model.",
+                        "If it is weight loading or a data check, skip it when the environment "
+                        "variable ONNXLINT_DEEP is set: the architecture is what the analysis "
+                        "needs.",
+                    ],
+                ),
+                e,
+            )
+        )
+        rec.failed["load"] = "fake tensors cannot build the model"
+        return
+    notes = []
+    if isinstance(e, (FileNotFoundError, OSError)):
+        notes.append(
+            "The factory runs under fake tensors (no real data). Skip weight loading when the "
+            "environment variable ONNXLINT_DEEP is set: the architecture is what the analysis "
+            "needs."
+        )
+    f = finding(
+        wire.KIND_TARGET_ERROR,
+        f"target {name!r}: factory {factory!r} raised {type(e).__name__}: {first_line(text)}",
+        notes=notes,
+    )
+    fr, chain = rec.locate(rec.exception_frames(e))
+    rec.add(place(f, fr or rec.factory_loc, chain))
+    rec.failed["load"] = "factory raised"
+
+
+class _ExampleLines(torch.overrides.TorchFunctionMode):
+    """Record, for each tensor a torch function returns while the factory runs, the
+    factory's line that made it: the example inputs' lines (blame for size-1 examples)."""
+
+    def __init__(self, code: Any, made: dict[int, int]) -> None:
+        super().__init__()
+        self.code = code
+        self.made = made
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if self.code is not None and isinstance(out, torch.Tensor):
+            f: Any = sys._getframe(1)
+            depth = 0
+            while f is not None and depth < 6:
+                if f.f_code is self.code:
+                    self.made[id(out)] = f.f_lineno
+                    break
+                f = f.f_back
+                depth += 1
+        return out
+
+
+def _fake_aware(original: Any) -> Any:
+    def init(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        if torch_internals.is_fake(tensor):
+            return tensor
+        return original(tensor, *args, **kwargs)
+
+    init.__wrapped__ = original  # type: ignore[attr-defined]
+    return init
+
+
+_INIT_INTERNALS = ("_no_grad_trunc_normal_",)
+
+
+@contextlib.contextmanager
+def fake_safe_init() -> Iterator[None]:
+    """torch.nn.init leaves fake tensors as they are (their values do not exist)."""
+    init_mod = torch.nn.init
+    saved = {}
+    for attr in _INIT_INTERNALS:
+        original = getattr(init_mod, attr, None)
+        if original is not None:
+            saved[attr] = original
+            setattr(init_mod, attr, _fake_aware(original))
+    try:
+        yield
+    finally:
+        for attr, original in saved.items():
+            setattr(init_mod, attr, original)
+
+
+def _load_table(rec: Analysis, ref: str, name: str) -> dict[Any, Any] | None:
+    mod_name, _, attr = ref.partition(":")
+    try:
+        table = getattr(importlib.import_module(mod_name), attr)
+    except Exception as e:
+        rec.add(
+            finding(
+                wire.KIND_TARGET_ERROR,
+                f"target {name!r}: cannot load translation_table {ref!r}: "
+                f"{type(e).__name__}: {first_line(str(e))}",
+            )
+        )
+        return None
+    if not isinstance(table, dict):
+        rec.add(
+            finding(
+                wire.KIND_TARGET_ERROR,
+                f"target {name!r}: translation_table {ref!r} is a "
+                f"{type(table).__name__}, not a dict",
+            )
+        )
+        return None
+    return table
+
+
+def _unpack(rec: Analysis, out: Any) -> str | None:
+    """Accept (model, args), (model, args, kwargs) or (model, args, kwargs, dynamic_shapes)."""
+    if not isinstance(out, (tuple, list)) or not 2 <= len(out) <= 4:
+        return (
+            f"returned {type(out).__name__}; it must return (model, args), "
+            "(model, args, kwargs) or (model, args, kwargs, dynamic_shapes)"
+        )
+    model, args = out[0], out[1]
+    kwargs = out[2] if len(out) > 2 and out[2] is not None else {}
+    if not callable(model):
+        return f"returned a {type(model).__name__} as the model; expected a torch.nn.Module"
+    if isinstance(args, torch.Tensor):
+        args = (args,)
+    if not isinstance(args, (tuple, list)):
+        return f"returned args of type {type(args).__name__}; expected a tuple"
+    if not isinstance(kwargs, dict):
+        return f"returned kwargs of type {type(kwargs).__name__}; expected a dict"
+    if len(out) == 4 and out[3] is not None:
+        rec.dynamic_shapes = out[3]
+    rec.model, rec.args, rec.kwargs = model, tuple(args), dict(kwargs)
+    return None
+
+
+def _summary(rec: Analysis) -> dict[str, Any]:
+    by_dtype: dict[str, dict[str, int]] = {}
+    if isinstance(rec.model, torch.nn.Module):
+        seen: set[int] = set()
+        for t in [*rec.model.parameters(), *rec.model.buffers()]:
+            if id(t) in seen:
+                continue
+            seen.add(id(t))
+            d = by_dtype.setdefault(str(t.dtype).replace("torch.", ""), {"count": 0, "bytes": 0})
+            d["count"] += int(t.numel())
+            d["bytes"] += int(t.numel()) * int(t.element_size())
+    cls = type(rec.model)
+    return {
+        "class": f"{cls.__module__}.{cls.__qualname__}",
+        "class_loc": source_loc(cls),
+        "params_by_dtype": by_dtype,
+        "params": sum(v["count"] for v in by_dtype.values()),
+        "weight_bytes": sum(v["bytes"] for v in by_dtype.values()),
+        "inputs": [describe(a) for a in rec.args]
+        + [f"{k}={describe(v)}" for k, v in rec.kwargs.items()],
+    }
+
+
+def describe(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        return f"Tensor[{str(v.dtype).replace('torch.', '')}]({', '.join(map(str, v.shape))})"
+    if isinstance(v, (list, tuple)):
+        return type(v).__name__ + "(" + ", ".join(describe(x) for x in v) + ")"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {describe(x)}" for k, x in v.items()) + "}"
+    return repr(v)[:60]

@@ -1,0 +1,233 @@
+"""The analysis record: what one target's phases share, and how a finding is made.
+
+Each phase (`load`, `explain`, `export`, `decompose`, `translate`, `verify`) is a
+module with a `run(rec)` function that reads and fills this record; `analysis`
+runs them in order. Locations come from `frames` (innermost line outside torch,
+and the chain from the user's code to it).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from . import frames, torch_internals
+
+Emit = Callable[[str, int | None], None]
+
+
+def finding(kind: str, message: str, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": kind,
+        "message": message,
+        "notes": [],
+        "file": None,
+        "line": None,
+    }
+    out.update(extra)
+    return out
+
+
+def first_line(text: str) -> str:
+    for line in str(text).splitlines():
+        if line.strip():
+            return line.strip()
+    return str(text).strip()
+
+
+def place(
+    f: dict[str, Any], fr: dict[str, Any] | None, chain: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Put a finding at a frame; `chain` (outermost first) is how the user's code gets there."""
+    if fr is not None:
+        f["file"] = fr["file"]
+        f["line"] = fr["line"]
+        if fr.get("where") == "library":
+            f["in_library"] = True
+    if chain:
+        f["chain"] = [
+            {"file": c["file"], "line": c["line"], "name": c.get("name", "")} for c in chain
+        ]
+    return f
+
+
+@dataclass
+class Analysis:
+    """State shared by the phases of one target's analysis."""
+
+    target: dict[str, Any]
+    progress: Emit
+    root: str = ""
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
+    result: dict[str, Any] = field(default_factory=dict)
+    fake_mode: Any = None
+    model: Any = None
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    dynamic_shapes: Any = None
+    opset: int | None = None
+    translation_table: dict[Any, Any] | None = None
+    ep: Any = None
+    decomposed: Any = None
+    registry: Any = None
+    onnx_program: Any = None
+    dim_bounds: dict[tuple[int, int], tuple[int | None, int | None]] = field(default_factory=dict)
+    input_lines: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """flat input index -> the factory's line that made that example tensor."""
+    failed: dict[str, str] = field(default_factory=dict)
+    """phase -> why it did not succeed (the result's status reads it)."""
+
+    def __post_init__(self) -> None:
+        self.root = os.path.realpath(self.target.get("root") or os.getcwd())
+        self.result = {
+            "target": self.target.get("name"),
+            "torch": torch_internals.torch_version(),
+            "findings": self.findings,
+            "phases": self.phases,
+            "skipped": {},
+            "failed": self.failed,
+        }
+        self.dynamic_shapes = json_dynamic_shapes(self.target.get("dynamic_shapes"))
+        self.opset = self.target.get("opset")
+
+    def add(self, f: dict[str, Any]) -> None:
+        self.findings.append(f)
+
+    @property
+    def factory_loc(self) -> dict[str, Any] | None:
+        loc = self.result.get("factory_loc")
+        return dict(loc) if loc else None
+
+    def locate(self, stack: Iterable[Any]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        return frames.locate(stack, self.root, self.factory_loc)
+
+    def place_at(self, f: dict[str, Any], stack: Iterable[Any]) -> dict[str, Any]:
+        fr, chain = self.locate(stack)
+        return place(f, fr, chain)
+
+    def exception_frames(self, exc: BaseException) -> list[Any]:
+        """The visible stack of an exception, ending at torch's own pointer when it gives one."""
+        stack = frames.visible(frames.exception_stack(exc))
+        at = frames.raised_at(exc)
+        if at is None:
+            return stack
+        for i in range(len(stack) - 1, -1, -1):
+            if (stack[i]["file"], stack[i]["line"]) == (at["file"], at["line"]):
+                return stack[: i + 1]
+        return [*stack, at]
+
+    def place_exc(self, f: dict[str, Any], exc: BaseException) -> dict[str, Any]:
+        return self.place_at(f, self.exception_frames(exc))
+
+    def class_loc(self) -> dict[str, Any] | None:
+        loc = self.result.get("model", {}).get("class_loc")
+        return dict(loc) if loc else None
+
+    def opset_or_default(self) -> int:
+        try:
+            _torchlib, default, _max = torch_internals.onnx_opset_bounds()
+        except torch_internals.Unsupported:
+            return int(self.opset or 18)
+        return int(self.opset or default)
+
+    def input_labels(self) -> list[tuple[str, Any]]:
+        """(label, value) of each forward argument, in order (names from the signature)."""
+        try:
+            sig = inspect.signature(getattr(self.model, "forward", self.model))
+            bound = sig.bind(*self.args, **self.kwargs)
+            names = list(bound.arguments)
+        except (TypeError, ValueError):
+            names = [f"args[{i}]" for i in range(len(self.args))] + list(self.kwargs)
+        values = list(self.args) + list(self.kwargs.values())
+        labels = names[: len(values)] + [f"input{i}" for i in range(len(names), len(values))]
+        return list(zip(labels, values, strict=False))
+
+    def requested_dims(self) -> list[tuple[int, int, str, str]]:
+        """(flat input index, dim, dim name, input label) for every requested dynamic dim."""
+        spec = self.dynamic_shapes
+        if spec is None:
+            return []
+        per_input: list[tuple[str, Any, Any]] = []
+        labelled = self.input_labels()
+        if isinstance(spec, dict):
+            for label, value in labelled:
+                per_input.append((label, value, spec.get(label)))
+        elif isinstance(spec, (list, tuple)):
+            for i, (label, value) in enumerate(labelled):
+                per_input.append((label, value, spec[i] if i < len(spec) else None))
+        out = []
+        flat = 0
+        for label, value, s in per_input:
+            leaves = torch.utils._pytree.tree_leaves(value)
+            if isinstance(value, torch.Tensor) and s is not None:
+                items = s.items() if isinstance(s, dict) else enumerate(s)
+                for d, n in items:
+                    if n is None or isinstance(n, int):
+                        continue
+                    self.dim_bounds[(flat, int(d))] = _bounds(n)
+                    out.append((flat, int(d), n if isinstance(n, str) else str(n), label))
+            flat += len(leaves)
+        return out
+
+
+def json_dynamic_shapes(spec: Any) -> Any:
+    """JSON objects have string keys: `{"0": "batch"}` -> `{0: "batch"}`; lists stay tuples."""
+    if spec is None:
+        return None
+    if isinstance(spec, dict):
+        if spec and all(isinstance(k, str) and k.isdigit() for k in spec):
+            return {int(k): v for k, v in spec.items()}
+        return {k: json_dynamic_shapes(v) for k, v in spec.items()}
+    if isinstance(spec, list):
+        return tuple(json_dynamic_shapes(v) for v in spec)
+    return spec
+
+
+def _bounds(dim: Any) -> tuple[int | None, int | None]:
+    """The min/max a `Dim("batch", min=..., max=...)` asks for (None when unbounded)."""
+    lo, hi = getattr(dim, "min", None), getattr(dim, "max", None)
+    lo = lo if isinstance(lo, int) else None
+    hi = hi if isinstance(hi, int) and hi < 2**62 else None
+    return lo, hi
+
+
+def source_loc(obj: Any) -> dict[str, Any] | None:
+    try:
+        file = inspect.getsourcefile(obj)
+        _, line = inspect.getsourcelines(obj)
+    except (OSError, TypeError):
+        return None
+    if not file:
+        return None
+    return {
+        "file": os.path.realpath(file),
+        "line": int(line),
+        "name": getattr(obj, "__qualname__", ""),
+    }
+
+
+def resize_inputs(
+    tree: Any,
+    changes: dict[tuple[int, int], int],
+    new_leaf: Callable[[torch.Tensor, list[int]], torch.Tensor],
+) -> Any:
+    """A copy of the inputs with the given (flat leaf, dim) sizes; `new_leaf(old, shape)`
+    makes each resized tensor (random data for verification, zeros for the shape probe)."""
+    leaves, spec = torch.utils._pytree.tree_flatten(tree)
+    out = []
+    for i, leaf in enumerate(leaves):
+        mine = {d: s for (f, d), s in changes.items() if f == i}
+        if not mine or not isinstance(leaf, torch.Tensor):
+            out.append(leaf)
+            continue
+        shape = list(leaf.shape)
+        for d, s in mine.items():
+            shape[d] = s
+        out.append(new_leaf(leaf, shape))
+    return torch.utils._pytree.tree_unflatten(out, spec)

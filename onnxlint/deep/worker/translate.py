@@ -1,0 +1,173 @@
+"""Phase 5, translate: the decomposed program to ONNX (weightless), version conversion,
+and onnx.checker with shape inference on the structure."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from . import frames, torch_internals, wire
+from .record import Analysis, finding, first_line, place
+
+
+def run(rec: Analysis) -> None:
+    if rec.result.get("unsupported_ops"):
+        rec.result["skipped"]["translate"] = (
+            "skipped: torch.onnx.export stops at the first op without a translation"
+        )
+        return
+    try:
+        rec.onnx_program = torch_internals.to_onnx(
+            rec.decomposed, rec.registry, rec.opset_or_default(), rec.dynamic_shapes
+        )
+    except torch_internals.Unsupported as e:
+        rec.add(finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
+        rec.failed["translate"] = "unsupported torch"
+        return
+    except Exception as e:
+        rec.add(_translation_failure(rec, e))
+        rec.failed["translate"] = f"{type(e).__name__}"
+        return
+    problem = torch_internals.convert_opset(rec.onnx_program, rec.opset_or_default())
+    if problem:
+        rec.result["skipped"]["opset"] = f"conversion to opset {rec.opset_or_default()}: {problem}"
+    rec.result["onnx"] = _onnx_summary(rec.onnx_program, rec.opset_or_default(), rec)
+
+
+def _translation_failure(rec: Analysis, e: BaseException) -> dict[str, Any]:
+    text = str(e)
+    stack: list[dict[str, Any]] = []
+    m = re.search(r"translating node %(\w+)", text)
+    if m is not None:
+        for node in rec.decomposed.graph.nodes:
+            if node.name == m.group(1):
+                stack = frames.parse_stack_trace(node.meta.get("stack_trace"))
+                break
+    cause = e.__cause__
+    detail = f"{type(cause).__name__}: {first_line(str(cause))}" if cause else first_line(text)
+    f = finding(
+        wire.KIND_TRANSLATION_FAILURE,
+        f"ONNX translation (step 3/3) failed: {detail}",
+        notes=[first_line(text)],
+    )
+    return rec.place_at(f, stack) if stack else rec.place_exc(f, e)
+
+
+def _dim_str(d: Any) -> str | int:
+    if isinstance(d, int):
+        return d
+    value = getattr(d, "value", None)
+    return str(value if value is not None else d)
+
+
+def _onnx_summary(program: Any, opset: int, rec: Analysis) -> dict[str, Any]:
+    """Op histogram, opset, signature, checker and shape inference on the weightless graph."""
+    model = program.model
+    hist: Counter[str] = Counter()
+    nodes = 0
+    graphs = [model.graph, *model.functions.values()]
+    for g in graphs:
+        for node in _all_nodes(g):
+            nodes += 1
+            domain = node.domain or ""
+            hist[f"{domain}::{node.op_type}" if domain else node.op_type] += 1
+
+    def sig(values: Any) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": v.name,
+                "dtype": str(v.dtype).split(".")[-1] if v.dtype is not None else "?",
+                "shape": [_dim_str(d) for d in v.shape] if v.shape is not None else None,
+            }
+            for v in values
+        ]
+
+    out: dict[str, Any] = {
+        "opset": int(model.opset_imports.get("", 0)),
+        "requested_opset": opset,
+        "nodes": nodes,
+        "op_histogram": dict(hist.most_common()),
+        "inputs": sig(model.graph.inputs),
+        "outputs": sig(model.graph.outputs),
+        "initializers": len(model.graph.initializers),
+    }
+    checker_ok, problem = _check_structure(model)
+    out["checker"] = "ok" if checker_ok else problem
+    if not checker_ok:
+        rec.failed["translate"] = "onnx.checker"
+        rec.add(
+            place(
+                finding(wire.KIND_CHECKER_FAILURE, f"the ONNX model fails the checker: {problem}"),
+                _onnx_node_frame(model, problem, rec.root),
+            )
+        )
+    return out
+
+
+def _onnx_node_frame(model: Any, problem: str, root: str) -> dict[str, Any] | None:
+    """The user's line of the ONNX node an error names, from the exporter's node metadata."""
+    m = re.search(r"node name: ([^\s)]+)", problem)
+    if m is None:
+        return None
+    for g in [model.graph, *model.functions.values()]:
+        for node in _all_nodes(g):
+            if node.name == m.group(1):
+                trace = node.metadata_props.get("pkg.torch.onnx.stack_trace")
+                return frames.pick(frames.parse_stack_trace(trace), root)
+    return None
+
+
+def _all_nodes(graph: Any) -> Any:
+    for node in graph:
+        yield node
+        for attr in node.attributes.values():
+            sub = getattr(attr, "value", None)
+            if hasattr(sub, "__iter__") and hasattr(sub, "inputs") and hasattr(sub, "outputs"):
+                yield from _all_nodes(sub)
+            elif isinstance(sub, (list, tuple)):
+                for s in sub:
+                    if hasattr(s, "inputs") and hasattr(s, "outputs"):
+                        yield from _all_nodes(s)
+
+
+def _check_structure(model: Any) -> tuple[bool, str]:
+    """onnx.checker (full, with shape inference) on the graph with initializers as inputs.
+
+    Fake initializers cannot be serialized; turning them into graph inputs keeps
+    the structure valid and checkable.
+    """
+    try:
+        import onnx
+        import onnx_ir as ir
+    except ImportError as e:
+        return False, f"onnx/onnx_ir not importable: {e}"
+    inits = dict(model.graph.initializers)
+    saved_inputs = list(model.graph.inputs)
+    # Unused outputs (e.g. batch norm's saved mean in eval) carry placeholder shapes
+    # from the FX graph that shape inference contradicts; torch.onnx.export's default
+    # optimizer removes them, so they are not the user's problem: forget their shapes.
+    graph_outputs = {id(v) for v in model.graph.outputs}
+    saved_shapes = []
+    for node in _all_nodes(model.graph):
+        for out in node.outputs:
+            if id(out) not in graph_outputs and not out.uses() and out.shape is not None:
+                saved_shapes.append((out, out.shape))
+                out.shape = None
+    try:
+        model.graph.initializers.clear()
+        for v in inits.values():
+            model.graph.inputs.append(v)
+        proto = ir.serde.serialize_model(model)
+    finally:
+        model.graph.inputs.clear()
+        model.graph.inputs.extend(saved_inputs)
+        for k, v in inits.items():
+            model.graph.initializers[k] = v
+        for out, shape in saved_shapes:
+            out.shape = shape
+    try:
+        onnx.checker.check_model(proto, full_check=True)
+    except Exception as e:
+        return False, f"{type(e).__name__}: {first_line(str(e))}"
+    return True, ""
