@@ -75,6 +75,19 @@ class Pinned(torch.nn.Module):
 
 def pinned():
     return Pinned(), (torch.randn(2, 3, 4),), {}, ({0: "batch"},)
+
+
+class ScatterMean(torch.nn.Module):
+    def forward(self, x, index):
+        y = x * 2
+        base = torch.zeros(4, x.shape[1])
+        z = base.scatter_reduce(0, index, y, reduce="mean", include_self=False)
+        return z.relu() + 1
+
+
+def scatter_mean():
+    index = torch.tensor([[0, 0, 0], [1, 1, 1], [0, 0, 0], [2, 2, 2], [3, 3, 3], [1, 1, 1]])
+    return ScatterMean(), (torch.randn(6, 3), index)
 """
 
 
@@ -228,3 +241,13 @@ def test_constraints_violated_failure_has_the_pinning_line(libproject: Path, lib
     assert spec, res.violations
     assert {v.line for v in spec} == {line_of(models, "x.reshape(6, 4)")}
     assert all(v.path == str(models.resolve()) for v in spec)
+
+
+def test_verify_mismatch_is_at_the_first_differing_op(libproject: Path, lib_analyzer) -> None:
+    res = lib_analyzer.analyze(_target(libproject, "libproj.models:scatter_mean", verify=True))
+    models = libproject / "libproj" / "models.py"
+    bad = [v for v in res.violations if v.code == "OLX810"]
+    assert bad, res.violations
+    assert {v.line for v in bad} == {line_of(models, "z = base.scatter_reduce")}
+    assert "aten.scatter_reduce" in bad[0].message and "ScatterElements" in bad[0].message
+    assert "max abs diff" in bad[0].message

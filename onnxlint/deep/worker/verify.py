@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from . import wire
+from . import frames, wire
 from .record import Analysis, finding, first_line, resize_inputs
 
 ATOL = 1e-4
@@ -140,13 +140,78 @@ def _verify(a: Analysis) -> None:
                 break
         entry.update({"max_abs": worst[0], "max_rel": worst[1], "status": bad or "ok"})
         if bad:
-            a.add(
-                finding(
-                    wire.KIND_VERIFY_MISMATCH,
-                    f"onnxruntime and eager PyTorch disagree on {label}: {bad}",
-                    notes=[f"tolerance: abs {ATOL} + rel {RTOL} x max|eager|"],
-                )
+            f = finding(
+                wire.KIND_VERIFY_MISMATCH,
+                f"onnxruntime and eager PyTorch disagree on {label}: {bad}",
+                notes=[f"tolerance: abs {ATOL} + rel {RTOL} x max|eager|"],
             )
+            try:
+                first = first_differing_op(program, c_args, c_kwargs)
+            except Exception as e:  # localising must never lose the finding
+                first = None
+                f["notes"].append(f"the differing op was not found: {type(e).__name__}: {e}")
+            if first is not None:
+                f["message"] = (
+                    f"onnxruntime and eager PyTorch disagree on {label}: the first op whose "
+                    f"output differs is {first['eager_op']} (ONNX {first['onnx_op']}): max abs "
+                    f"diff {first['max_abs']:.3g}, max rel diff {first['max_rel']:.3g}"
+                )
+                f["notes"].insert(0, f"the model's output: {bad}")
+                f["op"] = first["eager_op"]
+                a.place_at(f, first["stack"])
+            a.add(f)
+
+
+def first_differing_op(program: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The first FX node (in program order) whose value onnxruntime computes differently
+    from eager PyTorch: every ONNX value is named after the FX node it comes from and
+    carries its source stack, so intermediate values are compared one by one."""
+    ep = program.exported_program
+    gm = ep.module()
+    eager: dict[str, Any] = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def run_node(self, n: Any) -> Any:
+            out = super().run_node(n)
+            if n.op == "call_function" and isinstance(out, torch.Tensor):
+                eager[n.name] = (n, out.detach())
+            return out
+
+    with torch.no_grad():
+        Recorder(gm).run(*torch.utils._pytree.tree_leaves((args, kwargs)))
+    producers: dict[str, Any] = {}
+    for node in program.model.graph:
+        for out in node.outputs:
+            if out.name:
+                producers[out.name] = node
+    names = [n for n in eager if n in producers]
+    if not names:
+        return None
+    got = program.compute_values(names, args, kwargs or None)
+    for name, value in zip(names, got, strict=False):
+        node, expected = eager[name]
+        actual = torch.as_tensor(value)
+        if tuple(actual.shape) != tuple(expected.shape):
+            max_abs = max_rel = float("inf")
+        elif expected.is_floating_point():
+            diff = (expected.double() - actual.double()).abs()
+            max_abs = float(diff.max()) if diff.numel() else 0.0
+            ref = float(expected.double().abs().max()) if expected.numel() else 0.0
+            if max_abs <= ATOL + RTOL * ref:
+                continue
+            max_rel = max_abs / ref if ref > 0 else max_abs
+        else:
+            if torch.equal(expected, actual.to(expected.dtype)):
+                continue
+            max_abs = max_rel = float((expected.double() - actual.double()).abs().max())
+        return {
+            "eager_op": str(node.target),
+            "onnx_op": producers[name].op_type,
+            "max_abs": max_abs,
+            "max_rel": max_rel,
+            "stack": frames.parse_stack_trace(node.meta.get("stack_trace")),
+        }
+    return None
 
 
 def _random_like(leaf: torch.Tensor, shape: list[int]) -> torch.Tensor:
