@@ -122,55 +122,6 @@ def lenient_scalars(mode: Any) -> Iterator[None]:
 # --------------------------------------------------------------------------- graph breaks
 
 
-@contextlib.contextmanager
-def record_graph_breaks(records: list[dict[str, Any]]) -> Iterator[None]:
-    """Record every graph break dynamo logs, with its reason, type and user stack.
-
-    `torch._dynamo.explain` drops a break whose preceding graph is empty; dynamo
-    still logs it, so we hook the logging method rather than read explain's list.
-    """
-    try:
-        from torch._dynamo import symbolic_convert
-    except ImportError as e:  # pragma: no cover
-        raise Unsupported(f"torch {torch_version()} has no dynamo: {e}") from e
-    cls = symbolic_convert.InstructionTranslatorBase
-    original = getattr(cls, "log_graph_break", None)
-    if original is None:
-        raise Unsupported(f"torch {torch_version()}: dynamo has no log_graph_break to hook")
-
-    def hooked(self: Any, code_options: Any, reason: str, exc: Any) -> Any:
-        if not getattr(exc, "logged", False):
-            stack = getattr(exc, "real_stack", None)
-            if not stack:
-                stack = torch._guards.TracingContext.extract_stack()
-            records.append(
-                {
-                    "gb_type": getattr(exc, "gb_type", None) or type(exc).__name__,
-                    "reason": str(reason),
-                    "stack": list(stack or ()),
-                }
-            )
-        return original(self, code_options, reason, exc)
-
-    _patch(cls, "log_graph_break", hooked)
-    try:
-        yield
-    finally:
-        _patch(cls, "log_graph_break", original)
-
-
-def graph_break_doc_url(gb_type: str | None) -> str | None:
-    if not gb_type:
-        return None
-    try:
-        from torch._dynamo.exc import get_gbid_documentation_link
-
-        url = get_gbid_documentation_link(gb_type)
-    except Exception:
-        return None
-    return str(url) if url else None
-
-
 def explain(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     import torch._dynamo
 
