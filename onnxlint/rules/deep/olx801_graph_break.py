@@ -9,18 +9,19 @@ from onnxlint.violation import Severity
 class GraphBreak(Rule):
     """
     ## What it does
-    Reports every place where `torch._dynamo` (the tracer behind `torch.compile` and strict
-    `torch.export`) has to stop the graph: a `print`, a `.item()`, an unsupported builtin or
-    library call. Found by running `torch._dynamo.explain` on the target under fake tensors,
-    including the breaks `explain` itself leaves out (a break before any op, a break after a
-    data-dependent one).
+    Reports every graph break `torch._dynamo.explain` lists for the target (the tracer behind
+    `torch.compile` and strict `torch.export`): a `print`, a `.item()`, an unsupported builtin
+    or library call. The list is explain's own (same count, reasons and lines); each break is
+    at its innermost line outside torch, inside a library (transformers, MONAI) too, with the
+    chain from the user's code. Several breaks on one line are reported once with their count.
 
     ## Why is this bad?
-    A graph break splits the model into several graphs. `torch.onnx.export` captures with
-    non-strict `torch.export`, which has no graph breaks, so a break is not always an export
-    failure, but it marks code that strict capture, `torch.compile` and the exporter's fallback
-    strategies cannot follow, and it often sits next to a data-dependent value that will fail
-    export (OLX802).
+    A graph break splits the model into several graphs for `torch.compile` and stops strict
+    `torch.export`. `torch.onnx.export` captures with non-strict `torch.export`, which runs
+    the Python and is not stopped by a graph break, so for ONNX export it is information
+    (severity info). When the target says the model is exported strictly or compiled
+    (`exporter.strict = true` in the target, or `# onnxlint: target strict`), it is a warning.
+    A break often sits next to a data-dependent value that does fail export (OLX802).
 
     ## Example
     ```python
@@ -50,6 +51,6 @@ class GraphBreak(Rule):
 
     code = "OLX801"
     name = "graph-break"
-    severity = Severity.WARNING
+    severity = Severity.INFO
     since = "0.1.0"
     deep = True

@@ -9,9 +9,12 @@ from onnxlint.violation import Severity
 class FakeModeLimitation(Rule):
     """
     ## What it does
-    Reports the line where running the model on fake tensors (no data) had to stop while
-    looking for graph breaks: `.numpy()`, `.tolist()` feeding Python, data-dependent output
-    shapes. The graph-break search does not see the code after it.
+    Reports the line where running the model on fake tensors (no data) had to stop: while
+    building it (a data check in `__init__`, weights read from a file) or while looking for
+    graph breaks (`.numpy()`, `.tolist()` feeding Python, data-dependent output shapes). It is
+    a limitation of the analysis, not an error in the model: init functions with data checks
+    (`torch.nn.init.trunc_normal_`) are already handled, and the code after this line is not
+    analysed. Skip such code when the environment variable `ONNXLINT_DEEP` is set.
 
     ## Why is this bad?
     Such code also breaks fake-tensor (weightless) export and `torch.compile`; with real
