@@ -77,6 +77,21 @@ def pinned():
     return Pinned(), (torch.randn(2, 3, 4),), {}, ({0: "batch"},)
 
 
+class NeedsData(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4))
+        if self.w.abs().max() > 10:
+            raise ValueError("bad init")
+
+    def forward(self, x):
+        return x * self.w
+
+
+def needs_data():
+    return NeedsData(), (torch.randn(2, 4),)
+
+
 class ScatterMean(torch.nn.Module):
     def forward(self, x, index):
         y = x * 2
@@ -251,3 +266,16 @@ def test_verify_mismatch_is_at_the_first_differing_op(libproject: Path, lib_anal
     assert {v.line for v in bad} == {line_of(models, "z = base.scatter_reduce")}
     assert "aten.scatter_reduce" in bad[0].message and "ScatterElements" in bad[0].message
     assert "max abs diff" in bad[0].message
+
+
+def test_a_data_check_in_init_is_a_fake_tensor_limitation_not_a_raising_factory(
+    libproject: Path, lib_analyzer
+) -> None:
+    res = lib_analyzer.analyze(_target(libproject, "libproj.models:needs_data"))
+    models = libproject / "libproj" / "models.py"
+    assert [v.code for v in res.violations] == ["OLX816"], res.violations
+    v = res.violations[0]
+    assert v.line == line_of(models, "if self.w.abs().max() > 10")
+    assert "raised" not in v.message and "limitation of the analysis" in " ".join(v.notes)
+    # the chain leads from the factory to the line
+    assert [r.line for r in v.related[:1]] == [line_of(models, "return NeedsData()")]
