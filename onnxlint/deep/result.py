@@ -97,6 +97,9 @@ def outcome_of(r: DeepResult) -> str:
     if "OLX812" in codes_found:
         raised = any(v.code == "OLX812" and " raised " in v.message for v in r.violations)
         return "factory raised" if raised else "cannot be analysed"
+    failed = (r.data or {}).get("failed") or {}  # the worker's phases that did not succeed
+    if "load" in failed:
+        return f"cannot be analysed: {failed['load']}"
     if codes_found & _STEP1:
         return "fails at step 1/3 (torch.export)"
     if any(v.code == "OLX808" and "step 2/3" in v.message for v in r.violations):
@@ -111,6 +114,8 @@ def outcome_of(r: DeepResult) -> str:
         return "exports, but onnxruntime disagrees with PyTorch"
     if "OLX817" in codes_found:
         return "incomplete (this torch lacks what some phases need)"
+    if failed:
+        return "incomplete: " + ", ".join(f"{k} ({v})" for k, v in failed.items())
     return OUTCOME_OK
 
 

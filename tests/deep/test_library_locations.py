@@ -168,6 +168,7 @@ def test_unsupported_op_in_a_library_lands_on_the_library_line_with_the_chain(
     )
     assert v.to_json()["related"][0]["path"] == str(factory_file)
     assert not any(x.path.endswith("pyproject.toml") for x in res.violations)
+    assert res.outcome == "fails at step 3/3 (ONNX translation)"
 
 
 def test_dim_pinned_by_a_range_loop_in_a_library_is_at_the_loop(
@@ -192,6 +193,7 @@ def test_trunc_normal_init_builds_and_its_graph_break_is_info(
     assert breaks[0].severity.value == "info"
     assert any("non-strict torch.export" in n for n in breaks[0].notes)
     assert res.data["onnx"]["checker"] == "ok"  # the model was analysed to the end
+    assert res.outcome == "ok"  # every phase succeeded; the break does not stop the export
     strict = lib_analyzer.analyze(_target(libproject, "libproj.models:vit_like", strict=True))
     assert [v.severity.value for v in strict.violations if v.code == "OLX801"] == ["warning"]
 
@@ -274,6 +276,7 @@ def test_a_data_check_in_init_is_a_fake_tensor_limitation_not_a_raising_factory(
     res = lib_analyzer.analyze(_target(libproject, "libproj.models:needs_data"))
     models = libproject / "libproj" / "models.py"
     assert [v.code for v in res.violations] == ["OLX816"], res.violations
+    assert res.outcome == "cannot be analysed: fake tensors cannot build the model"
     v = res.violations[0]
     assert v.line == line_of(models, "if self.w.abs().max() > 10")
     assert "raised" not in v.message and "limitation of the analysis" in " ".join(v.notes)
