@@ -39,6 +39,7 @@ def config_key(config: Config, extra: str = "") -> str:
             config.exporter,
             config.severity,
             config.large_model_parameters,
+            config.unreached,
             extra,
         )
     )

@@ -67,7 +67,9 @@ class Engine:
         self.project.begin_check(config)
         if "\x00" in text:
             return [_file_error(path, "the file contains NUL bytes: is it a binary file?")]
-        if not any(word in text for word in PREFILTER_WORDS):
+        if not any(word in text for word in PREFILTER_WORDS) and (
+            config.root is None or not self.project_model.for_file(path, text, config).functions
+        ):  # (a helper module an export reaches need not mention torch)
             stats.skipped_by_prefilter = True
             return []
         blocks = split_blocks(text, self.parse_cache)
@@ -121,8 +123,9 @@ class Engine:
 
     @property
     def last_deps(self) -> dict[str, str | None]:
-        """The other files the last check read (content hash) or looked for (None)."""
-        return self.project.deps
+        """The other files the last check read (content hash) or looked for (None),
+        including those of the project model it used."""
+        return {**self.project_model.deps(), **self.project.deps}
 
     def _check_block(
         self,

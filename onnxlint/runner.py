@@ -28,6 +28,7 @@ from onnxlint.output.text import (
     summary_line,
     use_color,
 )
+from onnxlint.project import ReachTable
 from onnxlint.rules import all_rules
 from onnxlint.violation import Severity, Span, Violation
 
@@ -255,6 +256,14 @@ def _collection_paused() -> Iterator[None]:
         gc.unfreeze()
 
 
+def _worker_init(table: ReachTable | None) -> None:
+    """A pool worker: the project model computed once by the parent (see `_check_files`)."""
+    global _ENGINE
+    _pause_collection()
+    _ENGINE = Engine(cache_entries=0)
+    _ENGINE.project_model.use_table(table)
+
+
 def _worker_check(job: tuple[str, str | None, Config, bool, bool, bool]) -> FileOutcome:
     global _ENGINE
     if _ENGINE is None:
@@ -318,9 +327,16 @@ def _mark_created(before: list[Violation], after: list[Violation]) -> tuple[list
 def _check_files(files: list[Path], config: Config, args: argparse.Namespace) -> list[FileOutcome]:
     fixing = args.fix or args.diff
     use_cache = not args.no_cache and not fixing
+    # The project model (which exports reach which code) is built once, here, from the
+    # project's export scripts; workers get the finished table.
+    global _ENGINE
+    if _ENGINE is None:
+        _ENGINE = Engine(cache_entries=0)
+    table = _ENGINE.project_model.table(config) if config.root is not None else None
     cache = None
     if use_cache:
-        cache = ResultCache(config.root or Path.cwd(), config_key(config))
+        extra = _ENGINE.project_model.fingerprint(config) if table is not None else ""
+        cache = ResultCache(config.root or Path.cwd(), config_key(config, extra))
     outcomes: list[FileOutcome] = []
     jobs: list[tuple[str, str | None, Config, bool, bool, bool]] = []
     digests: dict[str, str] = {}
@@ -346,7 +362,7 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
     njobs = args.jobs or (os.cpu_count() or 1)
     if njobs > 1 and len(jobs) > 8:
         with ProcessPoolExecutor(
-            max_workers=min(njobs, len(jobs)), initializer=_pause_collection
+            max_workers=min(njobs, len(jobs)), initializer=_worker_init, initargs=(table,)
         ) as pool:
             results = list(
                 # Small chunks keep both workers busy to the end (files vary 100x in size).

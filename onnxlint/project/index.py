@@ -46,8 +46,15 @@ class ProjectIndex:
         self.deps = {}
         self._module_memo = {}
         if config is not None:
-            self.config = config
-            self.root = str(config.root) if config.root is not None else None
+            self.use_config(config)
+
+    def use_config(self, config: Config) -> None:
+        """The configuration the project's files are read with (exporter, torch version)
+        and its root, where absolute imports start."""
+        if config != self.config:
+            self._facts.clear()  # their models were built with the old settings
+        self.config = config
+        self.root = str(config.root) if config.root is not None else None
 
     # -- files
 

@@ -15,6 +15,7 @@ import os
 import re
 
 from onnxlint.config import Config
+from onnxlint.files import content_key
 from onnxlint.project.exports import export_sites
 from onnxlint.project.index import ProjectIndex
 from onnxlint.project.reach import FileReach, ReachTable, compute_reach
@@ -27,6 +28,10 @@ EXPORT_RE = re.compile(
 )
 
 
+# A folder holding one of these is a project: the scan walks it recursively.
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", "requirements.txt")
+
+
 class ProjectModel:
     """One per engine: the project's export sites and their reach, per project root."""
 
@@ -37,6 +42,10 @@ class ProjectModel:
         self._table: ReachTable | None = None
         self._fixed: ReachTable | None = None  # a table computed elsewhere (CLI workers)
         self.builds = 0  # how many times the table was computed (tests, benchmarks)
+        # The server: do not build the table inside a check; use the file's own exports
+        # until `build_pending` has run on the engine thread (after the first diagnostics).
+        self.deferred = False
+        self.pending: Config | None = None
         self._single_key: tuple[str, str] | None = None
         self._single_table: ReachTable | None = None
 
@@ -68,6 +77,7 @@ class ProjectModel:
     def table(self, config: Config) -> ReachTable:
         if self._fixed is not None:
             return self._fixed
+        self.index.use_config(config)
         root = str(config.root) if config.root is not None else os.getcwd()
         root = os.path.abspath(root)
         if root != self._root:
@@ -89,13 +99,36 @@ class ProjectModel:
             return self._fixed.for_file(path)
         if config.root is None:
             return self._single(path, text).for_file(path)
+        root = os.path.abspath(str(config.root))
+        if self.deferred and (self._table is None or root != self._root):
+            self.pending = config
+            return self._single(path, text).for_file(path)
         if self._exporters is not None:
             exports = bool(EXPORT_RE.search(text)) and "torch" in text
+            digest = _digest(text)
+            known = self._table.deps.get(path) if self._table is not None else None
             if (self._exporters.get(path) if exports else None) != (
-                _digest(text) if exports else None
-            ):
+                digest if exports else None
+            ) or (known is not None and known != digest):
                 self.changed(path, text)
         return self.table(config).for_file(path)
+
+    def build_pending(self) -> bool:
+        """Build the table a deferred check asked for; True when one was built."""
+        config, self.pending = self.pending, None
+        if config is None:
+            return False
+        self.table(config)
+        return True
+
+    def deps(self) -> dict[str, str | None]:
+        """The files the last table read, and the project's export scripts: a check that
+        used the table depends on them (an edited export script changes what it reaches)."""
+        out: dict[str, str | None] = dict(self._exporters or {})
+        table = self._fixed or self._table or self._single_table
+        if table is not None:
+            out.update(table.deps)
+        return out
 
     def _single(self, path: str, text: str) -> ReachTable:
         key = (path, _digest(text))
@@ -128,7 +161,17 @@ class ProjectModel:
     def _scan(self, root: str, config: Config) -> dict[str, str]:
         found: dict[str, str] = {}
         excluded = config.is_excluded if config.root is not None else None
-        for path in project_files(root, excluded):
+        if config.source is not None or any(
+            os.path.exists(os.path.join(root, m)) for m in _PROJECT_MARKERS
+        ):
+            paths = project_files(root, excluded)
+        else:  # a loose folder (a file opened in ~): its own files only, never a deep walk
+            paths = sorted(
+                os.path.join(root, n)
+                for n in os.listdir(root)
+                if n.endswith(".py") and os.path.isfile(os.path.join(root, n))
+            )
+        for path in paths:
             text = self.index.read(path)
             if text is not None and "torch" in text and EXPORT_RE.search(text):
                 found[path] = _digest(text)
@@ -152,4 +195,4 @@ class ProjectModel:
 
 
 def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return content_key(text)

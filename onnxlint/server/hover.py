@@ -11,7 +11,7 @@ import re
 
 from lsprotocol import types
 
-from onnxlint.server.convert import contains, diagnostic
+from onnxlint.server.convert import Lines, contains, diagnostic
 from onnxlint.server.server import OnnxlintServer
 
 # A code inside an `onnxlint: ignore[...]`, `onnxlint: ignore-file[...]` or noqa comment.
@@ -77,13 +77,90 @@ async def hover(ls: OnnxlintServer, params: types.HoverParams) -> types.Hover | 
         pages.append(header + ("\n\n---\n\n" + page if page else ""))
         rng = rng or d.range
     if not pages:
-        return None
+        return await _export_hover(ls, uri, res.text, text, line_no, lines)
     return types.Hover(
         contents=types.MarkupContent(
             kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(dict.fromkeys(pages))
         ),
         range=rng,
     )
+
+
+_CLASS_RE = re.compile(r"^(\s*)class\s+(\w+)")
+_FORWARD_RE = re.compile(r"^(\s*)(?:async\s+)?def\s+forward\b")
+
+
+async def _export_hover(
+    ls: OnnxlintServer, uri: str, source: str, line: str, line_no: int, lines: Lines
+) -> types.Hover | None:
+    """Over a class line or its `def forward`: which exports of the project reach it."""
+    cls = _class_at(source, line, line_no)
+    if cls is None:
+        return None
+    name, is_forward = cls
+    path = ls.path_of(uri)
+    config, _, _ = ls.config_for(uri)
+
+    def lookup() -> list[str] | None:
+        reach = ls.engine.project_model.for_file(path, source, config)
+        sites = reach.functions.get((name, "forward")) or reach.classes.get(name)
+        if sites is None:
+            return None if not is_forward and name not in _module_classes(ls, path, source) else []
+        root = str(config.root) if config.root is not None else None
+        out = []
+        for s in sorted(sites, key=lambda s: (s.path, s.line)):
+            dims = f", dynamic: {s.dims}" if s.dims else (", dynamic dims" if s.dynamic else "")
+            out.append(f"- `{s.where(root)}` ({s.exporter}{dims})")
+        return out
+
+    found = await ls.run_check(lookup)
+    if found is None:
+        return None
+    what = f"`{name}.forward`" if is_forward else f"`{name}`"
+    if found:
+        n = len(found)
+        body = f"{what} is exported by {n} export{'s' if n > 1 else ''} of this project:\n\n"
+        body += "\n".join(found)
+    else:
+        body = (
+            f"No export in this project reaches {what}: its findings are judged as code "
+            "that may be exported elsewhere."
+        )
+    start = len(line) - len(line.lstrip())
+    return types.Hover(
+        contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=body),
+        range=lines.range(line_no, start + 1, line_no, len(line.rstrip()) + 1),
+    )
+
+
+def _module_classes(ls: OnnxlintServer, path: str, source: str) -> set[str]:
+    """Names of the file's torch module classes (from the engine's last model of it)."""
+    from onnxlint.blocks import split_blocks
+    from onnxlint.project.facts import file_context
+
+    blocks = [b for b in split_blocks(source, ls.engine.parse_cache) if b.module is not None]
+    ctx = file_context(path, source, ls.engine.project.config, blocks)
+    return {c.name for c in ctx.model.module_classes()}
+
+
+def _class_at(source: str, line: str, line_no: int) -> tuple[str, bool] | None:
+    """(class name, on its forward) when `line` is a `class X` line or the `def forward`
+    of a class."""
+    m = _CLASS_RE.match(line)
+    if m is not None:
+        return m.group(2), False
+    m = _FORWARD_RE.match(line)
+    if m is None:
+        return None
+    indent = len(m.group(1))
+    for above in reversed(source.splitlines()[: line_no - 1]):
+        c = _CLASS_RE.match(above)
+        if c is not None and len(c.group(1)) < indent:
+            return c.group(2), True
+        dedented = above.strip() and len(above) - len(above.lstrip()) < indent
+        if dedented and not above.lstrip().startswith(("@", "#")):
+            return None
+    return None
 
 
 def register(server: OnnxlintServer) -> None:

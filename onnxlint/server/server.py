@@ -98,6 +98,8 @@ class DocState:
     timer: asyncio.TimerHandle | None = None
     running: bool = False
     dirty: bool = False
+    deps_changed: bool = False  # a file it read changed while its check was running
+    quiet: bool = False  # a re-check after the project model was built: publish only changes
     revision: int = 0  # bumped whenever what would be published changes (pull result ids)
     published: tuple[int | None, int] | None = None  # (version, revision) last pushed
     waiters: list[asyncio.Future[Result]] = field(default_factory=list)
@@ -157,6 +159,8 @@ class OnnxlintServer(LanguageServer):
 
         all_rules()
         self._engine = Engine(cache_entries=PARSE_CACHE_SLACK, read=self._read_source)
+        # The project model is built after the first diagnostics, never inside them.
+        self._engine.project_model.deferred = True
 
     def _read_source(self, path: str) -> str | None:
         """On the engine thread: another module's text for the project index, the open
@@ -443,14 +447,26 @@ class OnnxlintServer(LanguageServer):
         if fresh:
             previous = st.result
             st.result = Result(version, text, violations, config_error, gen, deps)
-            st.fix_cache.clear()
-            st.revision += 1
-            if config_error:
-                self.show_error_once(f"onnxlint: {config_error}")
-            if not self.pull_diagnostics:
-                self.publish(uri)
-            elif previous is not None and previous.stale and previous.version == version:
-                self.refresh()  # not edited: a pull client would not ask again by itself
+            if st.deps_changed:  # a module it read changed while it ran: check again
+                st.deps_changed = False
+                st.result.stale = True
+                st.dirty = True
+            quiet, st.quiet = st.quiet, False
+            unchanged = (
+                quiet
+                and previous is not None
+                and previous.version == version
+                and previous.violations == violations
+            )
+            if not unchanged:  # (after the project model was built: publish only changes)
+                st.fix_cache.clear()
+                st.revision += 1
+                if config_error:
+                    self.show_error_once(f"onnxlint: {config_error}")
+                if not self.pull_diagnostics:
+                    self.publish(uri)
+                elif previous is not None and previous.stale and previous.version == version:
+                    self.refresh()  # not edited: a pull client would not ask again by itself
             self._wake(st)
         else:
             log.debug(
@@ -461,7 +477,33 @@ class OnnxlintServer(LanguageServer):
             # The newest text is not checked yet; a pending debounce timer will ask for it.
             if st.timer is None:
                 self.trigger(uri)
+        if self.engine.project_model.pending is not None:
+            self._build_project_model()
         self._schedule_trim()
+
+    def _build_project_model(self) -> None:
+        """After a check that used only its own file's exports: build the project model
+        on the engine thread, then check the open documents again with it."""
+        model = self.engine.project_model
+        if getattr(self, "_building", False):
+            return
+        self._building = True
+
+        def done(fut: asyncio.Future[bool]) -> None:
+            self._building = False
+            try:
+                built = fut.result()
+            except Exception:
+                log.exception("building the project model failed")
+                return
+            if built:
+                for other, st in list(self.docs.items()):
+                    if st.result is not None and not st.result.stale:
+                        st.result.stale = True
+                        st.quiet = True
+                        self.schedule(other, 0)
+
+        self.run_check(model.build_pending).add_done_callback(done)
 
     def _schedule_trim(self) -> None:
         """Once checks have been quiet for a while, give freed memory back to the system.
@@ -573,12 +615,25 @@ class OnnxlintServer(LanguageServer):
                 self.publish(u)
 
     def dependency_changed(self, uri: str) -> None:
-        """`uri`'s text changed in the editor, or it was opened or closed: check again the
-        open documents whose last check read it."""
+        """`uri`'s text changed in the editor or on disk, or it was opened or closed: tell
+        the project model (on the engine thread, before any re-check queued after it) and
+        check again the open documents whose last check read it."""
         path = self.path_of(uri)
+        doc = self.workspace.text_documents.get(uri)
+        text = doc.source if doc is not None else None
+        model = self.engine.project_model
+
+        def tell() -> None:
+            model.changed(path, text if text is not None else self.engine.project.read(path))
+
+        self.run_check(tell)
         for other, st in list(self.docs.items()):
             res = st.result
-            if other != uri and res is not None and path in res.deps and not res.stale:
+            if other == uri or res is None or path not in res.deps:
+                continue
+            if st.running:
+                st.deps_changed = True  # the check in flight may have read the old text
+            if not res.stale:
                 res.stale = True
                 self.schedule(other)
 

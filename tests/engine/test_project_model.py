@@ -1,0 +1,374 @@
+"""The project model through the real CLI, on small multi-file projects written here.
+
+Each test builds a project in a temporary folder (a `pyproject.toml` makes it a project)
+and runs `onnxlint check --format json` on it, as a user would: the model lives in one
+module, the export in a script of another folder, helpers in a third.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import run_cli
+
+
+def project(root: Path, files: dict[str, str], config: str = "") -> Path:
+    (root / "pyproject.toml").write_text(f"[tool.onnxlint]\n{config}")
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def check(root: Path, *args: str) -> list[dict[str, Any]]:
+    r = run_cli("check", ".", "--format", "json", "--no-cache", *args, cwd=root)
+    assert r.returncode in (0, 1), r.stderr
+    found: list[dict[str, Any]] = json.loads(r.stdout)
+    return found
+
+
+def codes(found: list[dict[str, Any]], path: str) -> list[tuple[int, str]]:
+    return sorted((f["line"], f["code"]) for f in found if f["path"] == path)
+
+
+HEAD = """
+import torch
+from torch import nn
+
+from .utils import decode
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x, H, W):
+        if H > 2:
+            x = x * 2
+        return self.proj(x)
+
+
+class CenterHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block() for _ in range(2)])
+
+    def forward(self, heat):
+        H, W = heat.shape[2], heat.shape[3]
+        for blk in self.blocks:
+            heat = blk(heat, H, W)
+        n = int(heat.shape[0])
+        return decode(heat)
+
+
+class FocalLoss(nn.Module):
+    def forward(self, pred, target):
+        if pred.sum() > 0:
+            return pred.mean()
+        return pred
+
+
+class Unused(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x
+        return -x
+"""
+UTILS = """
+def decode(heat):
+    k = heat.max().item()
+    if k > 0.5:
+        return heat
+    return heat * 0
+"""
+EXPORT = """
+import torch
+
+from models.head import CenterHead
+
+
+def main():
+    model = CenterHead().eval()
+    x = torch.randn(2, 4, 8, 8)
+    torch.onnx.export(
+        model, (x,), "m.onnx", dynamic_shapes={"heat": {0: torch.export.Dim("batch")}}
+    )
+"""
+
+
+def centernet(tmp_path: Path, export: str = EXPORT, config: str = "") -> Path:
+    return project(
+        tmp_path,
+        {
+            "models/__init__.py": "",
+            "models/head.py": HEAD,
+            "models/utils.py": UTILS,
+            "tools/export.py": export,
+        },
+        config,
+    )
+
+
+def test_an_export_in_another_folder_decides_what_forward_code_is_judged(tmp_path) -> None:
+    found = check(centernet(tmp_path))
+    head = {(f["line"], f["code"]): f["message"] for f in found if f["path"] == "models/head.py"}
+    # The dynamic batch is declared in tools/export.py: the frozen batch size is named there.
+    assert "tools/export.py:9 declares dynamic (dynamo exporter)" in head[(27, "OLX104")]
+    assert "(batch)" in head[(27, "OLX104")]
+    # A helper of another module called from the exported forward is reached too.
+    utils = [f for f in found if f["path"] == "models/utils.py"]
+    assert [(f["line"], f["code"]) for f in utils] == [(2, "OLX102")]
+    assert "exported by tools/export.py:9, dynamo exporter" in utils[0]["message"]
+    # `H` is the int the caller passes (heat.shape[2]), not a tensor: no OLX101.
+    assert (13, "OLX101") not in head
+    # The loss is never exported; the unused module is judged, and says no export reaches it.
+    assert (33, "OLX101") not in head
+    assert "no export in this project reaches it" in head[(40, "OLX101")]
+
+
+def test_without_the_export_script_nothing_is_known_to_be_dynamic(tmp_path) -> None:
+    root = centernet(tmp_path)
+    (root / "tools" / "export.py").unlink()
+    found = check(root)
+    assert (27, "OLX104") not in codes(found, "models/head.py")
+    assert all("no export in this project" in f["message"] for f in found)
+
+
+def test_tracing_rates_the_model_code_it_reaches(tmp_path) -> None:
+    traced = EXPORT.replace(
+        'torch.onnx.export(\n        model, (x,), "m.onnx", dynamic_shapes={"heat": '
+        '{0: torch.export.Dim("batch")}}\n    )',
+        "torch.jit.trace(model, (x,))",
+    )
+    found = check(centernet(tmp_path, traced))
+    head = {(f["line"], f["code"]): f for f in found if f["path"] == "models/head.py"}
+    assert (
+        "tracing freezes it to the example input's size (tools/export.py:9)"
+        in (head[(27, "OLX104")]["message"])
+    )
+    utils = [f for f in found if f["path"] == "models/utils.py"]
+    assert utils[0]["severity"] == "warning"  # traced: a frozen constant, not an export error
+
+
+def test_unreached_setting_lowers_or_drops_findings_no_export_reaches(tmp_path) -> None:
+    root = centernet(tmp_path, config='unreached = "lower"\n')
+    unused = [f for f in check(root) if f["line"] == 40]
+    assert unused[0]["severity"] == "warning"
+    (root / "pyproject.toml").write_text('[tool.onnxlint]\nunreached = "ignore"\n')
+    assert [f for f in check(root) if f["line"] == 40] == []
+    (root / "pyproject.toml").write_text('[tool.onnxlint]\nunreached = "sometimes"\n')
+    r = run_cli("check", ".", cwd=root)
+    assert r.returncode == 2 and "`unreached` must be one of" in r.stderr
+
+
+def test_builders_wrappers_and_factories_lead_to_the_model_class(tmp_path) -> None:
+    root = project(
+        tmp_path,
+        {
+            "net/__init__.py": "from .model import build_model\n",
+            "net/model.py": """
+                import torch
+                from torch import nn
+
+
+                class Head(nn.Module):
+                    def forward(self, x):
+                        if x.sum().item() > 0:
+                            return x
+                        return -x
+
+
+                def build_head(cfg):
+                    return Head()
+
+
+                class Detector(nn.Module):
+                    def __init__(self, cfg):
+                        super().__init__()
+                        self.head = build_head(cfg)
+
+                    def forward(self, x):
+                        y = self.head(x)
+                        if y.sum() > 0:
+                            return y
+                        return -y
+
+
+                def build_model(cfg):
+                    model = Detector(cfg)
+                    return model
+            """,
+            "scripts/export.py": """
+                import torch
+
+                from net import build_model
+
+
+                def export(model, path):
+                    torch.onnx.export(model.eval(), (torch.ones(1, 3),), path)
+
+
+                export(build_model({}), "det.onnx")
+            """,
+        },
+    )
+    found = check(root)
+    model = [f for f in found if f["path"] == "net/model.py"]
+    assert [(f["line"], f["code"]) for f in model] == [(7, "OLX102"), (23, "OLX101")]
+    assert all("exported by scripts/export.py:7" in f["message"] for f in model), model
+
+
+NEGATIVES = """
+import numpy as np
+import onnxruntime as ort
+import paddle
+import torch
+from torch import nn
+
+
+class PaddleBlock(paddle.nn.Layer):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x
+        return x.numpy()
+
+
+class Clamp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+
+class Deployable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.deploy = False
+
+    def forward(self, x, H: int, W: int):
+        if H > 4:
+            x = x[:, :, :4]
+        if self.training:
+            if x.sum() > 0:
+                x = x * 2
+        if self.deploy:
+            return x
+        n = x.max().item()
+        if n > 0:
+            return x
+        return -x
+
+
+class Runtime(nn.Module):
+    def __init__(self, path):
+        super().__init__()
+        self.session = ort.InferenceSession(path)
+
+    def forward(self, x):
+        out = self.session.run(None, {"x": x.cpu().numpy()})
+        return torch.from_numpy(np.exp(out[0]))
+"""
+
+
+def test_code_that_no_export_can_run_is_not_reported(tmp_path) -> None:
+    root = project(tmp_path, {"nets.py": NEGATIVES})
+    assert check(root) == []
+
+
+def test_olx201_judges_classes_nested_in_functions_and_in_other_modules(tmp_path) -> None:
+    root = project(
+        tmp_path,
+        {
+            "plain.py": """
+                from torch import nn
+
+
+                class Plain(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fc = nn.Linear(2, 2)
+
+                    def forward(self, x):
+                        return self.fc(x)
+            """,
+            "export.py": """
+                import torch
+                from torch import nn
+
+                from plain import Plain
+
+
+                def export():
+                    class Scale(nn.Module):
+                        def forward(self, x):
+                            return x * 2
+
+                    torch.onnx.export(Scale(), (torch.ones(2),), "s.onnx")
+                    torch.onnx.export(Plain(), (torch.ones(2),), "p.onnx")
+
+
+                def export_dropout():
+                    class Drop(nn.Module):
+                        def __init__(self):
+                            super().__init__()
+                            self.drop = nn.Dropout(0.1)
+
+                        def forward(self, x):
+                            return self.drop(x)
+
+                    torch.onnx.export(Drop(), (torch.ones(2),), "d.onnx")
+            """,
+        },
+    )
+    assert codes(check(root), "export.py") == [(25, "OLX201")]
+
+
+def test_jit_is_tracing_fix_only_where_a_dynamo_export_reaches_it(tmp_path) -> None:
+    model = """
+        import torch
+
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                if torch.jit.is_tracing():
+                    return x.view(-1)
+                return x
+    """
+    root = project(
+        tmp_path,
+        {
+            "net.py": model,
+            "trace.py": "import torch\nfrom net import Net\n"
+            "torch.jit.trace(Net().eval(), torch.ones(2))\n",
+        },
+    )
+    [finding] = [f for f in check(root) if f["code"] == "OLX110"]
+    assert finding["fix"] is None and finding["severity"] == "info"
+    (root / "onnx_export.py").write_text(
+        "import torch\nfrom net import Net\ntorch.onnx.export(Net().eval(), (torch.ones(2),))\n"
+    )
+    [finding] = [f for f in check(root) if f["code"] == "OLX110"]
+    assert finding["fix"] is not None
+
+
+def test_the_results_cache_sees_an_edited_export_script(tmp_path) -> None:
+    root = centernet(tmp_path)
+
+    def cached() -> list[tuple[int, str]]:
+        r = run_cli("check", ".", "--format", "json", cwd=root)
+        return codes(json.loads(r.stdout), "models/head.py")
+
+    assert (27, "OLX104") in cached()
+    script = root / "tools" / "export.py"
+    script.write_text(
+        script.read_text().replace(
+            'dynamic_shapes={"heat": {0: torch.export.Dim("batch")}}', "dynamo=True"
+        )
+    )
+    assert (27, "OLX104") not in cached()
