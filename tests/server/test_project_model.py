@@ -1,0 +1,93 @@
+"""The project model in the language server: a model file opened alone knows the export
+script elsewhere that exports it, and follows it as it is edited."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from .conftest import Client, change_doc, open_doc, start, uri_of, wait_for
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+MODEL = """import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def forward(self, heat):
+        n = int(heat.shape[0])
+        return heat.view(n, -1)
+"""
+EXPORT = """import torch
+
+from models.head import Head
+
+torch.onnx.export(
+    Head().eval(), (torch.ones(2, 3),), "h.onnx", dynamic_shapes={"heat": {0: "batch"}}
+)
+"""
+
+
+def _project(root: Path) -> tuple[str, str]:
+    (root / "pyproject.toml").write_text("[tool.onnxlint]\n")
+    (root / "models").mkdir()
+    (root / "models" / "__init__.py").write_text("")
+    (root / "models" / "head.py").write_text(MODEL)
+    (root / "tools").mkdir()
+    (root / "tools" / "export.py").write_text(EXPORT)
+    return uri_of(root / "models" / "head.py"), uri_of(root / "tools" / "export.py")
+
+
+def _frozen(client: Client, uri: str) -> list[str]:
+    """OLX104 messages in the newest publish for `uri`."""
+    for p in reversed(client.publishes):
+        if p.uri == uri:
+            return [str(d.message) for d in p.diagnostics if d.code == "OLX104"]
+    return []
+
+
+async def test_editing_the_export_script_changes_the_open_model_files_findings(
+    lsp: Client, tmp_path: Path
+) -> None:
+    await start(lsp, "neovim", folders=[tmp_path])
+    model, export = _project(tmp_path)
+    open_doc(lsp, model, MODEL)
+    # The project model is built after the first diagnostics; then the batch is known dynamic.
+    found = await wait_for(lambda: _frozen(lsp, model), what="OLX104 from tools/export.py")
+    assert "tools/export.py:5 declares dynamic (dynamo exporter)" in found[0]
+    # The export script, opened and edited (unsaved): no dynamic dims any more.
+    open_doc(lsp, export, EXPORT)
+    change_doc(lsp, export, EXPORT.replace(', dynamic_shapes={"heat": {0: "batch"}}', ""))
+    await wait_for(lambda: not _frozen(lsp, model), what="OLX104 gone from the model file")
+    # And back.
+    change_doc(lsp, export, EXPORT)
+    await wait_for(lambda: _frozen(lsp, model), what="OLX104 back in the model file")
+
+
+async def test_hover_on_a_model_class_lists_the_exports_that_reach_it(
+    lsp: Client, tmp_path: Path
+) -> None:
+    await start(lsp, "neovim", folders=[tmp_path])
+    model, _ = _project(tmp_path)
+    open_doc(lsp, model, MODEL)
+    await wait_for(lambda: _frozen(lsp, model), what="the project model")
+
+    async def hover(line: int, character: int) -> str:
+        result = await lsp.text_document_hover_async(
+            types.HoverParams(
+                text_document=types.TextDocumentIdentifier(model),
+                position=types.Position(line, character),
+            )
+        )
+        assert result is not None
+        assert isinstance(result.contents, types.MarkupContent)
+        return result.contents.value
+
+    on_class = await hover(4, 8)
+    assert "exported by 1 export" in on_class and "`tools/export.py:5`" in on_class
+    assert "dynamo exporter, dynamic: batch" in on_class
+    on_forward = await hover(5, 9)
+    assert "`Head.forward`" in on_forward
