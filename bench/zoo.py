@@ -21,7 +21,8 @@ location must be found at its exact file and line (with a code of the same
 family); every other finding is a false positive. Prints recall, precision,
 wall time and peak memory per model and for the whole zoo.
 
-transformers and monai are installed (`pip install -c torch==<installed>`)
+transformers, monai and einops (MONAI's transformers need it) are installed
+(`pip install -c torch==<installed>`)
 when missing; torch itself is never replaced. Nothing is downloaded into the repo.
 """
 
@@ -59,7 +60,9 @@ FAMILIES = {
 
 
 def ensure_deps() -> None:
-    missing = [m for m in ("transformers", "monai") if importlib.util.find_spec(m) is None]
+    missing = [
+        m for m in ("transformers", "monai", "einops") if importlib.util.find_spec(m) is None
+    ]
     if not missing:
         return
     import torch
@@ -88,7 +91,7 @@ def truth(name: str) -> dict[str, Any]:
     import zoo_models
     from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    from onnxlint.deep.worker import frames, torch_internals
+    from onnxlint.deep.worker import decompose, frames, torch_internals
 
     torch.manual_seed(0)
     model, args, kwargs, ds = zoo_models.ZOO[name]()
@@ -157,6 +160,8 @@ def truth(name: str) -> dict[str, Any]:
         if "No ONNX function found" not in text and "DispatchError" not in text:
             at = frames.raised_at(e)
             loc = (at["file"], at["line"]) if at else _where(frames.exception_stack(e))
+            if loc is None:  # step 2/3: torch names the FX node and its source in the error
+                loc = _where(decompose.failing_node_stack(None, e))
             if loc:
                 exp.append(
                     {"family": "export", "file": loc[0], "line": loc[1], "what": out["onnx_export"]}

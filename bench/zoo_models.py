@@ -185,7 +185,9 @@ def swin_trunc_normal() -> tuple[Any, ...]:
 def convnext() -> tuple[Any, ...]:
     import transformers as t
 
-    cfg = t.ConvNextConfig(num_channels=3, hidden_sizes=[8, 16], depths=[1, 1], image_size=32)
+    cfg = t.ConvNextConfig(
+        num_channels=3, num_stages=2, hidden_sizes=[8, 16], depths=[1, 1], image_size=32
+    )
     model = t.ConvNextModel(cfg).eval()
     return model, (torch.randn(2, 3, 32, 32),), {}, ({0: "batch"},)
 
@@ -226,7 +228,7 @@ def monai_unet() -> tuple[Any, ...]:
 def monai_segresnet() -> tuple[Any, ...]:
     from monai.networks.nets import SegResNet
 
-    model = SegResNet(spatial_dims=3, init_filters=4, in_channels=1, out_channels=2).eval()
+    model = SegResNet(spatial_dims=3, init_filters=8, in_channels=1, out_channels=2).eval()
     return model, (torch.randn(2, 1, 16, 16, 16),), {}, ({0: "batch"},)
 
 

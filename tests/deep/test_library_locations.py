@@ -77,6 +77,23 @@ def pinned():
     return Pinned(), (torch.randn(2, 3, 4),), {}, ({0: "batch"},)
 
 
+class Staged(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        rates = [r.tolist() for r in torch.linspace(0, 0.1, 4).split([2, 2])]
+        self.drops = torch.nn.ModuleList(torch.nn.Dropout(r[0]) for r in rates)
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        for drop in self.drops:
+            x = drop(x)
+        return self.proj(x)
+
+
+def staged():
+    return Staged().eval(), (torch.randn(2, 4),)
+
+
 class NeedsData(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -282,3 +299,16 @@ def test_a_data_check_in_init_is_a_fake_tensor_limitation_not_a_raising_factory(
     assert "raised" not in v.message and "limitation of the analysis" in " ".join(v.notes)
     # the chain leads from the factory to the line
     assert [r.line for r in v.related[:1]] == [line_of(models, "return NeedsData()")]
+
+
+def test_values_read_from_tensors_in_init_do_not_stop_the_build(
+    libproject: Path, lib_analyzer
+) -> None:
+    """ConvNeXt-style drop-path rates (`torch.linspace(...).tolist()`) have no value on fake
+    tensors; the model is built with placeholders for them and analysed to the end."""
+    res = lib_analyzer.analyze(_target(libproject, "libproj.models:staged"))
+    models = libproject / "libproj" / "models.py"
+    assert res.violations == []
+    assert res.outcome == "ok"
+    line = line_of(models, "rates = [r.tolist()")
+    assert [(a["line"], a["count"]) for a in res.data["assumed_in_build"]] == [(line, 4)]

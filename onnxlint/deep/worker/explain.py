@@ -31,6 +31,11 @@ def run(rec: Analysis) -> None:
         rec.failed["explain"] = "unsupported torch"
         return
     except Exception as e:
+        if not torch_internals.is_fake_limitation(e):
+            # the model's own error: the export phase reports it (once) at its line
+            rec.failed["explain"] = f"{type(e).__name__}"
+            rec.result["skipped"]["explain"] = f"{type(e).__name__}: {first_line(str(e))}"
+            return
         rec.add(
             rec.place_exc(
                 finding(

@@ -13,6 +13,7 @@ import contextlib
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -79,16 +80,26 @@ def run(rec: Analysis) -> bool:
     table_ref = rec.target.get("translation_table")
     if table_ref:
         rec.translation_table = _load_table(rec, str(table_ref), name)
-    rec.fake_mode = torch_internals.fake_mode_class()(allow_non_fake_inputs=True)
     made: dict[int, int] = {}
     try:
-        with rec.fake_mode, fake_safe_init(), _ExampleLines(getattr(fn, "__code__", None), made):
-            out = fn()
+        out = _build(rec, fn, made, assume=False)
     except BaseException as e:
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
-        _factory_failed(rec, e, name, factory)
-        return False
+        if not torch_internals.is_fake_limitation(e):
+            _factory_failed(rec, e, name, factory)
+            return False
+        # Values computed in __init__ (drop-path rates from torch.linspace(...).tolist())
+        # do not exist on fake tensors: build again with placeholders for them.
+        made.clear()
+        try:
+            out = _build(rec, fn, made, assume=True)
+        except BaseException as e2:
+            if isinstance(e2, (KeyboardInterrupt, SystemExit)):
+                raise
+            # past the values fake tensors lack, the factory's own error (if any) shows
+            _factory_failed(rec, e if torch_internals.is_fake_limitation(e2) else e2, name, factory)
+            return False
     problem = _unpack(rec, out)
     if problem:
         rec.add(
@@ -109,42 +120,48 @@ def run(rec: Analysis) -> bool:
     return True
 
 
-def is_fake_limitation(exc: BaseException) -> bool:
-    """Whether an error is fake tensors' (no data), not the user's code's."""
-    names = {type(e).__name__ for e in _chain(exc)}
-    if names & {
-        "DataDependentOutputException",
-        "DynamicOutputShapeException",
-        "UnsupportedFakeTensorException",
-        "GuardOnDataDependentSymNode",
-        "UnsupportedOperatorException",
-    }:
-        return True
-    text = str(exc)
-    return any(
-        s in text
-        for s in (
-            "Cannot copy out of meta",
-            "not supported for tensor subclasses",
-            "FakeTensor",
-            "fake tensor",
-            "data-dependent",
-        )
-    )
+MAX_ASSUMED_VALUES = 10_000
+"""Placeholder answers allowed while building; more means a loop waits on real data."""
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    e: BaseException | None = exc
-    seen: set[int] = set()
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        yield e
-        e = e.__cause__ or e.__context__
+def _build(rec: Analysis, fn: Any, made: dict[int, int], *, assume: bool) -> Any:
+    """Call the factory under a fresh fake mode. With `assume`, a Python value read from a
+    fake tensor (`.tolist()`, `.item()`, `if t:`) gets a placeholder; each place it happens
+    is recorded in the result (`assumed_in_build`)."""
+    rec.fake_mode = torch_internals.fake_mode_class()(allow_non_fake_inputs=True)
+    places: dict[tuple[str, int], int] = {}
+
+    def answered() -> None:
+        fr, _chain = rec.locate(traceback.extract_stack()[:-2])
+        if fr is not None:
+            key = (fr["file"], fr["line"])
+            places[key] = places.get(key, 0) + 1
+        if sum(places.values()) > MAX_ASSUMED_VALUES:
+            raise RuntimeError(
+                f"more than {MAX_ASSUMED_VALUES} data-dependent values while building the "
+                "model on fake tensors"
+            )
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(rec.fake_mode)
+        stack.enter_context(fake_safe_init())
+        stack.enter_context(_ExampleLines(getattr(fn, "__code__", None), made))
+        if assume:
+            rec.fake_mode.on_answer = answered
+            stack.enter_context(torch_internals.lenient_scalars(rec.fake_mode))
+        try:
+            return fn()
+        finally:
+            rec.fake_mode.on_answer = None
+            if places:
+                rec.result["assumed_in_build"] = [
+                    {"file": f, "line": ln, "count": n} for (f, ln), n in places.items()
+                ]
 
 
 def _factory_failed(rec: Analysis, e: BaseException, name: str, factory: str) -> None:
     text = str(e)
-    if is_fake_limitation(e):
+    if torch_internals.is_fake_limitation(e):
         rec.add(
             rec.place_exc(
                 finding(

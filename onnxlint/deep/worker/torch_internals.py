@@ -82,8 +82,12 @@ def fake_mode_class() -> type[Any]:
     class LenientFakeTensorMode(FakeTensorMode):  # type: ignore[no-untyped-call]
         lenient_scalars = False
 
+        on_answer: Any = None  # called once per placeholder answer (load counts them)
+
         def dispatch(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             if self.lenient_scalars and func in _data_dependent_scalar_ops():
+                if self.on_answer is not None:
+                    self.on_answer()
                 t = args[0] if args else None
                 constant = getattr(t, "constant", None)
                 if isinstance(constant, torch.Tensor) and func is not torch.ops.aten.equal.default:
@@ -599,3 +603,36 @@ def is_fake(t: Any) -> bool:
     from torch._subclasses.fake_tensor import FakeTensor
 
     return isinstance(t, FakeTensor)
+
+
+def is_fake_limitation(exc: BaseException) -> bool:
+    """Whether an error is fake tensors' (no data), not the user's code's."""
+    names = {type(e).__name__ for e in _exc_chain(exc)}
+    if names & {
+        "DataDependentOutputException",
+        "DynamicOutputShapeException",
+        "UnsupportedFakeTensorException",
+        "GuardOnDataDependentSymNode",
+        "UnsupportedOperatorException",
+    }:
+        return True
+    text = str(exc)
+    return any(
+        s in text
+        for s in (
+            "Cannot copy out of meta",
+            "not supported for tensor subclasses",
+            "FakeTensor",
+            "fake tensor",
+            "data-dependent",
+        )
+    )
+
+
+def _exc_chain(exc: BaseException) -> Iterator[BaseException]:
+    e: BaseException | None = exc
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        yield e
+        e = e.__cause__ or e.__context__
