@@ -26,7 +26,10 @@ from onnxlint.walker import iter_descendants
 if TYPE_CHECKING:
     from onnxlint.rule import Context
 
-_LOSS_NAME = re.compile(r"(Loss|Criterion|Criteria|Losses)(\d*|V\d+)$")
+_LOSS_NAME = re.compile(
+    r"(Loss|Criterion|Criteria|Losses)(\d*|V\d+|Base|Mixin|Module)$"
+    r"|(Assigner|Matcher|Sampler)(\d*|V\d+|Base)?$"  # training-target assignment for a loss
+)
 _TARGET_PARAMS = re.compile(
     r"^(targets?|labels?|gts?|gt_\w+|\w+_targets?|\w+_labels?|y_true|ground_truth\w*)$"
 )
@@ -190,19 +193,31 @@ def in_dead_branch(ctx: Context) -> bool:
                     return True  # the else of `if not self.training:`
         elif isinstance(parent, cst.IndentedBlock) and _after_export_return(parent, child):
             return True
+        elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
+            # `not self.training or x.any()`, `self.training and x.any()`: in eval mode
+            # (every export) the right side is never evaluated.
+            left = _training_test(parent.left)
+            if (isinstance(parent.operator, cst.Or) and left is False) or (
+                isinstance(parent.operator, cst.And) and left is True
+            ):
+                return True
     return False
 
 
+_TRAINING_FLAGS = frozenset({"self.training", "training", "is_training", "self.is_training"})
+
+
 def _training_test(test: cst.BaseExpression) -> bool | None:
-    """True for `self.training` (alone or and-ed), False for `not self.training`."""
-    if dotted(test) == "self.training":
+    """True for `self.training` (alone or and-ed; also a `training` flag passed in),
+    False for `not self.training`."""
+    if dotted(test) in _TRAINING_FLAGS:
         return True
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return False if dotted(test.expression) == "self.training" else None
+        return False if dotted(test.expression) in _TRAINING_FLAGS else None
     if (
         isinstance(test, cst.BooleanOperation)
         and isinstance(test.operator, cst.And)
-        and "self.training" in (dotted(test.left), dotted(test.right))
+        and not _TRAINING_FLAGS.isdisjoint((dotted(test.left), dotted(test.right)))
     ):
         return True
     return None

@@ -101,6 +101,7 @@ class CallSite:
 _INTERESTING_CALL_TAILS = frozenset(
     {
         "export",
+        "_export",
         "dynamo_export",
         "trace",
         "trace_module",
@@ -305,6 +306,7 @@ class ExportKind(str, enum.Enum):
 _EXPORT_QUALNAMES = {
     "torch.onnx.export": ExportKind.ONNX_DYNAMO,
     "torch.onnx.utils.export": ExportKind.ONNX_TORCHSCRIPT,
+    "torch.onnx._export": ExportKind.ONNX_TORCHSCRIPT,  # removed (OLX409); was TorchScript
     "torch.onnx.dynamo_export": ExportKind.ONNX_DYNAMO_EXPORT,
     "torch.export.export": ExportKind.TORCH_EXPORT,
     "torch.export.export_for_training": ExportKind.TORCH_EXPORT,

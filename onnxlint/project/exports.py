@@ -55,8 +55,10 @@ class ExportSite:
     dims: str  # the declared dynamic dims, short (`batch, seq`), "" when none or unreadable
     model: str  # the exported class's name
 
-    def where(self, root: str | None) -> str:
-        """`tools/export.py:41`, relative to the project root."""
+    def where(self, root: str | None, here: str | None = None) -> str:
+        """`tools/export.py:41`, relative to the project root (`line 41` in `here`)."""
+        if here is not None and os.path.abspath(here) == self.path:
+            return f"line {self.line}"
         base = root or os.getcwd()
         try:
             rel = os.path.relpath(self.path, base)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from onnxlint.frameworks import is_autograd_function
 from onnxlint.project.exports import ClassRef, ExportSite, called_classes
 from onnxlint.project.facts import FileFacts
 from onnxlint.project.index import ProjectIndex
@@ -40,6 +41,8 @@ class ReachTable:
     classes: dict[str, dict[str, set[ExportSite]]] = field(default_factory=dict)
     # The classes the sites export themselves (the model's boundary), per file.
     roots: dict[str, dict[str, set[ExportSite]]] = field(default_factory=dict)
+    # autograd.Function classes with a `symbolic` that each site's model calls (`.apply`).
+    symbolic: dict[ExportSite, set[str]] = field(default_factory=dict)
     deps: dict[str, str | None] = field(default_factory=dict)  # files read: content hash
 
     def for_file(self, path: str) -> FileReach:
@@ -49,6 +52,11 @@ class ReachTable:
             bool(self.sites),
             path,
             {k: frozenset(v) for k, v in self.roots.get(path, {}).items()},
+            {
+                site.line: tuple(sorted(names))
+                for site, names in self.symbolic.items()
+                if site.path == path
+            },
         )
 
 
@@ -61,6 +69,8 @@ class FileReach:
     project_exports: bool = False  # the project has export sites at all
     path: str = ""  # the file this is about (absolute)
     roots: dict[str, frozenset[ExportSite]] = field(default_factory=dict)  # exported classes
+    # export line in this file -> autograd.Function classes with `symbolic` its model calls
+    symbolic: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     def key(self) -> int:
         """What findings may depend on: the sites without their line when they are in
@@ -82,6 +92,7 @@ class FileReach:
                     sorted((k, tuple(sorted(site(x) for x in v))) for k, v in self.classes.items())
                 ),
                 tuple(sorted(self.roots)),
+                tuple(sorted(self.symbolic.items())),
                 self.project_exports,
             )
         )
@@ -146,8 +157,36 @@ def _walk_site(
             _follow_import(index, facts, model.resolve(n), todo, enter_class)
         for d in func.attr_calls:
             head = d.split(".", 1)[0]
+            if d.endswith(".apply"):
+                found_fn = symbolic_function(index, facts, d[: -len(".apply")])
+                if found_fn is not None:
+                    table.symbolic.setdefault(site, set()).add(found_fn)
+                continue
             if head in model.imports:
                 _follow_import(index, facts, model.resolve(d), todo, enter_class)
+
+
+def symbolic_function(index: ProjectIndex, facts: FileFacts, name: str) -> str | None:
+    """`Name` when `name` (as written before `.apply`) is a `torch.autograd.Function`
+    subclass of the project with a `symbolic` method (for the TorchScript exporter)."""
+    model = facts.model
+    found: tuple[FileFacts, ClassInfo] | None = None
+    if name in model.classes:
+        found = (facts, model.classes[name])
+    else:
+        q = model.resolve(name)
+        if q is not None and not q.startswith(("torch.", "builtins.")):
+            found = index.find_class(facts.path, q)
+    if found is None:
+        return None
+    owner, cls = found
+    if "symbolic" not in cls.methods:
+        return None
+    for base in cls.bases:
+        q = owner.model.resolve(base) or base
+        if is_autograd_function(q):
+            return cls.name
+    return None
 
 
 def _follow_import(index, facts, q, todo, enter_class) -> None:  # type: ignore[no-untyped-def]

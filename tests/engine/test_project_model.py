@@ -372,3 +372,68 @@ def test_the_results_cache_sees_an_edited_export_script(tmp_path) -> None:
         )
     )
     assert (27, "OLX104") not in cached()
+
+
+def test_autograd_symbolic_reached_by_a_dynamo_export_in_another_file(tmp_path) -> None:
+    root = project(
+        tmp_path,
+        {
+            "ops.py": """
+                import torch
+
+
+                class NMS(torch.autograd.Function):
+                    @staticmethod
+                    def forward(ctx, boxes):
+                        return torch.zeros(0, dtype=torch.int64)
+
+                    @staticmethod
+                    def symbolic(g, boxes):
+                        return g.op("NonMaxSuppression", boxes)
+            """,
+            "det.py": """
+                import torch
+
+                from ops import NMS
+
+
+                class Det(torch.nn.Module):
+                    def forward(self, boxes):
+                        return NMS.apply(boxes)
+            """,
+            "export.py": """
+                import torch
+
+                from det import Det
+
+                torch.onnx.export(Det().eval(), (torch.ones(4, 4),), "det.onnx")
+                torch.onnx.export(Det().eval(), (torch.ones(4, 4),), "old.onnx", dynamo=False)
+            """,
+        },
+    )
+    found = [f for f in check(root) if f["code"] == "OLX410"]
+    assert sorted((f["path"], f["line"]) for f in found) == [("det.py", 8), ("export.py", 5)]
+    apply = next(f for f in found if f["path"] == "det.py")
+    assert "(export.py:5) ignores `NMS.symbolic`" in apply["message"]
+
+
+def test_torch_onnx_private_export_is_an_export_site_and_removed(tmp_path) -> None:
+    root = project(
+        tmp_path,
+        {
+            "m.py": """
+                import torch
+
+
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        return x.view(int(x.shape[0]), -1)
+
+
+                torch.onnx._export(M().eval(), (torch.ones(2, 3),), "m.onnx")
+            """
+        },
+    )
+    found = {f["code"]: f for f in check(root)}
+    assert found["OLX409"]["line"] == 9 and found["OLX409"]["fix"] is not None
+    assert "OLX401" not in found  # one finding per cause: OLX409 says it all

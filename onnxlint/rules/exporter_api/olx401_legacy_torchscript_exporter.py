@@ -198,6 +198,8 @@ class LegacyTorchScriptExporter(Rule):
         call = self.ctx.export_call(node)
         if call is None or call.kind is not ExportKind.ONNX_TORCHSCRIPT:
             return
+        if call.qualname == "torch.onnx._export":
+            return  # OLX409: it does not exist any more
         target = self.ctx.config.torch_version
         if target < LEGACY_DEPRECATED_SINCE:
             return

@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import libcst as cst
 
 from onnxlint.rule import Invalid, Rule, Valid, dedent
-from onnxlint.semantic import Kind
+from onnxlint.semantic import Kind, dotted
 from onnxlint.violation import Severity
-from onnxlint.walker import iter_children
+from onnxlint.walker import iter_children, iter_descendants
 
 
 class ModuleAttributeAssignedInForward(Rule):
@@ -137,6 +137,8 @@ class ModuleAttributeAssignedInForward(Rule):
             return  # `self.w = self.w.to(x.device)`: a device/dtype move, same value
         if value is not None and not _read_before_written(func.node, target.attr.value):
             return  # written before any read in this call: nothing carried across calls
+        if value is not None and not self._from_inputs(value):
+            return  # a constant, a flag, a lazily built table: the same for every input
         if value is not None and self.ctx.kind(value) is Kind.TENSOR:
             self.report(
                 target,
@@ -152,6 +154,24 @@ class ModuleAttributeAssignedInForward(Rule):
                 "value is baked into the graph as a constant",
                 severity=Severity.INFO,
             )
+
+    def _from_inputs(self, value: cst.BaseExpression) -> bool:
+        """Whether the value is computed from the call's inputs: a tensor, a shape or a
+        size, or an expression mentioning a name that holds one (`self.compute(h, w)`
+        with `h, w = x.shape[-2:]`) or a parameter of the method (`x.shape[0]`)."""
+        if self.ctx.kind(value) in _INPUT_KINDS:
+            return True
+        kinds = self.ctx.kinds()
+        func = self.ctx.function
+        params = {p.name.value for p in func.params()} if func is not None else set()
+        for n in (value, *iter_descendants(value)):
+            if isinstance(n, cst.Name) and (
+                n.value in params or kinds.names.get(n.value) in _INPUT_KINDS
+            ):
+                return True
+            if isinstance(n, cst.Attribute) and n.attr.value in ("shape", "device", "dtype"):
+                return True
+        return False
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -206,10 +226,21 @@ def _is_self_attr(node: cst.CSTNode, attr: str) -> bool:
     )
 
 
+_INPUT_KINDS = frozenset({Kind.TENSOR, Kind.SHAPE, Kind.SIZE, Kind.DATA})
 _MOVES = frozenset({"to", "cpu", "cuda", "type", "type_as", "half", "float", "double"})
 
 
 def _moves_itself(value: cst.BaseExpression, attr: str) -> bool:
+    """`self.w.to(x.device)`, also element-wise (`[f.to(dev) for f in self.w]`)."""
+    if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+        elt, loop = value.elt, value.for_in
+        return (
+            dotted(loop.iter) == attr
+            and isinstance(elt, cst.Call)
+            and isinstance(elt.func, cst.Attribute)
+            and elt.func.attr.value in _MOVES
+            and dotted(elt.func.value) == dotted(loop.target)
+        )
     if not (
         isinstance(value, cst.Call)
         and isinstance(value.func, cst.Attribute)

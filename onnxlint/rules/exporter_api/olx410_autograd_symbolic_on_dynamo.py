@@ -1,0 +1,149 @@
+"""OLX410: a `torch.autograd.Function` with a `symbolic` method on the dynamo export path."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from onnxlint.project.reach import symbolic_function
+from onnxlint.rule import Invalid, Rule, Valid, dedent
+from onnxlint.semantic import ExportKind, dotted
+from onnxlint.violation import Severity
+
+_WAY_OUT = (
+    "export it with `dynamo=False`, or make it a `torch.library` custom op with an entry in "
+    "`custom_translation_table=`"
+)
+
+
+class AutogradSymbolicOnDynamo(Rule):
+    """
+    ## What it does
+    Flags `MyFunction.apply(...)` in model code that an export on the dynamo path reaches
+    (`torch.onnx.export`, the default since torch 2.9, or `torch.export.export`), where
+    `MyFunction` is a `torch.autograd.Function` with a `symbolic` static method, and the
+    export call itself.
+
+    ## Why is this bad?
+    `symbolic` only feeds the legacy TorchScript exporter. The dynamo exporter ignores it
+    and exports what `forward` computes: for an NMS or a TensorRT plugin that is a
+    placeholder (`return torch.zeros(...)`), so the ONNX model exports without an error
+    and is silently wrong.
+
+    ## Example
+    ```python
+    class NMS(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, boxes, scores):
+            return torch.zeros(0, 3, dtype=torch.int64)  # placeholder
+
+        @staticmethod
+        def symbolic(g, boxes, scores):
+            return g.op("NonMaxSuppression", boxes, scores)
+    ```
+
+    ## Use instead
+    `torch.onnx.export(..., dynamo=False)` keeps the `symbolic`; on the dynamo path, define
+    a `torch.library.custom_op` with a fake implementation and give its ONNX translation
+    in `custom_translation_table=`.
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    - https://docs.pytorch.org/docs/stable/onnx_dynamo.html
+    - https://docs.pytorch.org/docs/stable/onnx_torchscript.html#static-symbolic-method
+    """
+
+    code = "OLX410"
+    name = "autograd-symbolic-on-dynamo"
+    severity = Severity.ERROR
+    since = "0.3.0"
+    requires = ("apply", "symbolic", "export")
+    file_scope = True  # the export call reads what the project model found beyond its block
+
+    VALID = [
+        Valid(  # the TorchScript exporter uses the symbolic
+            dedent(
+                """
+                import torch
+                class NMS(torch.autograd.Function):
+                    @staticmethod
+                    def forward(ctx, x):
+                        return x
+                    @staticmethod
+                    def symbolic(g, x):
+                        return g.op("Identity", x)
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        return NMS.apply(x)
+                torch.onnx.export(M().eval(), (torch.ones(2),), "m.onnx", dynamo=False)
+                """
+            )
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            dedent(
+                """
+                import torch
+                class NMS(torch.autograd.Function):
+                    @staticmethod
+                    def forward(ctx, x):
+                        return torch.zeros(0)
+                    @staticmethod
+                    def symbolic(g, x):
+                        return g.op("NonMaxSuppression", x)
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        return NMS.apply(x)
+                torch.onnx.export(M().eval(), (torch.ones(2),), "m.onnx")
+                """
+            ),
+            line=11,
+            message="ignores `NMS.symbolic`",
+            count=2,
+        ),
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "apply":
+            self._apply(node, func)
+            return
+        call = self.ctx.export_call(node)
+        reach = self.ctx.reach
+        if call is None or reach is None or _traced(call.kind):
+            return
+        span = self.ctx.span(node)
+        names = reach.symbolic.get(span.line)
+        if names:
+            listed = ", ".join(f"`{n}.symbolic`" for n in names)
+            self.report(
+                node.func,
+                f"this export takes the dynamo path, which ignores {listed}: the model's "
+                f"placeholder `forward` is exported instead, silently; {_WAY_OUT}",
+            )
+
+    def _apply(self, node: cst.Call, func: cst.Attribute) -> None:
+        sites = [s for s in self.ctx.reaching_exports() if not _traced(s.kind)]
+        if not sites or self.ctx.project is None:
+            return
+        name = dotted(func.value)
+        if name is None:
+            return
+        facts = self.ctx.project.facts(self.ctx.path, self.ctx.text)
+        if facts is None or symbolic_function(self.ctx.project, facts, name) is None:
+            return
+        root = str(self.ctx.config.root) if self.ctx.config.root is not None else None
+        site = min(sites, key=lambda s: (s.path, s.line))
+        where = site.where(root, self.ctx.path)
+        self.report(
+            func,
+            f"the dynamo exporter ({where}) ignores `{name}.symbolic` and exports "
+            f"`{name}.forward`, a placeholder for the exporter: the ONNX model is silently "
+            f"wrong; {_WAY_OUT}",
+        )
+
+
+def _traced(kind: ExportKind) -> bool:
+    return kind in (ExportKind.ONNX_TORCHSCRIPT, ExportKind.JIT_TRACE, ExportKind.JIT_SCRIPT)
