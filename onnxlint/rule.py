@@ -385,6 +385,8 @@ class Context:
         code: str,
     ) -> None:
         severity = self.config.severity_for(code, severity)
+        if self._in_dead_version_branch(node):
+            return  # code for another torch than `target-torch`: never runs there
         if rule.forward_only and self.reach is not None:
             placed = self._export_reach(message, severity)
             if placed is None:
@@ -401,6 +403,13 @@ class Context:
             notes=notes,
         )
         self.found.append((rule, v))
+
+    def _in_dead_version_branch(self, node: cst.CSTNode) -> bool:
+        if "version" not in self.text and "torch_" not in self.text:
+            return False
+        from onnxlint.torch_version import dead_branch
+
+        return dead_branch(self.ancestors, node, self.config.torch_version)
 
     def _export_reach(self, message: str, severity: Severity) -> tuple[str, Severity] | None:
         """Name the export that makes a finding in forward code a problem, or say that no

@@ -437,3 +437,28 @@ def test_torch_onnx_private_export_is_an_export_site_and_removed(tmp_path) -> No
     found = {f["code"]: f for f in check(root)}
     assert found["OLX409"]["line"] == 9 and found["OLX409"]["fix"] is not None
     assert "OLX401" not in found  # one finding per cause: OLX409 says it all
+
+
+VERSIONED = """
+import torch
+from packaging import version
+
+if version.parse(torch.__version__) < version.parse("2.9"):
+    prog = torch.onnx.dynamo_export(model, x)
+    torch.onnx.export(model, (x,), "m.onnx", dynamic_axes={"x": {0: "b"}})
+else:
+    torch.onnx.export(model, (x,), "m.onnx", dynamic_axes={"x": {0: "b"}})
+"""
+
+
+def test_torch_version_branches_follow_target_torch_in_every_rule(tmp_path) -> None:
+    root = project(tmp_path, {"export.py": VERSIONED})
+    # torch 2.13: the first branch is dead (OLX402 and OLX304 stay quiet there), the else
+    # branch is live (its dynamic_axes on the dynamo path is reported).
+    assert [(line, c) for line, c in codes(check(root), "export.py") if c[:4] == "OLX3"] == [
+        (8, "OLX304")
+    ]
+    assert "OLX402" not in {f["code"] for f in check(root)}
+    # For torch 2.5 the other branch is live: dynamo_export is still there (2.5 < 2.9).
+    old = {(f["line"], f["code"]) for f in check(root, "--target-torch", "2.5")}
+    assert (8, "OLX304") not in old

@@ -301,11 +301,17 @@ _VERSION_WORDS = ("version", "torch_greater", "torch_less", "pytorch_after", "to
 def in_version_branch(ctx: Context) -> bool:
     """Whether the node being visited sits in an `if`/`else` (or ternary) that tests a
     version (`torch.__version__`, `Version(...)`, `is_torch_greater_or_equal(...)`): code
-    written for another torch, where a removed API is deliberate."""
+    written for another torch, where a removed API is deliberate. A test onnxlint can
+    evaluate for `target-torch` (see `onnxlint.torch_version`) is not counted here: its
+    dead branch is dropped for every rule, its live branch is judged like any code."""
+    from onnxlint.torch_version import evaluate
+
     for anc in ctx.ancestors:
         if isinstance(anc, (cst.If, cst.IfExp)):
             test = ctx.code_of(anc.test).lower()
-            if any(w in test for w in _VERSION_WORDS):
+            if any(w in test for w in _VERSION_WORDS) and (
+                evaluate(anc.test, ctx.config.torch_version) is None
+            ):
                 return True
     return False
 

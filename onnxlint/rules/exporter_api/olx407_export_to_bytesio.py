@@ -13,7 +13,7 @@ class ExportToBytesIO(Rule):
     """
     ## What it does
     Flags a `torch.onnx.export` call on the dynamo path whose `f` is an `io.BytesIO`
-    (written inline, or a local name assigned `io.BytesIO()`).
+    (written inline, a local name assigned `io.BytesIO()`, or `with io.BytesIO() as f:`).
 
     ## Why is this bad?
     Saving to a `BytesIO` is deprecated on the dynamo exporter (`DeprecationWarning: Saving
@@ -54,6 +54,11 @@ class ExportToBytesIO(Rule):
         Valid("import io, torch\nbuf = open('x', 'wb')\ntorch.onnx.export(model, (x,), buf)\n"),
     ]
     INVALID = [
+        Invalid(  # an in-memory export in a `with` block
+            "import io, torch\nwith io.BytesIO() as f:\n    torch.onnx.export(model, (x,), f)\n",
+            line=3,
+            message="BytesIO",
+        ),
         Invalid(
             "import io, torch\ntorch.onnx.export(model, (x,), io.BytesIO())\n",
             line=2,
@@ -88,6 +93,19 @@ class ExportToBytesIO(Rule):
         ),
     ]
 
+    def _with_target(self, name: str) -> cst.BaseExpression | None:
+        """The context manager bound to `name` by an enclosing `with ... as name:`."""
+        for anc in reversed(self.ctx.ancestors):
+            if isinstance(anc, cst.With):
+                for item in anc.items:
+                    if (
+                        item.asname is not None
+                        and isinstance(item.asname.name, cst.Name)
+                        and item.asname.name.value == name
+                    ):
+                        return item.item
+        return None
+
     def visit_Call(self, node: cst.Call) -> None:
         call = onnx_export_on_dynamo(self.ctx, node)
         if call is None:
@@ -95,7 +113,9 @@ class ExportToBytesIO(Rule):
         f = call.arg("f", 2)
         if f is None or f.star:
             return
-        value = single_value(self.ctx, f.value)
+        value: cst.BaseExpression | None = single_value(self.ctx, f.value)
+        if value is f.value and isinstance(f.value, cst.Name):
+            value = self._with_target(f.value.value)
         if isinstance(value, cst.Call) and self.ctx.qualname(value.func) == "io.BytesIO":
             self.report(
                 f,
