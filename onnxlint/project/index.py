@@ -121,6 +121,25 @@ class ProjectIndex:
         info = facts.model.functions.get(name)
         return (facts, info) if info is not None else None
 
+    def find_constant(
+        self, importer: str, qualname: str, hops: int = MAX_HOPS
+    ) -> cst.BaseExpression | None:
+        """The value of a module-level constant (`OPSET = 17`) that `qualname` names in
+        `importer`'s imports, when it is assigned exactly once."""
+        found = self._find(importer, qualname, hops)
+        if found is None:
+            return None
+        facts, name = found
+        values = [
+            node.value
+            for stmt in facts.model.module_body
+            if isinstance(stmt, cst.SimpleStatementLine)
+            for node in stmt.body
+            if isinstance(node, cst.Assign)
+            and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets)
+        ]
+        return values[0] if len(values) == 1 else None
+
     def _find(self, importer: str, qualname: str, hops: int) -> tuple[FileFacts, str] | None:
         while hops > 0:
             hops -= 1
@@ -134,7 +153,7 @@ class ProjectIndex:
             if module is None:
                 return None
             m = module.model
-            if name in m.classes or name in m.functions:
+            if name in m.classes or name in m.functions or name in m.assigned_names:
                 return module, name
             target = m.imports.get(name)
             if target is None:

@@ -462,3 +462,31 @@ def test_torch_version_branches_follow_target_torch_in_every_rule(tmp_path) -> N
     # For torch 2.5 the other branch is live: dynamo_export is still there (2.5 < 2.9).
     old = {(f["line"], f["code"]) for f in check(root, "--target-torch", "2.5")}
     assert (8, "OLX304") not in old
+
+
+def test_opset_from_an_imported_constant_and_a_parameter_default(tmp_path) -> None:
+    root = project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/consts.py": "OPSET = 13\nMAX = 30\n",
+            "pkg/export.py": """
+                import torch
+
+                from . import consts
+                from .consts import OPSET
+
+
+                def export(model, x, opset=11):
+                    torch.onnx.export(model, (x,), "a.onnx", opset_version=opset)
+
+
+                def export_pinned(model, x):
+                    torch.onnx.export(model, (x,), "b.onnx", opset_version=OPSET)
+                    torch.onnx.export(model, (x,), "c.onnx", opset_version=consts.MAX)
+            """,
+        },
+    )
+    found = codes(check(root), "pkg/export.py")
+    assert (8, "OLX501") in found and (12, "OLX501") in found
+    assert (13, "OLX502") in found
