@@ -227,6 +227,19 @@ def score(expected: list[dict[str, Any]], violations: list[dict[str, Any]]) -> d
     }
 
 
+def _agrees(torch_export: str, ours: str) -> bool:
+    """Whether our status says what torch.onnx.export with real weights did."""
+    if torch_export == "ok":
+        return not ours.startswith(("fails", "cannot", "factory"))
+    if "step 1/3" in torch_export or "TorchExportError" in torch_export:
+        return ours.startswith("fails at step 1/3")
+    if "decompose" in torch_export:
+        return ours.startswith("fails at step 2/3")
+    if "convert" in torch_export:
+        return ours.startswith("fails at step 3/3")
+    return ours.startswith(("fails", "cannot"))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="")
@@ -272,8 +285,10 @@ def main() -> int:
         violations = [v.to_json() for v in res.violations if v.code != "OLX817"]
         s = score(gt.get("expected", []), violations)
         peak = max(peak, res.peak_rss or 0)
+        ours = res.outcome if hasattr(res, "outcome") else res.status
         row = {
             "model": name,
+            "status_agrees": _agrees(str(gt.get("onnx_export", "")), ours),
             **s,
             "status": res.outcome if hasattr(res, "outcome") else res.status,
             "wall_s": round(res.wall, 1),
@@ -285,6 +300,7 @@ def main() -> int:
         print(
             f"{name:22} expected {s['expected']:2} found {s['found']:2} reported {s['reported']:2} "
             f"wall {row['wall_s']:6.1f}s peak {row['peak_mb']:5} MB  {row['status']}"
+            + ("" if row["status_agrees"] else f"  (torch: {gt.get('onnx_export', '?')[:60]})")
             + (f"\n{'':22} missed {s['missed']}" if s["missed"] else "")
             + (f"\n{'':22} extra  {s['false_positives']}" if s["false_positives"] else ""),
             flush=True,
@@ -297,6 +313,8 @@ def main() -> int:
     recall = found / exp if exp else 1.0
     precision = (reported - fp) / reported if reported else 1.0
     total = time.perf_counter() - t0
+    agree = sum(1 for r in rows if r["status_agrees"])
+    print(f"status agrees with torch.onnx.export (real weights) on {agree}/{len(rows)} models")
     print(
         f"\n{len(rows)} models: recall {recall:.2f} ({found}/{exp}), precision {precision:.2f} "
         f"({reported - fp}/{reported}); analysis wall {sum(r['wall_s'] for r in rows):.0f} s, "

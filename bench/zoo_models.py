@@ -279,6 +279,24 @@ def monai_vit() -> tuple[Any, ...]:
     return model, (torch.randn(2, 1, 32, 32),), {}, ({0: "batch"},)
 
 
+class LSTMTagger(torch.nn.Module):
+    """An RNN: a graph break for dynamo, no problem for torch.onnx.export."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(64, 16)
+        self.lstm = torch.nn.LSTM(16, 16, batch_first=True)
+        self.head = torch.nn.Linear(16, 5)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        hidden, _ = self.lstm(self.embed(input_ids))
+        return self.head(hidden)
+
+
+def lstm_tagger() -> tuple[Any, ...]:
+    return LSTMTagger().eval(), (_ids(),), {}, ({0: "batch"},)
+
+
 class ScatterMean(torch.nn.Module):
     """A silently wrong export (for --verify): scatter_reduce(reduce="mean")."""
 
@@ -320,6 +338,7 @@ ZOO = {
         monai_dynunet,
         monai_swinunetr,
         monai_vit,
+        lstm_tagger,
         scatter_mean_verify,
     )
 }

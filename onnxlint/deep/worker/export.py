@@ -99,6 +99,21 @@ def run(rec: Analysis) -> None:
         rec.failed["export"] = f"{type(first_error).__name__}"
     torch_error = str(first_error) if auto and first_error is not None else None
     if (
+        auto
+        and first_error is not None
+        and not torch_internals.onnx_export_refines(
+            first_error,
+            rec.model,
+            rec.args,
+            rec.kwargs,
+            torch_internals.to_export_dims(requested),
+        )
+    ):
+        # torch.onnx.export retries a UserError once with torch's suggested fixes; when that
+        # retry fails too (or the error is another kind), the export stops at step 1/3.
+        rec.result["export_fails"] = True
+        rec.failed["export"] = "fails at step 1/3: a dynamic dim is pinned"
+    if (
         not _report_specialized(rec, first_events + events, torch_error)
         and auto
         and first_error is not None
@@ -243,7 +258,9 @@ def _report_specialized(
             reported = True
             continue
         notes = [
-            "torch.onnx.export would silently export this dim as static (it applies "
+            "torch.onnx.export fails at step 1/3 (torch.export) on this dim."
+            if rec.result.get("export_fails")
+            else "torch.onnx.export would silently export this dim as static (it applies "
             "torch's suggested fix), so the ONNX model would only accept this size."
         ]
         if torch_error:

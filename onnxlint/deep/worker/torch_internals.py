@@ -636,3 +636,26 @@ def _exc_chain(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(e))
         yield e
         e = e.__cause__ or e.__context__
+
+
+def onnx_export_refines(
+    exc: BaseException, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dims: Any
+) -> bool:
+    """Whether torch.onnx.export gets past this torch.export error by itself, as its capture
+    strategy does: a `torch._dynamo.exc.UserError` is retried once with
+    `refine_dynamic_shapes_from_suggested_fixes` (the dim becomes static); any other error,
+    or a retry that fails, stops the export at step 1/3."""
+    try:
+        from torch._dynamo.exc import UserError
+    except ImportError:  # pragma: no cover
+        return False
+    if not isinstance(exc, UserError):
+        return False
+    try:
+        refined = torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes(
+            exc.msg, dims
+        )
+        export(model, args, kwargs, refined)
+    except Exception:
+        return False
+    return True
