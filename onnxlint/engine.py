@@ -95,6 +95,9 @@ class Engine:
         ctx.project = self.project
         ctx.reach = reach
         model = ctx.model
+        model.exported_dynamic_elsewhere = any(
+            site.dynamic for sites in reach.roots.values() for site in sites
+        )
         ctx.param_kinds = local_param_kinds(self.project, model, None)
         instances = [r(ctx) for r in rules if r.applies_to(model)]
         cache_key = (

@@ -411,6 +411,9 @@ class FileModel:
     # Whether an imported base class (qualified name) is a torch module, as the project
     # model resolves it across files (None: unknown). Set by the engine.
     resolve_base: Callable[[str], bool | None] | None = None
+    # An export in another file of the project exports a class of this file with dynamic
+    # dims (set by the engine from the project model).
+    exported_dynamic_elsewhere: bool = False
 
     @classmethod
     def build(

@@ -83,7 +83,7 @@ def export_sites(index: ProjectIndex, facts: FileFacts) -> list[tuple[ExportSite
     out: list[tuple[ExportSite, list[ClassRef]]] = []
     for call in facts.model.export_calls:
         classes = _exported_classes(index, facts, call)
-        line = _line(facts, call.node)
+        line = call_line(facts, call.node)
         if line is None:
             continue
         kind = effective_kind(facts.ctx, call)
@@ -99,7 +99,8 @@ def export_sites(index: ProjectIndex, facts: FileFacts) -> list[tuple[ExportSite
     return out
 
 
-def _line(facts: FileFacts, node: cst.CSTNode) -> int | None:
+def call_line(facts: FileFacts, node: cst.CSTNode) -> int | None:
+    """The 1-based line of a call of the file (an export call)."""
     block = facts.block_of(node)
     if block is None:
         return None

@@ -490,3 +490,35 @@ def test_opset_from_an_imported_constant_and_a_parameter_default(tmp_path) -> No
     found = codes(check(root), "pkg/export.py")
     assert (8, "OLX501") in found and (12, "OLX501") in found
     assert (13, "OLX502") in found
+
+
+def test_literal_size_on_a_dim_another_files_export_declares_dynamic(tmp_path) -> None:
+    root = project(
+        tmp_path,
+        {
+            "models/__init__.py": "",
+            "models/net.py": """
+                import torch
+
+
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        return x.view(2, 12)
+            """,
+            "tools/export.py": """
+                import torch
+
+                from models.net import Net
+
+                batch = torch.export.Dim("batch")
+                torch.onnx.export(
+                    Net().eval(), (torch.ones(2, 3, 4),), "n.onnx", dynamic_shapes={"x": {0: batch}}
+                )
+            """,
+        },
+    )
+    found = [f for f in check(root) if f["path"] == "models/net.py"]
+    assert [(f["line"], f["code"]) for f in found] == [(6, "OLX105")]
+    assert "tools/export.py:6" in found[0]["message"]
+    (root / "tools" / "export.py").unlink()
+    assert [f["code"] for f in check(root) if f["code"] == "OLX105"] == []

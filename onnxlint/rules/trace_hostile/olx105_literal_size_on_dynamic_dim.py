@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from onnxlint.exportflow import (
     resolve_value,
     tensor_rank,
 )
+from onnxlint.project.exports import call_line
 from onnxlint.rule import Context, Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.semantic import (
     ClassInfo,
@@ -158,7 +160,7 @@ class LiteralSizeOnDynamicDim(Rule):
 
     @classmethod
     def applies_to(cls, model: FileModel) -> bool:
-        return model.declares_dynamic_dims
+        return model.declares_dynamic_dims or model.exported_dynamic_elsewhere
 
     VALID = [
         Valid(  # no export call in the file
@@ -655,13 +657,47 @@ def _facts(ctx: Context) -> Facts:
         declared = _declared(ctx, call, ref.class_info)
         if declared:
             _propagate(ctx, ref.class_info, declared, facts)
+    _remote_facts(ctx, facts)
     return facts
 
 
-def _declared(ctx: Context, call: ExportCall, cls: ClassInfo) -> dict[str, Taint]:
-    """forward parameter -> its dynamic dims, from `dynamic_shapes` / `dynamic_axes`."""
+def _remote_facts(ctx: Context, facts: Facts) -> None:
+    """The same for a model class of this file that an export in another file of the
+    project exports with dynamic dims (`tools/export.py` exporting `models/head.py`)."""
+    reach, project = ctx.reach, ctx.project
+    if reach is None or project is None or not reach.roots:
+        return
+    here = os.path.abspath(ctx.path)
+    for name, sites in reach.roots.items():
+        cls = ctx.model.classes.get(name)
+        params = forward_params(ctx, cls) if cls is not None else None
+        if cls is None or params is None:
+            continue
+        for site in sorted(sites, key=lambda s: (s.path, s.line)):
+            if site.path == here or not site.dynamic or site.kind not in _EXPORTS:
+                continue
+            other = project.facts(site.path)
+            if other is None:
+                continue
+            call = next(
+                (c for c in other.model.export_calls if call_line(other, c.node) == site.line),
+                None,
+            )
+            if call is None:
+                continue
+            declared = _declared(other.ctx, call, cls, params)
+            if declared:
+                _propagate(ctx, cls, declared, facts)
+
+
+def _declared(
+    ctx: Context, call: ExportCall, cls: ClassInfo, params: list[str] | None = None
+) -> dict[str, Taint]:
+    """forward parameter -> its dynamic dims, from `dynamic_shapes` / `dynamic_axes`
+    (`params`: the class's forward parameters when the class is in another file)."""
     ref = exported_model(ctx, call)
-    params = forward_params(ctx, cls)
+    if params is None:
+        params = forward_params(ctx, cls)
     if params is None or ref is None:
         return {}
     entries: list[tuple[int, cst.BaseExpression, str]] = []
