@@ -125,7 +125,7 @@ def _failed_export(root: Path) -> DeepResult:
 def test_html_report_does_not_contradict_itself(tmp_path: Path) -> None:
     page = report.to_html([_failed_export(tmp_path)])
     # The header counts findings by severity for each target.
-    assert re.search(r'<ul class="targets">\s*<li>.*2 errors, 1 warning</li>', page)
+    assert re.search(r'<ul class="targets">\s*<li>.*2 errors, 1 info</li>', page)
     # Not "checker: ok" beside "the model does not export": the ONNX model is qualified.
     assert "checker: ok" not in page
     assert "checker on this model: ok" in page
@@ -142,7 +142,7 @@ def test_html_report_does_not_contradict_itself(tmp_path: Path) -> None:
 
 def test_markdown_report_folds_long_tables_and_qualifies_the_onnx_model(tmp_path: Path) -> None:
     text = report.to_markdown([_failed_export(tmp_path)])
-    assert "## net: fails at step 1/3 (torch.export) (2 errors, 1 warning)" in text
+    assert "## net: fails at step 1/3 (torch.export) (2 errors, 1 info)" in text
     assert "checker on this model: ok" in text and "checker: ok" not in text
     assert "<details><summary>30 op types, 465 nodes</summary>" in text
     assert "`FLOAT[2 (asked: batch; forced, OLX804), 3]`" in text
