@@ -417,7 +417,10 @@ class Context:
         sites = self.reaching_exports()
         root = str(self.config.root) if self.config.root is not None else None
         if sites:
-            first = min(sites, key=lambda s: (s.path, s.line))
+            first = min(  # the current dynamo exporter first, a removed API last
+                sites,
+                key=lambda s: (s.traced, s.kind.value == "onnx-dynamo-export", s.path, s.line),
+            )
             where = first.where(root)
             if where not in message and first.path != os.path.abspath(self.path):
                 more = f" and {len(sites) - 1} more" if len(sites) > 1 else ""

@@ -13,10 +13,12 @@ dynamic dims.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 import libcst as cst
 
+from onnxlint.config import Config
 from onnxlint.exportflow import effective_kind, exported_model
 from onnxlint.positions import node_span
 from onnxlint.project.facts import FileFacts
@@ -97,6 +99,92 @@ def export_sites(index: ProjectIndex, facts: FileFacts) -> list[tuple[ExportSite
             )
         )
     return out
+
+
+# `# onnxlint: target` on a factory's `def` line or the line above it (see deep.targets).
+TARGET_MARKER = re.compile(r"#\s*onnxlint:\s*target\b")
+
+
+def target_sites(
+    index: ProjectIndex, config: Config, marked: list[str]
+) -> list[tuple[ExportSite, list[ClassRef]]]:
+    """The declared deep-analysis targets as export sites: each factory's `def` line,
+    with the classes it returns (`return Net().eval(), (x,)`), the dynamo path, and the
+    dynamic dims of the target's `dynamic-shapes`."""
+    root = str(config.root) if config.root is not None else None
+    found: dict[tuple[str, int], tuple[ExportSite, list[ClassRef]]] = {}
+    for raw in config.targets:
+        factory = raw.get("factory")
+        if not isinstance(factory, str) or ":" not in factory or root is None:
+            continue
+        module, _, name = factory.rpartition(":")
+        if module.endswith(".py"):
+            facts = index.facts(os.path.join(root, module))
+        else:
+            facts = index.module(os.path.join(root, "pyproject.toml"), module)
+        func = facts.model.functions.get(name) if facts is not None else None
+        if facts is None or func is None:
+            continue
+        shapes = raw.get("dynamic-shapes", raw.get("dynamic_shapes"))
+        dims = _target_dims(shapes)
+        _add_target(index, facts, func, bool(shapes), dims, found)
+    for path in marked:
+        facts = index.facts(path)
+        if facts is None:
+            continue
+        lines = facts.ctx.text.splitlines()
+        for func in facts.model.functions.values():
+            line = def_line(facts, func)
+            if line is None:
+                continue
+            around = lines[max(0, line - 2) : line]
+            if any(TARGET_MARKER.search(t) for t in around):
+                _add_target(index, facts, func, False, "", found)
+    return list(found.values())
+
+
+def _add_target(
+    index: ProjectIndex,
+    facts: FileFacts,
+    func: FunctionInfo,
+    dynamic: bool,
+    dims: str,
+    found: dict[tuple[str, int], tuple[ExportSite, list[ClassRef]]],
+) -> None:
+    line = def_line(facts, func)
+    if line is None:
+        return
+    key = (facts.path, line)
+    previous = found.get(key)
+    if previous is not None and (previous[0].dynamic or not dynamic):
+        return  # a marker on a pyproject target: one site, with the declared dims
+    classes = returned_classes(index, facts, func, depth=2)
+    names = ", ".join(sorted({c.name for _, c in classes}))
+    site = ExportSite(facts.path, line, ExportKind.ONNX_DYNAMO, dynamic, dims, names)
+    found[key] = (site, classes)
+
+
+def _target_dims(shapes: object) -> str:
+    out: list[str] = []
+    stack = [shapes]
+    while stack and len(out) < 4:
+        item = stack.pop(0)
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, str) and item not in out:
+            out.append(item)
+    return ", ".join(out)
+
+
+def def_line(facts: FileFacts, func: FunctionInfo) -> int | None:
+    """The line of a module-level function's `def`."""
+    for b in facts.blocks:
+        if b.module is not None and any(stmt is func.node for stmt in b.module.body):
+            span = node_span(b, func.node.name)
+            return span.line if span is not None else None
+    return None
 
 
 def call_line(facts: FileFacts, node: cst.CSTNode) -> int | None:
@@ -216,6 +304,17 @@ def returned_classes(
                 calls += assigned.get(receiver.value, [])
         elif isinstance(value, cst.Name):
             calls += assigned.get(value.value, [])
+        elif isinstance(value, cst.Tuple) and value.elements:
+            first = value.elements[0].value  # a factory's `return model, (x,)`
+            if isinstance(first, cst.Call):
+                calls.append(first)
+                receiver = first
+                while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute):
+                    receiver = receiver.func.value
+                if isinstance(receiver, cst.Name):
+                    calls += assigned.get(receiver.value, [])
+            elif isinstance(first, cst.Name):
+                calls += assigned.get(first.value, [])
         for c in calls:
             for ref in called_classes(index, facts, c, depth):
                 if all(ref[1] is not o[1] for o in out):

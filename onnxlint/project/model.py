@@ -16,7 +16,7 @@ import re
 
 from onnxlint.config import Config
 from onnxlint.files import content_key
-from onnxlint.project.exports import export_sites
+from onnxlint.project.exports import export_sites, target_sites
 from onnxlint.project.index import ProjectIndex
 from onnxlint.project.reach import FileReach, ReachTable, compute_reach
 from onnxlint.project.resolve import project_files
@@ -24,7 +24,8 @@ from onnxlint.project.resolve import project_files
 # Text that can hold an export call: checked before a file is parsed for the scan.
 EXPORT_RE = re.compile(
     r"\b(?:onnx\.(?:utils\.)?_?export|export\.export|export_for_training|jit\.trace"
-    r"|jit\.script|dynamo_export|from\s+torch\.(?:onnx|export|jit)\s+import)"
+    r"|jit\.script|dynamo_export|from\s+torch\.(?:onnx|export|jit)\s+import"
+    r"|onnxlint:\s*target)"  # a declared deep-analysis target is an export site too
 )
 
 
@@ -42,6 +43,7 @@ class ProjectModel:
         self._table: ReachTable | None = None
         self._fixed: ReachTable | None = None  # a table computed elsewhere (CLI workers)
         self.builds = 0  # how many times the table was computed (tests, benchmarks)
+        self._settings = ""
         # The server: do not build the table inside a check; use the file's own exports
         # until `build_pending` has run on the engine thread (after the first diagnostics).
         self.deferred = False
@@ -80,6 +82,9 @@ class ProjectModel:
         self.index.use_config(config)
         root = str(config.root) if config.root is not None else os.getcwd()
         root = os.path.abspath(root)
+        settings = repr((config.targets, config.exporter, config.target_torch))
+        if settings != self._settings:  # targets, exporter and torch decide the sites
+            self._settings, self._table = settings, None
         if root != self._root:
             self._root, self._exporters, self._table = root, None, None
         if self._exporters is None:
@@ -183,10 +188,14 @@ class ProjectModel:
         self.index.deps = {}
         try:
             sites = []
+            marked = []
             for path in sorted(self._exporters or {}):
                 facts = self.index.facts(path)
                 if facts is not None:
                     sites += export_sites(self.index, facts)
+                    if "onnxlint" in facts.ctx.text:
+                        marked.append(path)
+            sites += target_sites(self.index, config, marked)
             table = compute_reach(self.index, sites)
             table.deps = dict(self.index.deps)
         finally:

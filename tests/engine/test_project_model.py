@@ -522,3 +522,40 @@ def test_literal_size_on_a_dim_another_files_export_declares_dynamic(tmp_path) -
     assert "tools/export.py:6" in found[0]["message"]
     (root / "tools" / "export.py").unlink()
     assert [f["code"] for f in check(root) if f["code"] == "OLX105"] == []
+
+
+def test_declared_deep_analysis_targets_are_export_sites(tmp_path) -> None:
+    root = project(
+        tmp_path,
+        {
+            "net.py": """
+                import torch
+
+
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        n = int(x.shape[0])
+                        return x.reshape(n, -1)
+            """,
+            "targets.py": """
+                import torch
+
+                from net import Net
+
+
+                def build():
+                    return Net().eval(), (torch.ones(2, 3),)
+
+
+                # onnxlint: target
+                def marked():
+                    model = Net()
+                    return model.eval(), (torch.ones(2, 3),)
+            """,
+        },
+        config='[[tool.onnxlint.targets]]\nname = "net"\nfactory = "targets:build"\n'
+        'dynamic-shapes = { x = { 0 = "batch" } }\n',
+    )
+    [finding] = [f for f in check(root) if f["path"] == "net.py"]
+    assert finding["code"] == "OLX104"
+    assert "(batch) that targets.py:6 declares dynamic" in finding["message"]

@@ -69,8 +69,8 @@ def traced(ctx: Context) -> bool:
     """Whether the code being walked is captured by tracing (values become constants):
     by the exports of the project that reach it, else by the file's own exports."""
     sites = ctx.reaching_exports()
-    if sites:
-        return any(s.traced for s in sites)
+    if sites:  # a dynamo export that fails outranks a trace that freezes a constant
+        return all(s.traced for s in sites)
     model = ctx.model
     if model.export_calls:
         return any(
