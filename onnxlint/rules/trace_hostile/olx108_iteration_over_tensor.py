@@ -12,7 +12,7 @@ from onnxlint.rules.trace_hostile._common import (
     unannotated_param,
     under_export_guard,
 )
-from onnxlint.semantic import Kind
+from onnxlint.semantic import Kind, dotted
 from onnxlint.violation import Severity
 
 _WRAPPERS = frozenset({"builtins.enumerate", "builtins.zip", "builtins.reversed"})
@@ -140,6 +140,8 @@ class IterationOverTensor(Rule):
             base = base.value
         if unannotated_param(self.ctx, base) or kind_here(self.ctx, it, at) is not Kind.TENSOR:
             return
+        if _own_state(it):
+            return  # `for s in self.scales:`: a parameter or buffer has a fixed length
         if self._splits(it, at) or self._sequence_param(it):
             return
         if under_export_guard(self.ctx, at):
@@ -206,3 +208,17 @@ class IterationOverTensor(Rule):
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._check(node.iter, node)
+
+
+def _own_state(expr: cst.BaseExpression) -> bool:
+    """`self.w`, `self.w.to(x.device)`, `self.w[1:]`: a tensor the module holds (its
+    length does not depend on the inputs)."""
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            expr = expr.func.value
+        else:
+            break
+    d = dotted(expr)
+    return d is not None and d.startswith("self.") and d.count(".") == 1
