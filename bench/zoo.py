@@ -294,7 +294,10 @@ def main() -> int:
             "wall_s": round(res.wall, 1),
             "truth_s": round(truth_s, 1),
             "peak_mb": round((res.peak_rss or 0) / 2**20),
-            "truth": {k: v for k, v in gt.items() if k != "expected"},
+            "truth": gt,
+            "reported_at": sorted(
+                f"{v['code']} {Path(v['path']).name}:{v['line']}" for v in violations
+            ),
         }
         rows.append(row)
         print(

@@ -616,7 +616,9 @@ def is_fake_limitation(exc: BaseException) -> bool:
         "UnsupportedOperatorException",
     }:
         return True
-    text = str(exc)
+    # The innermost error says what happened; torch wraps the model's own error raised
+    # under fake tensors ("RuntimeError when making fake tensor call") around it.
+    text = str(list(_exc_chain(exc))[-1])
     return any(
         s in text
         for s in (
