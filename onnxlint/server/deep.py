@@ -257,9 +257,7 @@ class DeepService:
     def _file(self, result: Any, versions: dict[str, int | None]) -> None:
         """Put a result's findings into the deep bucket of each open document."""
         ls = self.server
-        by_file: dict[str, list[Any]] = {}
-        for v in result.violations:
-            by_file.setdefault(os.path.realpath(v.path), []).append(v)
+        by_file = editor_placements(result)
         for uri, doc in list(ls.workspace.text_documents.items()):
             path = ls.path_of(uri)
             if not os.path.isabs(path):
@@ -326,3 +324,41 @@ def _factory_mentions(target: Any, name: str) -> bool:
             continue
         return re.search(rf"\b{re.escape(name)}\b", text) is not None
     return False
+
+
+def editor_placements(result: Any) -> dict[str, list[Any]]:
+    """A result's findings by real path. A finding in a library file (outside the target's
+    project) is also shown at its innermost project link of the chain (the factory, or the
+    project line that calls into the library), with the library line as related
+    information: the editor may not have the library file open."""
+    from onnxlint.deep.result import line_span
+    from onnxlint.violation import Related
+
+    root = os.path.realpath(result.target.root) + os.sep
+    by_file: dict[str, list[Any]] = {}
+    for v in result.violations:
+        real = os.path.realpath(v.path)
+        by_file.setdefault(real, []).append(v)
+        if real.startswith(root):
+            continue
+        link = next(
+            (
+                r
+                for r in reversed(v.related)
+                if os.path.realpath(r.path).startswith(root) and not r.path.endswith(".toml")
+            ),
+            None,
+        )
+        if link is None:
+            continue
+        here = Related(v.path, v.line, v.column, "the line that causes it")
+        by_file.setdefault(os.path.realpath(link.path), []).append(
+            dataclasses.replace(
+                v,
+                path=link.path,
+                span=line_span(link.path, link.line),
+                message=f"{v.message} (in {Path(v.path).name}:{v.line})",
+                related=(here, *v.related),
+            )
+        )
+    return by_file

@@ -1,0 +1,45 @@
+"""A deep finding inside a library is also shown in the project, at its innermost project
+link of the chain (the editor may not have the library file open)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from onnxlint.deep.result import DeepResult, line_span
+from onnxlint.deep.targets import Target
+from onnxlint.violation import Related, Severity, Violation
+
+
+def test_library_finding_is_also_placed_at_the_project_link(tmp_path: Path) -> None:
+    from onnxlint.server.deep import editor_placements
+
+    project = tmp_path / "proj"
+    (project / "pkg").mkdir(parents=True)
+    factory = project / "pkg" / "models.py"
+    factory.write_text("import torch\n\n\ndef make():\n    return Lib(), (x,)\n")
+    lib = tmp_path / "venv" / "lib" / "site-packages" / "lib" / "ops.py"
+    lib.parent.mkdir(parents=True)
+    lib.write_text("def f(y):\n    return torch.cdist(y, y)\n")
+    target = Target(name="t", factory="pkg.models:make", root=project)
+    v = Violation(
+        path=str(lib),
+        span=line_span(str(lib), 2),
+        code="OLX805",
+        message="ATen op aten._cdist_forward.default has no ONNX translation",
+        severity=Severity.ERROR,
+        source="deep",
+        related=(
+            Related(str(factory), 4, 1, "via factory make"),
+            Related(str(project / "pyproject.toml"), 3, 1, "target 't' is declared here"),
+        ),
+    )
+    placed = editor_placements(DeepResult(target=target, status="ok", violations=[v]))
+    assert placed[str(lib.resolve())] == [v]
+    [mirror] = placed[str(factory.resolve())]
+    assert (mirror.line, mirror.column) == (4, 1)
+    assert mirror.message.endswith("(in ops.py:2)")
+    assert (mirror.related[0].path, mirror.related[0].line) == (str(lib), 2)
+    # a finding already in the project is not copied anywhere
+    inside = Violation(str(factory), line_span(str(factory), 5), "OLX801", "m", Severity.INFO)
+    placed = editor_placements(DeepResult(target=target, status="ok", violations=[inside]))
+    assert list(placed) == [str(factory.resolve())]
