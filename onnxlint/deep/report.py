@@ -219,8 +219,20 @@ def _md_violation(v: Violation, root: Path) -> list[str]:
         out.append("  ```python")
         out += [f"  {'>' if mark else ' '}{i:5d} | {text}" for i, text, mark in ex]
         out.append("  ```")
+    for link in _chain_links(v):  # the chain from the user's code to the line
+        out += ["", f"  {link.message or 'via'}: `{_rel(link.path, root)}:{link.line}`", ""]
+        out.append("  ```python")
+        out += [
+            f"  {'>' if m else ' '}{i:5d} | {t}" for i, t, m in _excerpt(link.path, link.line, 0)
+        ]
+        out.append("  ```")
     out.append("")
     return out
+
+
+def _chain_links(v: Violation) -> list[Any]:
+    """The related locations of a deep finding that are source lines (its chain)."""
+    return [r for r in v.related if r.path.endswith(".py") and _excerpt(r.path, r.line, 0)]
 
 
 # ---------------------------------------------------------------------- HTML
@@ -322,6 +334,12 @@ def _html_target(r: DeepResult, index: int) -> str:
                 for i, t, mark in ex
             )
             out.append(f"<pre>{lines}</pre>")
+        for link in _chain_links(v):
+            text = "".join(f"{i:5d} | {_e(t)}" for i, t, _m in _excerpt(link.path, link.line, 0))
+            out.append(
+                f'<div class="note">{_e(link.message or "via")}: '
+                f"<code>{_e(_rel(link.path, root))}:{link.line}</code></div><pre>{text}</pre>"
+            )
         out.append("</div>")
     if s["unsupported"]:
         out.append(

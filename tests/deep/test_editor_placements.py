@@ -43,3 +43,35 @@ def test_library_finding_is_also_placed_at_the_project_link(tmp_path: Path) -> N
     inside = Violation(str(factory), line_span(str(factory), 5), "OLX801", "m", Severity.INFO)
     placed = editor_placements(DeepResult(target=target, status="ok", violations=[inside]))
     assert list(placed) == [str(factory.resolve())]
+
+
+def test_reports_show_an_excerpt_for_each_link_of_the_chain(tmp_path: Path) -> None:
+    from onnxlint.deep import report
+
+    project = tmp_path / "proj"
+    (project / "pkg").mkdir(parents=True)
+    factory = project / "pkg" / "models.py"
+    factory.write_text("import torch\n\n\ndef make():\n    return Lib(), (x,)\n")
+    lib = tmp_path / "site-packages" / "lib" / "ops.py"
+    lib.parent.mkdir(parents=True)
+    lib.write_text("def f(y):\n    return torch.cdist(y, y)\n")
+    v = Violation(
+        path=str(lib),
+        span=line_span(str(lib), 2),
+        code="OLX805",
+        message="ATen op aten._cdist_forward.default has no ONNX translation",
+        severity=Severity.ERROR,
+        source="deep",
+        related=(Related(str(factory), 4, 1, "via factory make"),),
+    )
+    res = DeepResult(
+        target=Target(name="t", factory="pkg.models:make", root=project),
+        status="ok",
+        violations=[v],
+    )
+    md = report.to_markdown([res])
+    assert "via factory make: `pkg/models.py:4`" in md
+    assert ">    4 | def make():" in md
+    html = report.to_html([res])
+    assert "via factory make: <code>pkg/models.py:4</code>" in html
+    assert "    4 | def make():" in html
