@@ -5,7 +5,7 @@
 Measured on transformers' `models/bert/modeling_bert.py` (about 1,400 lines; fetched with
 `pip download --no-deps transformers` into bench/corpus/ when it is not there), side by side
 with `ruff server` in the same run, through a real editor (headless Neovim 0.7 driven by
-`../shared/tools/nvim-lsp-probe`, client debounce 0, server debounce 0):
+`tests/tools/nvim-lsp-probe`, client debounce 0, server debounce 0):
 
 - first diagnostics after open: the probe's `initialize_ms` (server start) plus
   `first_diagnostics_ms` (`:edit` to the first publish), p50 over runs;
@@ -38,7 +38,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 CORPUS = HERE / "corpus"
-PROBE = REPO.parent / "shared" / "tools" / "nvim-lsp-probe" / "probe"
+PROBE = REPO / "tests" / "tools" / "nvim-lsp-probe" / "probe"
 CANDIDATES = (
     Path("/tmp/corpus/transformers/models/bert/modeling_bert.py"),
     CORPUS / "transformers" / "models" / "bert" / "modeling_bert.py",

@@ -64,6 +64,8 @@ class FunctionInfo:
     attr_calls: set[str] = field(default_factory=set)  # `mod.f(...)` dotted names (not self)
     self_attrs: set[str] = field(default_factory=set)  # `self.x` read anywhere in the body
     decorators: tuple[str, ...] = ()  # dotted decorator names (unresolved)
+    # Answers about this function kept as long as its block (see project.reach).
+    memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[str | None, str]:
@@ -87,6 +89,8 @@ class ClassInfo:
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
     is_module: bool = False  # filled in by FileModel
     module_reason: str = ""
+    # Answers about this class kept as long as its block (see project.reach).
+    memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass

@@ -87,6 +87,10 @@ class ProjectIndex:
         else:
             self._facts.pop(path, None)
 
+    def cached(self, path: str) -> FileFacts | None:
+        """The facts last read for `path`, without reading it again."""
+        return self._facts.get(path)
+
     def known_facts(self) -> list[FileFacts]:
         return list(self._facts.values())
 

@@ -17,6 +17,7 @@ import re
 from onnxlint.config import Config
 from onnxlint.files import content_key
 from onnxlint.project.exports import export_sites, target_sites
+from onnxlint.project.facts import FileFacts
 from onnxlint.project.index import ProjectIndex
 from onnxlint.project.reach import FileReach, ReachTable, compute_reach
 from onnxlint.project.resolve import project_files
@@ -58,21 +59,36 @@ class ProjectModel:
         self._fixed = table
 
     def changed(self, path: str, text: str | None) -> None:
-        """A file changed (or was created/deleted: `text` None when gone)."""
+        """A file changed (or was created/deleted: `text` None when gone).
+
+        Nothing happens when its text is what the project model last read. Otherwise its
+        facts are dropped; the other files' facts are kept unless its classes or their
+        bases changed (another file's classes may resolve their bases through it), and the
+        reach table is rebuilt when the file exports or was read to build it."""
         path = os.path.abspath(path)
+        digest = _digest(text) if text is not None else None
+        old = self.index.cached(path)
+        if old is not None and old.digest == digest:
+            return
+        interface = _interface(old) if old is not None else None
         self.index.forget(path)
+        if interface is not None and text is not None:
+            new = self.index.facts(path, text)
+            if new is None or _interface(new) != interface:
+                self.index.forget()
+        elif old is not None:
+            self.index.forget()
         if self._exporters is None:
             return
         exports = text is not None and bool(EXPORT_RE.search(text))
         was = path in self._exporters
-        if exports:
-            self._exporters[path] = _digest(text or "")
+        if exports and digest is not None:
+            self._exporters[path] = digest
         else:
             self._exporters.pop(path, None)
         table = self._table
         if table is not None and (exports or was or path in table.deps):
             self._table = None
-            self.index.forget()
 
     # -- the table
 
@@ -201,6 +217,11 @@ class ProjectModel:
         finally:
             self.index.deps = saved
         return table
+
+
+def _interface(facts: FileFacts) -> tuple[tuple[str, tuple[str, ...], bool], ...]:
+    """What other files' facts may depend on: the classes, their bases, module or not."""
+    return tuple(sorted((c.name, c.bases, c.is_module) for c in facts.model.classes.values()))
 
 
 def _digest(text: str) -> str:

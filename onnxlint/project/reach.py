@@ -269,13 +269,31 @@ def local_param_kinds(
     """For the `forward` of module classes of one file: the parameters that every call
     seen in this file passes a non-tensor to (`blk(x, H, W)` with `H, W = x.shape[2:]`).
     Submodule calls are `self.attr(...)`, `self.attr[i](...)` and `blk(...)` in
-    `for blk in self.attr:`; a few rounds let kinds flow down nested blocks."""
+    `for blk in self.attr:`; a few rounds let kinds flow down nested blocks.
+
+    The per-class and per-method parts are memoised on the `ClassInfo`/`FunctionInfo`,
+    which live as long as their block: after an edit only the edited block's class is
+    looked at again (a keystroke in modeling_bert.py)."""
     model = facts_model
     overrides: dict[FuncKey, dict[str, Kind]] = {}
     modules = [c for c in model.classes.values() if c.is_module]
     if len(modules) < 2:
         return overrides
-    comp: dict[str, dict[str, list[str]]] = {c.name: _local_composition(model, c) for c in modules}
+    # What a class's or method's memo depends on outside its block: which classes are
+    # modules and the parameters of their `forward`s.
+    names = tuple(
+        sorted(
+            (c.name, tuple(p.name.value for p in fwd.params()) if fwd is not None else None)
+            for c in modules
+            for fwd in [model.find_method(c.name, "forward")]
+        )
+    )
+    comp: dict[str, dict[str, list[str]]] = {}
+    for c in modules:
+        key = ("composition", names)
+        if key not in c.memo:
+            c.memo[key] = _local_composition(model, c)
+        comp[c.name] = c.memo[key]  # type: ignore[assignment]
     if not any(comp.values()):
         return overrides
     for _ in range(3):
@@ -285,24 +303,13 @@ def local_param_kinds(
             if not attrs:
                 continue
             for method in c.methods.values():
-                kinds = Kinds(model, method, overrides.get(method.key))
-                for call, callee_classes in _submodule_calls(method.node, attrs):
-                    args = [a for a in call.args if a.keyword is None and not a.star]
-                    for callee in callee_classes:
-                        fwd = model.find_method(callee, "forward")
-                        if fwd is None:
-                            continue
-                        params = fwd.params()
-                        for i, a in enumerate(args):
-                            if i < len(params):
-                                seen.setdefault((callee, params[i].name.value), set()).add(
-                                    kinds.of(a.value)
-                                )
-                        for a in call.args:
-                            if a.keyword is not None:
-                                seen.setdefault((callee, a.keyword.value), set()).add(
-                                    kinds.of(a.value)
-                                )
+                given = overrides.get(method.key)
+                seen_key = ("observed", names, tuple(sorted(given.items())) if given else ())
+                if seen_key not in method.memo:
+                    method.memo[seen_key] = _observe(model, method, attrs, given)
+                found: list[tuple[tuple[str, str], Kind]] = method.memo[seen_key]  # type: ignore[assignment]
+                for pair, kind in found:
+                    seen.setdefault(pair, set()).add(kind)
         new: dict[FuncKey, dict[str, Kind]] = {}
         for (callee, param), ks in seen.items():
             if ks and ks <= NOT_TENSOR:
@@ -314,6 +321,34 @@ def local_param_kinds(
             break
         overrides = new
     return overrides
+
+
+def _observe(
+    model: FileModel,
+    method: FunctionInfo,
+    attrs: dict[str, list[str]],
+    given: dict[str, Kind] | None,
+) -> list[tuple[tuple[str, str], Kind]]:
+    """((callee class, parameter), kind passed) for each submodule call in `method`."""
+    out: list[tuple[tuple[str, str], Kind]] = []
+    calls = list(_submodule_calls(method.node, attrs))
+    if not calls:
+        return out
+    kinds = Kinds(model, method, given)
+    for call, callee_classes in calls:
+        args = [a for a in call.args if a.keyword is None and not a.star]
+        for callee in callee_classes:
+            fwd = model.find_method(callee, "forward")
+            if fwd is None:
+                continue
+            params = fwd.params()
+            for i, a in enumerate(args):
+                if i < len(params):
+                    out.append(((callee, params[i].name.value), kinds.of(a.value)))
+            for a in call.args:
+                if a.keyword is not None:
+                    out.append(((callee, a.keyword.value), kinds.of(a.value)))
+    return out
 
 
 def _local_composition(model: FileModel, cls: ClassInfo) -> dict[str, list[str]]:
