@@ -143,6 +143,8 @@ def _is_random_augmentation(ctx: Context, cls: str) -> bool:
     `SpeedPerturb`) whose `forward` draws random numbers: a training-time augmentation,
     never part of an exported model's inference. Inference algorithms that sample
     (RANSAC) are not named so; `Dropout` layers call `F.dropout`, not `torch.rand`."""
+    if "Augment" in cls:
+        return True  # `MixAugmentationBase`, `AdaptiveDiscriminatorAugmentation`
     if not _AUGMENTATION_NAME.search(cls):
         return False
     fwd = ctx.model.find_method(cls, "forward")

@@ -93,6 +93,8 @@ def mentions_export_guard(ctx: Context, expr: cst.CSTNode) -> bool:
             d = dotted(node.func)
             if d is not None and d.rsplit(".", 1)[-1] in EXPORT_GUARD_TAILS:
                 return True
+        elif isinstance(node, cst.Name) and node.value in EXPORT_GUARD_TAILS:
+            return True  # `is_compiling = torch.compiler.is_compiling()` ... `if is_compiling:`
     return False
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from onnxlint.rule import Invalid, Rule, Valid, dedent
+from onnxlint.rules.trace_hostile._common import under_export_guard
 from onnxlint.semantic import Kind, dotted
 from onnxlint.violation import Severity
 from onnxlint.walker import iter_children, iter_descendants
@@ -132,6 +133,8 @@ class ModuleAttributeAssignedInForward(Rule):
             return
         if func.name.startswith("__") or target.attr.value == "training":
             return
+        if under_export_guard(self.ctx, target):
+            return  # `if not is_compiling: self.cache = ...`: the export path never writes it
         attr = f"self.{target.attr.value}"
         if value is not None and _moves_itself(value, attr):
             return  # `self.w = self.w.to(x.device)`: a device/dtype move, same value
@@ -231,7 +234,13 @@ _MOVES = frozenset({"to", "cpu", "cuda", "type", "type_as", "half", "float", "do
 
 
 def _moves_itself(value: cst.BaseExpression, attr: str) -> bool:
-    """`self.w.to(x.device)`, also element-wise (`[f.to(dev) for f in self.w]`)."""
+    """`self.w.to(x.device)`, also element-wise (`[f.to(dev) for f in self.w]`) or
+    guarded (`self.w.to(dev) if self.w is not None else None`)."""
+    if isinstance(value, cst.IfExp):
+        return all(
+            _moves_itself(v, attr) or (isinstance(v, cst.Name) and v.value == "None")
+            for v in (value.body, value.orelse)
+        )
     if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
         elt, loop = value.elt, value.for_in
         return (
