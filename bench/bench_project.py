@@ -65,31 +65,9 @@ class Client(StdioClient):
         self.log: list[tuple[float, str, Any, list[str]]] = []
         super().__init__(cmd)
 
-    def _read(self) -> None:
-        import json
-
-        out = self.proc.stdout
-        assert out is not None
-        while True:
-            header = b""
-            while not header.endswith(b"\r\n\r\n"):
-                ch = out.read(1)
-                if not ch:
-                    return
-                header += ch
-            n = int(header.split(b"Content-Length: ")[1].split(b"\r\n")[0])
-            msg = json.loads(out.read(n))
-            with self.cv:
-                if msg.get("method") == "textDocument/publishDiagnostics":
-                    p = msg["params"]
-                    self.published[p["uri"]] = p.get("version")
-                    texts = [f"{d.get('code')} {d['message']}" for d in p["diagnostics"]]
-                    self.log.append((time.perf_counter(), p["uri"], p.get("version"), texts))
-                elif "id" in msg and "method" in msg:
-                    self._send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
-                elif "id" in msg:
-                    self.responses[msg["id"]] = msg
-                self.cv.notify_all()
+    def on_publish(self, params: dict[str, Any]) -> None:
+        texts = [f"{d.get('code')} {d['message']}" for d in params["diagnostics"]]
+        self.log.append((time.perf_counter(), params["uri"], params.get("version"), texts))
 
     def wait_publish(self, uri: str, after: int, pred: Any, timeout: float = 60) -> float:
         """The time of the first publish for `uri` after log index `after` matching `pred`."""

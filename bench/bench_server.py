@@ -201,11 +201,15 @@ class StdioClient:
             with self.cv:
                 if msg.get("method") == "textDocument/publishDiagnostics":
                     self.published[msg["params"]["uri"]] = msg["params"].get("version")
+                    self.on_publish(msg["params"])
                 elif "id" in msg and "method" in msg:  # a request from the server
                     self._send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
                 elif "id" in msg:
                     self.responses[msg["id"]] = msg
                 self.cv.notify_all()
+
+    def on_publish(self, params: dict[str, Any]) -> None:
+        """A hook for subclasses: every publishDiagnostics, under the lock."""
 
     def _send(self, obj: Any) -> None:
         body = json.dumps(obj).encode()

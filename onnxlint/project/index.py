@@ -13,6 +13,7 @@ finding that depends on another file goes stale.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import libcst as cst
 
@@ -108,21 +109,24 @@ class ProjectIndex:
     ) -> tuple[FileFacts, ClassInfo] | None:
         """The project file defining the class `qualname` names in `importer`, following
         re-exports; None when it is not a project class."""
-        found = self._find(importer, qualname, hops)
-        if found is None:
-            return None
-        facts, name = found
-        info = facts.model.classes.get(name)
-        return (facts, info) if info is not None else None
+        found = self._definition(importer, qualname, hops, "classes")
+        return found if found is None or isinstance(found[1], ClassInfo) else None
 
     def find_function(
         self, importer: str, qualname: str, hops: int = MAX_HOPS
     ) -> tuple[FileFacts, FunctionInfo] | None:
+        """The same for a module-level function."""
+        found = self._definition(importer, qualname, hops, "functions")
+        return found if found is None or isinstance(found[1], FunctionInfo) else None
+
+    def _definition(
+        self, importer: str, qualname: str, hops: int, table: str
+    ) -> tuple[FileFacts, Any] | None:
         found = self._find(importer, qualname, hops)
         if found is None:
             return None
         facts, name = found
-        info = facts.model.functions.get(name)
+        info = getattr(facts.model, table).get(name)
         return (facts, info) if info is not None else None
 
     def find_constant(

@@ -11,6 +11,7 @@ class's `forward` through methods, submodules and helpers in any file. The resul
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 
@@ -29,6 +30,8 @@ EXPORT_RE = re.compile(
     r"|onnxlint:\s*target)"  # a declared deep-analysis target is an export site too
 )
 
+
+log = logging.getLogger("onnxlint.project")
 
 # A folder holding one of these is a project: the scan walks it recursively.
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git", "requirements.txt")
@@ -61,34 +64,40 @@ class ProjectModel:
     def changed(self, path: str, text: str | None) -> None:
         """A file changed (or was created/deleted: `text` None when gone).
 
-        Nothing happens when its text is what the project model last read. Otherwise its
-        facts are dropped; the other files' facts are kept unless its classes or their
-        bases changed (another file's classes may resolve their bases through it), and the
-        reach table is rebuilt when the file exports or was read to build it."""
+        Its facts are dropped unless they are of this very text; the other files' facts
+        are kept unless its classes or their bases changed (another file's classes may
+        resolve their bases through it). The reach table is rebuilt when the text differs
+        from the one it was built from (the facts cache is no reference for that: the
+        reader may already have served the new text to it)."""
         path = os.path.abspath(path)
         digest = _digest(text) if text is not None else None
         old = self.index.cached(path)
-        if old is not None and old.digest == digest:
-            return
-        interface = _interface(old) if old is not None else None
-        self.index.forget(path)
-        if interface is not None and text is not None:
-            new = self.index.facts(path, text)
-            if new is None or _interface(new) != interface:
-                self.index.forget()
-        elif old is not None:
-            self.index.forget()
+        if old is None or old.digest != digest:
+            interface = _interface(old) if old is not None else None
+            self.index.forget(path)
+            if interface is not None:
+                new = self.index.facts(path, text) if text is not None else None
+                if new is None or _interface(new) != interface:
+                    self.index.forget()
         if self._exporters is None:
             return
         exports = text is not None and bool(EXPORT_RE.search(text))
-        was = path in self._exporters
+        before = self._exporters.get(path)
         if exports and digest is not None:
             self._exporters[path] = digest
         else:
             self._exporters.pop(path, None)
         table = self._table
-        if table is not None and (exports or was or path in table.deps):
+        if table is None:
+            return
+        stale = before != (digest if exports else None)
+        if path in table.deps and table.deps[path] != digest:
+            stale = True
+        if stale:
+            log.debug("project model: %s changed, the reach table is rebuilt", path)
             self._table = None
+        else:
+            log.debug("project model: %s unchanged for the reach table", path)
 
     # -- the table
 
@@ -200,6 +209,9 @@ class ProjectModel:
 
     def _build(self, config: Config) -> ReachTable:
         self.builds += 1
+        log.debug(
+            "project model: building the reach table (%d export files)", len(self._exporters or {})
+        )
         saved = self.index.deps
         self.index.deps = {}
         try:
