@@ -87,26 +87,20 @@ def _is_loss(ctx: Context, cls: str) -> bool:
     return cls in _criterion_classes(ctx)
 
 
+_CRITERION_ASSIGN = re.compile(
+    r"\b(?:self\.)?(?:criterion|criterions|loss_fn|loss_func|lossfn|\w*_loss|loss)\s*=\s*"
+    r"([A-Z]\w*)\s*\("
+)
+
+
 def _criterion_classes(ctx: Context) -> set[str]:
     """Local classes the file builds as a criterion (`criterion = FocalLoss()`,
-    `self.loss_fn = Dice()`, `loss = Crit()(out, y)`)."""
+    `self.loss_fn = Dice()`), found in the text (no tree walk: most files say "loss")."""
     memo = ctx.model.memo
     found = memo.get("criterion classes")
     if isinstance(found, set):
         return found
-    out: set[str] = set()
-    if any(w in ctx.text for w in ("criterion", "loss")):
-        for stmt in ctx.model.module_body:
-            for node in iter_descendants(stmt):
-                if not isinstance(node, cst.Assign) or not isinstance(node.value, cst.Call):
-                    continue
-                callee = dotted(node.value.func)
-                if callee is None or callee not in ctx.model.classes:
-                    continue
-                for t in node.targets:
-                    name = (dotted(t.target) or "").rsplit(".", 1)[-1]
-                    if _CRITERION_NAMES.match(name):
-                        out.add(callee)
+    out = {m.group(1) for m in _CRITERION_ASSIGN.finditer(ctx.text)} & set(ctx.model.classes)
     memo["criterion classes"] = out
     return out
 

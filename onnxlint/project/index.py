@@ -23,6 +23,7 @@ from onnxlint.files import content_key
 from onnxlint.frameworks import base_verdict
 from onnxlint.project.facts import FileFacts, file_context
 from onnxlint.project.resolve import Reader, candidates, read_disk
+from onnxlint.project.summary import ModuleSummary, summarise
 from onnxlint.semantic import ClassInfo, FunctionInfo
 
 # A `forward(*args, **kwargs)`: the parameter names say nothing about the inputs.
@@ -42,6 +43,7 @@ class ProjectIndex:
         self.config = Config()
         self.root: str | None = None
         self._module_memo: dict[tuple[str, str], bool | None] = {}
+        self._summaries: dict[str, ModuleSummary] = {}  # path -> summary of its last text
 
     def begin_check(self, config: Config | None = None) -> None:
         self.deps = {}
@@ -85,8 +87,10 @@ class ProjectIndex:
         other files, so a changed file can change what another's classes are)."""
         if path is None:
             self._facts.clear()
+            self._summaries.clear()
         else:
             self._facts.pop(path, None)
+            self._summaries.pop(path, None)
 
     def cached(self, path: str) -> FileFacts | None:
         """The facts last read for `path`, without reading it again."""
@@ -185,7 +189,8 @@ class ProjectIndex:
 
     def is_module(self, importer: str, qualname: str) -> bool | None:
         """Whether the class `qualname` (as imported in `importer`) is a torch module:
-        through project classes to a known base; None when it leaves the project unknown."""
+        through project classes to a known base; None when it leaves the project unknown.
+        Read from module summaries (`project.summary`), never from full parses."""
         verdict = base_verdict(qualname)
         if verdict is not None:
             return verdict
@@ -193,12 +198,79 @@ class ProjectIndex:
         if key in self._module_memo:
             return self._module_memo[key]
         self._module_memo[key] = None  # a cycle is unknown
-        found = self.find_class(importer, qualname)
-        answer = None if found is None else found[1].is_module
-        if found is not None and not answer and found[1].bases:
-            answer = False if _all_known(found[0], found[1]) else None
+        answer = self._summary_is_module(importer, qualname, MAX_HOPS)
         self._module_memo[key] = answer
         return answer
+
+    def _summary_is_module(self, importer: str, qualname: str, hops: int) -> bool | None:
+        found = self._summary_class(importer, qualname, hops)
+        if found is None:
+            return None
+        path, summary, name = found
+        return self._class_is_module(path, summary, name, hops - 1)
+
+    def _class_is_module(
+        self, path: str, summary: ModuleSummary, name: str, hops: int
+    ) -> bool | None:
+        """Whether a class of a summarised module is a torch module, through its bases
+        (same module by name, or imported): None when a base cannot be resolved."""
+        if hops <= 0:
+            return None
+        unknown = False
+        for base in summary.classes.get(name, ()):
+            head, _, rest = base.partition(".")
+            if not rest and head in summary.classes and head != name:
+                inner = self._class_is_module(path, summary, head, hops - 1)
+            elif head in summary.imports:
+                q = summary.imports[head] + (f".{rest}" if rest else "")
+                verdict = base_verdict(q)
+                inner = verdict if verdict is not None else self._summary_is_module(path, q, hops)
+            else:
+                inner = None
+            if inner:
+                return True
+            unknown = unknown or inner is None
+        return None if unknown else False
+
+    def _summary_class(
+        self, importer: str, qualname: str, hops: int
+    ) -> tuple[str, ModuleSummary, str] | None:
+        """(path, summary, class name) of the module defining the class, via re-exports."""
+        while hops > 0:
+            hops -= 1
+            rest = qualname.lstrip(".")
+            dots = qualname[: len(qualname) - len(rest)]
+            module_name, _, name = rest.rpartition(".")
+            module_name = dots + module_name
+            if not name or not module_name:
+                return None
+            found = self._summary_module(importer, module_name)
+            if found is None:
+                return None
+            path, summary = found
+            if name in summary.classes:
+                return path, summary, name
+            target = summary.imports.get(name)
+            if target is None:
+                return None
+            importer, qualname = path, target
+        return None
+
+    def _summary_module(self, importer: str, module_name: str) -> tuple[str, ModuleSummary] | None:
+        for path in candidates(importer, module_name, self.root):
+            summary = self._summaries.get(path)  # kept until `forget` says the file changed
+            if summary is None:
+                text = self.read(path)
+                if text is None:
+                    self.deps.setdefault(path, None)
+                    continue
+                summary = summarise(text, content_key(text))
+                if summary is None:
+                    return None
+                self._summaries[path] = summary
+            self.deps.setdefault(path, summary.digest)
+            return path, summary
+        return None
 
     # -- forward
 
@@ -255,15 +327,3 @@ class ProjectIndex:
                 return f, local
             current = self.base_class(f, c)
         return None
-
-
-def _all_known(facts: FileFacts, cls: ClassInfo) -> bool:
-    """Whether every base of a non-module class resolved (so "not a module" is certain)."""
-    for base in cls.bases:
-        head = base.split(".")[0]
-        if head in facts.model.classes:
-            continue
-        q = facts.model.resolve(base)
-        if q is None or base_verdict(q) is None:
-            return False
-    return True

@@ -288,12 +288,22 @@ def local_param_kinds(
             for fwd in [model.find_method(c.name, "forward")]
         )
     )
+    # Only a callee whose `forward` takes a second parameter without annotation or default
+    # can get a kind this way (the first is the input tensor; the rest say what they are).
+    candidates = {c.name for c in modules if _guessed_params(model, c.name)}
+    if not candidates:
+        return overrides
     comp: dict[str, dict[str, list[str]]] = {}
     for c in modules:
         key = ("composition", names)
         if key not in c.memo:
             c.memo[key] = _local_composition(model, c)
-        comp[c.name] = c.memo[key]  # type: ignore[assignment]
+        full: dict[str, list[str]] = c.memo[key]  # type: ignore[assignment]
+        comp[c.name] = {
+            a: [x for x in callees if x in candidates]
+            for a, callees in full.items()
+            if any(x in candidates for x in callees)
+        }
     if not any(comp.values()):
         return overrides
     for _ in range(3):
@@ -321,6 +331,14 @@ def local_param_kinds(
             break
         overrides = new
     return overrides
+
+
+def _guessed_params(model: FileModel, cls: str) -> bool:
+    fwd = model.find_method(cls, "forward")
+    if fwd is None:
+        return False
+    params = fwd.params()[1:]
+    return any(p.annotation is None and p.default is None for p in params)
 
 
 def _observe(
@@ -354,9 +372,8 @@ def _observe(
 def _local_composition(model: FileModel, cls: ClassInfo) -> dict[str, list[str]]:
     """`self.attr` -> local module class names built into it."""
     out: dict[str, list[str]] = {}
-    for method in cls.methods.values():
-        if "self." not in method.self_attrs and not method.self_attrs:
-            continue
+    init = cls.methods.get("__init__")  # where submodules are built (cheap: one method)
+    for method in [init] if init is not None else []:
         for attr, value in _self_assignments(method.node):
             for call in _calls_in(value):
                 name = dotted(call.func)

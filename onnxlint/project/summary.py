@@ -1,0 +1,80 @@
+"""A module's classes and imports, from `ast` (no libcst trees kept): what base-class
+resolution across files needs, at a tenth of the cost of the full facts.
+
+`is_module` asks, for a class a file imports, whether its bases lead to `torch.nn.Module`:
+answering that from full facts would libcst-parse (and keep) every imported module, such
+as transformers' 5,000-line `modeling_utils.py` for each model file. A summary is a plain
+value per file content: class name -> bases as written, bound name -> qualified import.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    digest: str
+    classes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> bases
+    imports: dict[str, str] = field(default_factory=dict)  # bound name -> qualified name
+    defines: frozenset[str] = frozenset()  # other top-level names (functions, constants)
+
+
+def summarise(text: str, digest: str) -> ModuleSummary | None:
+    """The summary of a module's text; None when it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    classes: dict[str, tuple[str, ...]] = {}
+    imports: dict[str, str] = {}
+    defines: set[str] = set()
+    for node in _top_level(tree.body):
+        if isinstance(node, ast.ClassDef):
+            classes[node.name] = tuple(b for b in (_dotted(x) for x in node.bases) if b)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defines.add(node.name)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    imports[a.asname] = a.name
+                else:
+                    head = a.name.split(".")[0]
+                    imports[head] = head
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            for a in node.names:
+                if a.name == "*":
+                    continue
+                sep = "" if module.endswith(".") else "."
+                imports[a.asname or a.name] = f"{module}{sep}{a.name}" if module else a.name
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defines.update(t.id for t in targets if isinstance(t, ast.Name))
+    return ModuleSummary(digest, classes, imports, frozenset(defines))
+
+
+def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Module-level statements, also inside `if`/`try` (`if TYPE_CHECKING:`, fallbacks)."""
+    out: list[ast.stmt] = []
+    for node in body:
+        out.append(node)
+        if isinstance(node, ast.If):
+            out += _top_level(node.body) + _top_level(node.orelse)
+        elif isinstance(node, ast.Try):
+            out += _top_level(node.body)
+            for h in node.handlers:
+                out += _top_level(h.body)
+    return out
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    parts.append(expr.id)
+    return ".".join(reversed(parts))
