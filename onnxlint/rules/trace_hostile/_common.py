@@ -305,6 +305,11 @@ def kind_here(ctx: Context, expr: cst.BaseExpression, at: cst.CSTNode) -> Kind:
     before `at` in source order (the flow-insensitive kind merges every assignment)."""
     if not isinstance(expr, cst.Name):
         return ctx.kind(expr)
+    from onnxlint.semantic import narrowed_kind
+
+    narrowed = narrowed_kind(ctx.model, ctx.ancestors, expr)
+    if narrowed is not None:
+        return narrowed  # `else:` of `isinstance(x, torch.Tensor)`: whatever the if-branch assigned
     last = last_value(ctx, expr, at)
     return ctx.kind(expr) if last is None else ctx.kind(last)
 

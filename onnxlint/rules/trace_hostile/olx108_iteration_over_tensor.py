@@ -62,6 +62,24 @@ class IterationOverTensor(Rule):
     requires = ("for ",)
 
     VALID = [
+        Valid(  # the else of `isinstance(x, torch.Tensor)`: a list, whatever the if assigned
+            dedent(
+                """
+                import torch
+                class P(torch.nn.Module):
+                    def forward(self, inputs):
+                        if isinstance(inputs, torch.Tensor):
+                            inputs = torch.nn.functional.pad(inputs, (0, 1))
+                        else:
+                            out = [x.flip(0) for x in inputs]
+                            for x in inputs:
+                                out.append(x)
+                        return inputs
+                torch.onnx.export(P().eval(), (torch.ones(2, 3),), "p.onnx",
+                                  dynamic_shapes={"inputs": {0: "batch"}})
+                """
+            )
+        ),
         Valid(
             dedent(
                 """
