@@ -846,8 +846,7 @@ def _imported_forward(ctx: Context, ref: ModelRef | None) -> tuple[list[str], st
     key = ("imported forward", ref.imported_class)
     memo = _memo(ctx)
     if key not in memo:
-        root = str(ctx.config.root) if ctx.config.root is not None else None
-        memo[key] = ctx.project.find_forward(ctx.path, ref.imported_class, root)
+        memo[key] = ctx.project.find_forward(ctx.path, ref.imported_class)
     return memo[key]  # type: ignore[return-value]
 
 

@@ -155,12 +155,10 @@ class ProjectIndex:
     def _find(self, importer: str, qualname: str, hops: int) -> tuple[FileFacts, str] | None:
         while hops > 0:
             hops -= 1
-            rest = qualname.lstrip(".")
-            dots = qualname[: len(qualname) - len(rest)]  # `from . import Net`: ".Net"
-            module_name, _, name = rest.rpartition(".")
-            module_name = dots + module_name
-            if not name or not module_name:
+            split = split_qualname(qualname)
+            if split is None:
                 return None
+            module_name, name = split
             module = self.module(importer, module_name)
             if module is None:
                 return None
@@ -238,12 +236,10 @@ class ProjectIndex:
         """(path, summary, class name) of the module defining the class, via re-exports."""
         while hops > 0:
             hops -= 1
-            rest = qualname.lstrip(".")
-            dots = qualname[: len(qualname) - len(rest)]
-            module_name, _, name = rest.rpartition(".")
-            module_name = dots + module_name
-            if not name or not module_name:
+            split = split_qualname(qualname)
+            if split is None:
                 return None
+            module_name, name = split
             found = self._summary_module(importer, module_name)
             if found is None:
                 return None
@@ -274,14 +270,10 @@ class ProjectIndex:
 
     # -- forward
 
-    def find_forward(
-        self, importer: str, qualname: str, root: str | None = None
-    ) -> tuple[list[str], str] | None:
+    def find_forward(self, importer: str, qualname: str) -> tuple[list[str], str] | None:
         """The `forward` parameter names (without `self`) of the class `qualname` names in
         `importer`'s imports, and the file that defines that `forward`; None when the class
         or its `forward` cannot be found, or `forward` takes `*args`/`**kwargs`."""
-        if root is not None and self.root is None:
-            self.root = root
         found = self.find_class(importer, qualname)
         hops = MAX_HOPS
         while found is not None and hops > 0:
@@ -327,3 +319,16 @@ class ProjectIndex:
                 return f, local
             current = self.base_class(f, c)
         return None
+
+
+def split_qualname(qualname: str) -> tuple[str, str] | None:
+    """(`module`, `name`) of an imported name as the index resolves it: `models.net.Net`
+    -> (`models.net`, `Net`), `.net.Net` -> (`.net`, `Net`), `.Net` (`from . import Net`)
+    -> (`.`, `Net`); None when it names no module."""
+    rest = qualname.lstrip(".")
+    dots = qualname[: len(qualname) - len(rest)]
+    module_name, _, name = rest.rpartition(".")
+    module_name = dots + module_name
+    if not name or not module_name:
+        return None
+    return module_name, name

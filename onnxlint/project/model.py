@@ -70,7 +70,7 @@ class ProjectModel:
         from the one it was built from (the facts cache is no reference for that: the
         reader may already have served the new text to it)."""
         path = os.path.abspath(path)
-        digest = _digest(text) if text is not None else None
+        digest = content_key(text) if text is not None else None
         old = self.index.cached(path)
         if old is None or old.digest != digest:
             interface = _interface(old) if old is not None else None
@@ -135,7 +135,7 @@ class ProjectModel:
             return self._single(path, text).for_file(path)
         if self._exporters is not None:
             exports = bool(EXPORT_RE.search(text)) and "torch" in text
-            digest = _digest(text)
+            digest = content_key(text)
             known = self._table.deps.get(path) if self._table is not None else None
             if (self._exporters.get(path) if exports else None) != (
                 digest if exports else None
@@ -161,7 +161,7 @@ class ProjectModel:
         return out
 
     def _single(self, path: str, text: str) -> ReachTable:
-        key = (path, _digest(text))
+        key = (path, content_key(text))
         if self._single_key == key and self._single_table is not None:
             return self._single_table
         saved = self.index.deps
@@ -204,7 +204,7 @@ class ProjectModel:
         for path in paths:
             text = self.index.read(path)
             if text is not None and "torch" in text and EXPORT_RE.search(text):
-                found[path] = _digest(text)
+                found[path] = content_key(text)
         return found
 
     def _build(self, config: Config) -> ReachTable:
@@ -234,7 +234,3 @@ class ProjectModel:
 def _interface(facts: FileFacts) -> tuple[tuple[str, tuple[str, ...], bool], ...]:
     """What other files' facts may depend on: the classes, their bases, module or not."""
     return tuple(sorted((c.name, c.bases, c.is_module) for c in facts.model.classes.values()))
-
-
-def _digest(text: str) -> str:
-    return content_key(text)
