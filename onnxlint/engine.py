@@ -19,7 +19,7 @@ import libcst as cst
 
 from onnxlint.blocks import Block, ParseCache, split_blocks
 from onnxlint.config import Config
-from onnxlint.project import ProjectIndex, ProjectModel, Reader, read_disk
+from onnxlint.project import FileReach, ProjectIndex, ProjectModel, Reader, read_disk
 from onnxlint.project.facts import file_context
 from onnxlint.project.reach import local_param_kinds
 from onnxlint.rule import Context, Rule, rule_handlers
@@ -67,11 +67,14 @@ class Engine:
         self.project.begin_check(config)
         if "\x00" in text:
             return [_file_error(path, "the file contains NUL bytes: is it a binary file?")]
-        if not any(word in text for word in PREFILTER_WORDS) and (
-            config.root is None or not self.project_model.for_file(path, text, config).functions
-        ):  # (a helper module an export reaches need not mention torch)
-            stats.skipped_by_prefilter = True
-            return []
+        reach: FileReach | None = None
+        if not any(word in text for word in PREFILTER_WORDS):
+            # A helper module an export reaches need not mention torch.
+            if config.root is not None:
+                reach = self.project_model.for_file(path, text, config)
+            if reach is None or not reach.functions:
+                stats.skipped_by_prefilter = True
+                return []
         blocks = split_blocks(text, self.parse_cache)
         stats.blocks = len(blocks)
         self.last_block_texts = [b.text for b in blocks]
@@ -89,7 +92,8 @@ class Engine:
                     )
                 )
         parsed = [b for b in blocks if b.module is not None]
-        reach = self.project_model.for_file(path, text, config)
+        if reach is None:
+            reach = self.project_model.for_file(path, text, config)
         ctx = file_context(path, text, config, parsed, self.project.base_resolver(path))
         ctx.required_words = words_in_text(text)
         ctx.project = self.project
