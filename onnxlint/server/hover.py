@@ -134,13 +134,10 @@ async def _export_hover(
 
 
 def _module_classes(ls: OnnxlintServer, path: str, source: str) -> set[str]:
-    """Names of the file's torch module classes (from the engine's last model of it)."""
-    from onnxlint.blocks import split_blocks
-    from onnxlint.project.facts import file_context
-
-    blocks = [b for b in split_blocks(source, ls.engine.parse_cache) if b.module is not None]
-    ctx = file_context(path, source, ls.engine.project.config, blocks)
-    return {c.name for c in ctx.model.module_classes()}
+    """Names of the file's torch module classes, from the project index's facts of this
+    text (kept per content, with bases resolved across files as the checks do)."""
+    facts = ls.engine.project.facts(path, source)
+    return {c.name for c in facts.model.module_classes()} if facts is not None else set()
 
 
 def _class_at(source: str, line: str, line_no: int) -> tuple[str, bool] | None:

@@ -122,6 +122,7 @@ class OnnxlintServer(LanguageServer):
         self._engine_lock = threading.Lock()
         self._blocks: dict[str, list[str]] = {}  # uri -> the block texts of its last check
         self._trim_timer: asyncio.TimerHandle | None = None
+        self._building = False  # the project model is being built on the engine thread
         self.checker = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="onnxlint-check"
         )
@@ -485,7 +486,7 @@ class OnnxlintServer(LanguageServer):
         """After a check that used only its own file's exports: build the project model
         on the engine thread, then check the open documents again with it."""
         model = self.engine.project_model
-        if getattr(self, "_building", False):
+        if self._building:
             return
         self._building = True
 
