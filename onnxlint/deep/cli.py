@@ -85,16 +85,7 @@ def collect_targets(
     unusable: list[tuple[Path, int, str]] = []
     found = discover_targets(paths, root, unusable)
     for path, line, message in unusable:
-        problems.append(
-            Violation(
-                path=str(path),
-                span=line_span(str(path), line),
-                code="OLX812",
-                message=message,
-                severity=Severity.ERROR,
-                source="deep",
-            )
-        )
+        problems.append(_invalid_target(path, line, message))
     for t in found:
         # A marked function that a [[tool.onnxlint.targets]] entry already declares is
         # the same target (the declaration, with its options, wins).
@@ -111,6 +102,11 @@ def _config_violation(root: Path, entry: dict[str, Any], index: int, message: st
     path = root / "pyproject.toml"
     name = entry.get("name")
     line = _pyproject_line(path, name) if isinstance(name, str) else 1
+    return _invalid_target(path, line, message)
+
+
+def _invalid_target(path: Path, line: int, message: str) -> Violation:
+    """OLX812 (invalid analysis target) at a line of a file."""
     return Violation(
         path=str(path),
         span=line_span(str(path), line),
