@@ -31,6 +31,8 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from registry import pip_download
+
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
 WHEELS = CORPUS / "wheels"
@@ -39,22 +41,7 @@ BERT = CORPUS / "transformers" / "models" / "bert" / "modeling_bert.py"
 
 def fetch_corpus() -> list[Path]:
     if not (CORPUS / "transformers" / "models").is_dir():
-        WHEELS.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "-q",
-                "-d",
-                str(WHEELS),
-                "transformers",
-                "monai",
-            ],
-            check=True,
-        )
+        pip_download(WHEELS, "transformers", "monai")
         for whl in WHEELS.glob("*.whl"):
             with zipfile.ZipFile(whl) as z:
                 for name in z.namelist():

@@ -35,6 +35,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from registry import pip_download
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 CORPUS = HERE / "corpus"
@@ -61,22 +63,8 @@ def bert_file(explicit: str | None) -> Path:
         if c.is_file():
             return c
     wheels = CORPUS / "wheels"
-    wheels.mkdir(parents=True, exist_ok=True)
     print("fetching transformers with pip download (once)...", file=sys.stderr)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "-q",
-            "-d",
-            str(wheels),
-            "transformers",
-        ],
-        check=True,
-    )
+    pip_download(wheels, "transformers")
     name = "transformers/models/bert/modeling_bert.py"
     for whl in sorted(wheels.glob("transformers-*.whl")):
         with zipfile.ZipFile(whl) as z:

@@ -39,6 +39,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from registry import pip_download
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CORPUS = HERE / "corpus" / "precision"
@@ -155,25 +157,13 @@ def fetch(args: argparse.Namespace) -> None:
             continue
         archive = _find_archive(dist, version)
         if archive is None:
-            base = [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "-q",
-                "-d",
-                str(DOWNLOADS),
-            ]
             spec = f"{dist}=={version}"
             # A pure wheel first (no build step); else the sdist.
-            proc = subprocess.run(
-                [*base, "--only-binary", ":all:", "--platform", "any", spec],
-                capture_output=True,
-                text=True,
+            proc = pip_download(
+                DOWNLOADS, "--only-binary", ":all:", "--platform", "any", spec, check=False
             )
             if proc.returncode != 0:
-                subprocess.run([*base, "--no-binary", ":all:", spec], check=True)
+                pip_download(DOWNLOADS, "--no-binary", ":all:", spec)
             archive = _find_archive(dist, version)
         if archive is None:
             print(f"{dist}=={version}: download produced no archive", file=sys.stderr)
