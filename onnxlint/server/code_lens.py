@@ -1,14 +1,19 @@
-"""Code lens "Analyze export" over nn.Module subclasses, export calls and analysis targets.
+"""Code lens "Analyze export (<target>)" over export calls, model classes and target factories.
 
-Classes and export calls come from the engine's semantic model (`onnxlint.semantic.FileModel`,
-built from the engine's cached blocks, so nothing is parsed twice); targets come from the
-deep analyzer's `targets_in_file`. Each lens runs `onnxlint.analyzeExport` with
-`[uri, {"line": n, "kind": ..., "name"/"target": ...}]`.
+Which target a lens runs is decided by what the static engine knows, never by names in the
+text: the project index's export sites (`onnxlint.project.exports.export_sites`) say which
+class each export call exports, and `returned_classes` says which classes each declared deep
+target (`onnxlint.deep.targets`) builds. A lens runs the target whose model is the class the
+call exports; over an export call that no target builds, the lens offers to create one
+(`onnxlint.createTarget`). Each lens names what it analyses.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -18,52 +23,105 @@ from onnxlint.server.server import OnnxlintServer
 log = logging.getLogger("onnxlint.server")
 
 ANALYZE = "onnxlint.analyzeExport"
+CREATE_TARGET = "onnxlint.createTarget"
+
+ClassKey = tuple[str, str]  # (real path of the defining file, class name)
 
 
-def anchors(ls: OnnxlintServer, uri: str, text: str) -> list[tuple[int, str, dict[str, Any]]]:
-    """On the engine thread: (1-based line, title, argument) for each lens."""
-    from onnxlint.blocks import split_blocks
+@dataclass(frozen=True)
+class Lens:
+    """One lens: its 1-based line, title, command and argument object."""
+
+    line: int
+    title: str
+    command: str
+    argument: dict[str, Any] = field(default_factory=dict)
+
+
+def _real(path: str | Path) -> str:
+    return os.path.realpath(str(path))
+
+
+def target_classes(index: Any, target: Any) -> set[ClassKey]:
+    """The project classes a deep target's factory returns, as the static engine reads them
+    (through local builders and imports, like the export sites)."""
+    from onnxlint.deep.targets import factory_location
+    from onnxlint.project.exports import returned_classes
+
+    loc = factory_location(target)
+    if loc is None:
+        return set()
+    facts = index.facts(str(loc[0]))
+    func = facts.model.functions.get(target.factory.partition(":")[2]) if facts else None
+    if facts is None or func is None:
+        return set()
+    return {(_real(f.path), c.name) for f, c in returned_classes(index, facts, func, depth=2)}
+
+
+def _class_line(facts: Any, cls: Any) -> int | None:
     from onnxlint.positions import node_span
-    from onnxlint.project.facts import file_context
-    from onnxlint.semantic import block_index
 
-    blocks = split_blocks(text, ls.engine.parse_cache)
-    parsed = [b for b in blocks if b.module is not None]
-    indexes = [block_index(b) for b in parsed]
+    for b in facts.blocks:
+        if b.module is not None and any(stmt is cls.node for stmt in b.module.body):
+            span = node_span(b, cls.node.name)
+            return span.line if span is not None else None
+    return None
+
+
+def lenses_for(ls: OnnxlintServer, uri: str, text: str) -> list[Lens]:
+    """On the engine thread: the file's lenses, sorted by line."""
+    from onnxlint.deep.targets import factory_location
+    from onnxlint.project.exports import export_sites
+
+    path = ls.path_of(uri)
+    index = ls.engine.project
     cfg, _, _ = ls.config_for(uri)
-    model = file_context(uri, text, cfg, parsed).model
-    block_of: dict[int, Any] = {}
-    for b, idx in zip(parsed, indexes, strict=True):
-        for c in idx.classes:
-            block_of[id(c.node)] = b
-        for site in idx.call_sites:
-            block_of[id(site.node)] = b
-    out: list[tuple[int, str, dict[str, Any]]] = []
-    module_classes = [c.name for c in model.module_classes()]
-    imported = [n for n in model.imports if n[:1].isupper()]
-    for c in model.module_classes():
-        block = block_of.get(id(c.node))
-        span = node_span(block, c.node) if block is not None else None
-        if span is not None:
-            line = span.line
-            out.append((line, "Analyze export", {"line": line, "kind": "class", "name": c.name}))
-    for e in model.export_calls:
-        block = block_of.get(id(e.node))
-        span = node_span(block, e.node) if block is not None else None
-        if span is not None:
-            out.append(
-                (
-                    span.line,
-                    "Analyze export",
-                    {
-                        "line": span.line,
-                        "kind": "export",
-                        "call": e.qualname,
-                        "names": [*module_classes, *imported],
-                    },
+    saved = index.deps  # not a check: what is read here is no check's dependency
+    index.deps = {}
+    try:
+        index.use_config(cfg)
+        facts = index.facts(os.path.abspath(path), text)
+        if facts is None:
+            return []
+        targets: list[Any] = []
+        if ls.deep is not None and ls.is_file(uri):
+            targets = list(ls.deep.targets(uri)[0])
+        builds = {t.name: target_classes(index, t) for t in targets}
+        out: list[Lens] = []
+        here = _real(path)
+
+        def analyze(line: int, name: str) -> Lens:
+            return Lens(line, f"Analyze export ({name})", ANALYZE, {"line": line, "target": name})
+
+        for t in targets:
+            loc = factory_location(t)
+            if loc is not None and _real(loc[0]) == here:
+                out.append(analyze(loc[1], t.name))
+        for cls in facts.model.module_classes():
+            line = _class_line(facts, cls)
+            key = (here, cls.name)
+            for t in targets:
+                if line is not None and key in builds[t.name]:
+                    out.append(analyze(line, t.name))
+        for site, classes in export_sites(index, facts):
+            keys = {(_real(f.path), c.name) for f, c in classes}
+            chosen = [t.name for t in targets if keys & builds[t.name]]
+            for name in chosen:
+                out.append(analyze(site.line, name))
+            if not chosen and classes:
+                f, c = classes[0]
+                out.append(
+                    Lens(
+                        site.line,
+                        f"Create an analysis target for {c.name}",
+                        CREATE_TARGET,
+                        {"line": site.line, "class": c.name, "path": f.path},
+                    )
                 )
-            )
-    return out
+        unique = {(lens.line, lens.title): lens for lens in out}
+        return sorted(unique.values(), key=lambda lens: (lens.line, lens.title))
+    finally:
+        index.deps = saved
 
 
 async def code_lens(ls: OnnxlintServer, params: types.CodeLensParams) -> list[types.CodeLens]:
@@ -72,25 +130,20 @@ async def code_lens(ls: OnnxlintServer, params: types.CodeLensParams) -> list[ty
     text = doc.source
     if not ls.settings_for(uri).enable:
         return []
-    found = await ls.run_check(lambda: anchors(ls, uri, text))
-    targets: list[tuple[Any, int]] = []
-    if ls.deep is not None and ls.is_file(uri):
-        targets = await ls.get_loop().run_in_executor(None, ls.deep.targets_in_file, uri)
+    found = await ls.run_check(lambda: lenses_for(ls, uri, text))
     lines = ls.lines(text)
-    lenses: dict[int, types.CodeLens] = {}
-
-    def add(line: int, title: str, arg: dict[str, Any]) -> None:
-        pos = lines.position(line, 1)
-        lenses[line] = types.CodeLens(
-            range=types.Range(pos, pos),
-            command=types.Command(title=title, command=ANALYZE, arguments=[uri, arg]),
+    out = []
+    for lens in found:
+        pos = lines.position(lens.line, 1)
+        out.append(
+            types.CodeLens(
+                range=types.Range(pos, pos),
+                command=types.Command(
+                    title=lens.title, command=lens.command, arguments=[uri, lens.argument]
+                ),
+            )
         )
-
-    for line, title, arg in found:
-        add(line, title, arg)
-    for target, line in targets:  # a declared target is more precise: it wins on its line
-        add(line, f"Analyze export ({target.name})", {"line": line, "target": target.name})
-    return [lenses[k] for k in sorted(lenses)]
+    return out
 
 
 def register(server: OnnxlintServer) -> None:

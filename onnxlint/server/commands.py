@@ -1,4 +1,4 @@
-"""`workspace/executeCommand`: analyzeExport, fixAll, restart, showReport.
+"""`workspace/executeCommand`: analyzeExport, createTarget, fixAll, restart, showReport.
 
 Commands the client registers itself (`initializationOptions.clientCommands`, e.g. VS Code's
 `onnxlint.restart`) are left out of `executeCommandProvider`. Arguments are lenient: a URI
@@ -8,6 +8,9 @@ string, a `{"uri": ...}` object or a TextDocumentIdentifier, then an optional op
 from __future__ import annotations
 
 import logging
+import os
+import re
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -21,7 +24,8 @@ ANALYZE_EXPORT = "onnxlint.analyzeExport"
 FIX_ALL = "onnxlint.fixAll"
 RESTART = "onnxlint.restart"
 SHOW_REPORT = "onnxlint.showReport"
-COMMANDS = (ANALYZE_EXPORT, FIX_ALL, RESTART, SHOW_REPORT)
+CREATE_TARGET = "onnxlint.createTarget"
+COMMANDS = (ANALYZE_EXPORT, CREATE_TARGET, FIX_ALL, RESTART, SHOW_REPORT)
 
 
 def _uri_and_options(
@@ -54,6 +58,83 @@ async def analyze_export(ls: OnnxlintServer, *args: Any) -> Any:
     msg_id = ls.protocol.msg_id
     outer = ls.protocol._request_futures.get(msg_id) if msg_id is not None else None
     return await ls.deep.analyze(uri, options, token=outer)
+
+
+def target_text(
+    ls: OnnxlintServer, uri: str, text: str, cls: str, cls_path: str | None
+) -> tuple[str, str]:
+    """On the engine thread: (function name, text to append) of a `# onnxlint: target`
+    factory that builds `cls` (defined in `cls_path`) in the file `uri`."""
+    from onnxlint.deep.targets import module_name_for
+
+    path = os.path.abspath(ls.path_of(uri))
+    facts = ls.engine.project.facts(path, text)
+    bound = set(facts.model.imports) | set(facts.model.classes) if facts else set()
+    taken = set(facts.model.functions) if facts else set()
+    name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", cls).lower()
+    while name in taken or name in bound:
+        name += "_target"
+    body = []
+    if cls not in bound and cls_path is not None and os.path.abspath(cls_path) != path:
+        cfg, _, _ = ls.config_for(uri)
+        root = Path(cfg.root) if cfg.root is not None else Path(path).parent
+        module = module_name_for(Path(cls_path), root)
+        if module is not None:
+            body.append(f"    from {module} import {cls}\n")
+    if "torch" not in bound:
+        body.append("    import torch\n")
+    body += [
+        '    """The model the export above exports, built for the deep analysis."""\n',
+        f"    model = {cls}().eval()\n",
+        "    example = torch.randn(1, 3, 224, 224)  # replace with an input your model takes\n",
+        "    return model, (example,)\n",
+    ]
+    sep = "" if text.endswith("\n") or not text else "\n"
+    return name, f"{sep}\n\n# onnxlint: target\ndef {name}():\n{''.join(body)}"
+
+
+async def create_target(ls: OnnxlintServer, *args: Any) -> Any:
+    """Append a `# onnxlint: target` factory for the class an export call exports (the code
+    lens over an export no target builds), and show it."""
+    uri, options = _uri_and_options(args)
+    assert uri is not None
+    doc = ls.document(uri)
+    cls = options.get("class")
+    if not isinstance(cls, str) or not cls.isidentifier():
+        raise JsonRpcInvalidParams("expected {'class': <the exported class name>}")
+    path = options.get("path")
+    text, version = doc.source, doc.version
+    name, added = await ls.run_check(
+        lambda: target_text(ls, uri, text, cls, path if isinstance(path, str) else None)
+    )
+    lines = ls.lines(text)
+    end = lines.position(len(lines.lines) + 1, 1)
+    edit = types.WorkspaceEdit(
+        document_changes=[
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri, version),
+                edits=[types.TextEdit(types.Range(end, end), added)],
+            )
+        ]
+    )
+    result = await ls.workspace_apply_edit_async(
+        types.ApplyWorkspaceEditParams(edit=edit, label=f"Create analysis target {name}")
+    )
+    if not (result and result.applied):
+        return {"created": None}
+    full = text + added
+    line = full.count("\n", 0, full.rindex(f"\ndef {name}():") + 1)  # 0-based
+    caps = ls.client_capabilities.window
+    if caps and caps.show_document and caps.show_document.support:
+        pos = types.Position(line, 4)
+        await ls.window_show_document_async(
+            types.ShowDocumentParams(
+                uri=uri,
+                take_focus=True,
+                selection=types.Range(pos, types.Position(line, 4 + len(name))),
+            )
+        )
+    return {"created": name, "line": line + 1}
 
 
 async def fix_all(ls: OnnxlintServer, *args: Any) -> Any:
@@ -112,6 +193,7 @@ async def show_report(ls: OnnxlintServer, *args: Any) -> Any:
 
 _HANDLERS = {
     ANALYZE_EXPORT: analyze_export,
+    CREATE_TARGET: create_target,
     FIX_ALL: fix_all,
     RESTART: restart,
     SHOW_REPORT: show_report,

@@ -15,7 +15,6 @@ import dataclasses
 import importlib.util
 import logging
 import os
-import re
 import sys
 import threading
 import time
@@ -136,21 +135,6 @@ class DeepService:
         a.set_targets(targets)
         return a
 
-    def targets_in_file(self, uri: str) -> list[tuple[Any, int]]:
-        """(target, 1-based line) for code lenses, without starting a worker."""
-        try:
-            targets, _ = self.targets(uri)
-            if not targets:
-                return []
-            mod = self.module()
-            probe = mod.DeepAnalyzer(sys.executable, targets=targets)
-            for a in self.analyzers.values():  # classes learned from earlier analyses
-                probe._model_classes.update(getattr(a, "_model_classes", {}))
-            return list(probe.targets_in_file(self.server.path_of(uri)))
-        except Exception:
-            log.exception("finding targets for %s failed", uri)
-            return []
-
     def resolve_target(self, uri: str, spec: dict[str, Any]) -> Any:
         """The target a code lens / command argument names, or DeepUnavailable."""
         targets, problems = self.targets(uri)
@@ -163,24 +147,21 @@ class DeepService:
         if not targets:
             extra = f" ({problems[0].message})" if problems else ""
             raise DeepUnavailable(f"onnxlint: no analysis target found{extra}: {NO_TARGET_HELP}")
-        in_file = self.targets_in_file(uri)
+        # No target named (a bare "Analyze export" from a client without code lenses): the
+        # target of the file's lens at `line`, else its first one; the lenses choose the
+        # target by the class each export exports (see code_lens).
+        from onnxlint.server.code_lens import ANALYZE, lenses_for
+
+        doc = self.server.workspace.text_documents.get(uri)
+        text = doc.source if doc is not None else Path(self.server.path_of(uri)).read_text()
+        lenses = [x for x in lenses_for(self.server, uri, text) if x.command == ANALYZE]
         line = spec.get("line")
-        if in_file:
-            if isinstance(line, int):
-                exact = [t for t, ln in in_file if ln == line]
-                if exact:
-                    return exact[0]
-            return in_file[0][0]
-        names = [n for n in spec.get("names", []) if isinstance(n, str)]
-        cls = spec.get("name")
-        if isinstance(cls, str):
-            names.insert(0, cls)
-        for n in names:
-            for t in targets:
-                if _factory_mentions(t, n):
-                    return t
-        what = f"`{names[0]}`" if names else "this file"
-        raise DeepUnavailable(f"onnxlint: no analysis target builds {what}; {NO_TARGET_HELP}")
+        at_line = [x for x in lenses if x.line == line]
+        for lens in at_line or lenses:
+            return by_name[lens.argument["target"]]
+        raise DeepUnavailable(
+            f"onnxlint: no analysis target builds a model of this file; {NO_TARGET_HELP}"
+        )
 
     # ------------------------------------------------------------------ running
 
@@ -189,7 +170,7 @@ class DeepService:
         ls = self.server
         try:
             python = self.check_allowed(uri)
-            target = await ls.get_loop().run_in_executor(None, self.resolve_target, uri, spec)
+            target = await ls.run_check(lambda: self.resolve_target(uri, spec))
         except DeepUnavailable as exc:
             ls.window_show_message(
                 types.ShowMessageParams(type=types.MessageType.Warning, message=str(exc))
@@ -279,10 +260,11 @@ class DeepService:
         task.add_done_callback(self._tasks.discard)
 
     async def _on_save(self, uri: str) -> None:
-        loop = self.server.get_loop()
-        in_file = await loop.run_in_executor(None, self.targets_in_file, uri)
-        if in_file:
-            await self.analyze(uri, {"target": in_file[0][0].name})
+        try:
+            target = await self.server.run_check(lambda: self.resolve_target(uri, {}))
+        except DeepUnavailable:
+            return  # no target builds a model of this file: nothing to analyse on save
+        await self.analyze(uri, {"target": target.name})
 
     def report(self) -> dict[str, Any]:
         """Write the latest results as Markdown and HTML reports; their paths."""
@@ -311,19 +293,6 @@ class DeepService:
             except Exception:
                 log.exception("stopping the deep worker failed")
         self.analyzers.clear()
-
-
-def _factory_mentions(target: Any, name: str) -> bool:
-    """Whether the target's factory module mentions `name` (it likely builds that class)."""
-    root = Path(target.root)
-    base = root.joinpath(*target.module.split("."))
-    for cand in (base.with_suffix(".py"), base / "__init__.py"):
-        try:
-            text = cand.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        return re.search(rf"\b{re.escape(name)}\b", text) is not None
-    return False
 
 
 def editor_placements(result: Any) -> dict[str, list[Any]]:

@@ -255,27 +255,41 @@ def export(model, x):
 """
 
 
+TARGETED = (
+    MODEL
+    + """
+
+# onnxlint: target
+def net():
+    return Net(), (torch.randn(2),)
+"""
+)
+
+
 async def test_code_lens_over_modules_and_export_calls(lsp: Client, tmp_path) -> None:
     result = await start(lsp, "vscode", trusted=False, client_commands=["onnxlint.restart"])
     cmds = result.capabilities.execute_command_provider
     assert cmds is not None
     assert set(cmds.commands) == {
         "onnxlint.analyzeExport",
+        "onnxlint.createTarget",
         "onnxlint.fixAll",
         "onnxlint.showReport",
     }
     uri = uri_of(tmp_path / "net.py")
-    open_doc(lsp, uri, MODEL)
+    (tmp_path / "net.py").write_text(TARGETED)
+    open_doc(lsp, uri, TARGETED)
     await diagnostics_for(lsp, uri, 1)
     lenses = await lsp.text_document_code_lens_async(
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri))
     )
     assert lenses is not None
-    assert [lens.range.start.line for lens in lenses] == [4, 14]  # class Net, the export call
+    # class Net and the target's def (the wrapper's export call exports no known class)
+    assert [lens.range.start.line for lens in lenses] == [4, 18]
     for lens in lenses:
         assert lens.command is not None
         assert lens.command.command == "onnxlint.analyzeExport"
-        assert lens.command.title.startswith("Analyze export")
+        assert lens.command.title == "Analyze export (net:net)"
     # running it in an untrusted workspace is refused with a message, nothing runs
     lens = lenses[0]
     assert lens.command is not None
