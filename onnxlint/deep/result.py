@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from onnxlint.deep import codes
+from onnxlint.deep.plain import reword
 from onnxlint.deep.targets import Target, factory_location
 from onnxlint.deep.worker import wire
 from onnxlint.violation import Related, Severity, Span, Violation
@@ -163,6 +164,10 @@ def violation(
     if not path or not line:
         path, line = declaration(target)
         message = f"[{target.name}] {message}"
+    else:
+        text = _lines(path)[line - 1] if 0 < line <= len(_lines(path)) else None
+        message, torch_text = reword(code, message, text)
+        notes = (*notes, *torch_text)
     return Violation(
         path=path,
         span=line_span(path, line),

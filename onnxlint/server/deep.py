@@ -331,3 +331,57 @@ def editor_placements(result: Any) -> dict[str, list[Any]]:
             )
         )
     return by_file
+
+
+# Deep findings that confirm a static OLX1xx finding on the same line (one cause).
+CONFIRMING = frozenset({"OLX801", "OLX802", "OLX803", "OLX804", "OLX818"})
+
+
+def merge_confirmed(static: list[Any], deep: list[Any]) -> list[Any]:
+    """One diagnostic per cause: deep findings (OLX801/802/...) on the line of a static
+    OLX1xx finding are folded into it (its message says the deep analysis confirmed it;
+    the deep findings become related information), and several such deep findings on a
+    line without one become one, the most severe, with the others as related."""
+    from onnxlint.violation import Related
+
+    by_line: dict[tuple[str, int], list[Any]] = {}
+    rest: list[Any] = []
+    for v in deep:
+        if v.code in CONFIRMING:
+            by_line.setdefault((os.path.realpath(v.path), v.line), []).append(v)
+        else:
+            rest.append(v)
+    out = list(static)
+    for (path, line), found in by_line.items():
+        found.sort(key=lambda v: (-v.severity.rank, v.code))
+        at = [
+            i
+            for i, s in enumerate(out)
+            if s.code.startswith("OLX1") and s.line == line and os.path.realpath(s.path) == path
+        ]
+        if at:
+            i = min(at, key=lambda i: -out[i].severity.rank)
+            primary, others, lead = out[i], found, "confirmed by the deep analysis"
+        elif len(found) > 1:
+            primary, others, lead = found[0], found[1:], "also"
+            i = -1
+        else:
+            rest.append(found[0])
+            continue
+        words = "; ".join(f"{o.code}: {o.message}" for o in others[:2])
+        related = tuple(
+            Related(o.path, o.line, o.column, f"{o.code} ({o.source}): {o.message}") for o in others
+        )
+        severity = max([primary, *others], key=lambda v: v.severity.rank).severity
+        merged = dataclasses.replace(
+            primary,
+            message=f"{primary.message} ({lead}: {words})",
+            severity=severity,
+            notes=(*primary.notes, *(n for o in others for n in o.notes if n.startswith("torch:"))),
+            related=(*related, *primary.related),
+        )
+        if i >= 0:
+            out[i] = merged
+        else:
+            out.append(merged)
+    return out + rest

@@ -581,8 +581,10 @@ class OnnxlintServer(LanguageServer):
             return []
         out = list(st.result.violations)
         if st.deep and st.deep_version == st.result.version:
+            from onnxlint.server.deep import merge_confirmed  # one cause, one diagnostic
+
             deep = [v for vs in st.deep.values() for v in vs]
-            out.extend(apply_suppressions(st.result.text, deep))
+            out = merge_confirmed(out, apply_suppressions(st.result.text, deep))
         return out
 
     def publish(self, uri: str) -> None:
