@@ -16,24 +16,35 @@ _TRACING = frozenset({"torch.jit.is_tracing", "torch.jit._trace.is_tracing"})
 class JitIsTracing(Rule):
     """
     ## What it does
-    Flags `torch.jit.is_tracing()`, usually a guard that picks an export-friendly code path.
+    Flags a `torch.jit.is_tracing()` guard where the path the dynamo exporter takes
+    instead exports a different or a failing model: in `forward`, the guard picks what
+    the model returns; the condition goes on to compare sizes that the tracing path left
+    alone (`not is_tracing() and num_patches == num_positions`); or the eager side calls
+    NumPy or turns a tensor into Python data.
 
     ## Why is this bad?
     The dynamo exporter (`torch.onnx.export`, the default since torch 2.9) does not trace
     with TorchScript, so `torch.jit.is_tracing()` is `False` during export and the eager
-    branch is exported instead, silently. `torch.onnx.is_in_onnx_export()` is `True` under
-    both ONNX exporters.
+    side of the guard is exported, silently. Most guards only pick a tracer-friendly way
+    to compute the same thing, and dynamo captures the eager code as it is: those are
+    left alone. `torch.onnx.is_in_onnx_export()` is `True` under both ONNX exporters.
 
     ## Example
     ```python
-    if torch.jit.is_tracing():
-        x = x.view(-1, 4)
+    def forward(self, x):
+        boxes, scores = self.decode(x)
+        if torch.jit.is_tracing():
+            return boxes, scores  # what the deployed model returns
+        return boxes, scores, self.anchors
     ```
 
     ## Use instead
     ```python
-    if torch.onnx.is_in_onnx_export():
-        x = x.view(-1, 4)
+    def forward(self, x):
+        boxes, scores = self.decode(x)
+        if torch.onnx.is_in_onnx_export():
+            return boxes, scores
+        return boxes, scores, self.anchors
     ```
     (`torch.compiler.is_exporting()` covers `torch.export.export` too.)
 
@@ -64,6 +75,36 @@ class JitIsTracing(Rule):
         Valid(  # the dynamo path is handled by the other half of the condition
             "import torch\nok = torch.jit.is_tracing() or torch.compiler.is_compiling()\n"
         ),
+        Valid(  # both sides compute the same channel count: dynamo exports the eager one
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        c = int(x.shape[1]) if torch.jit.is_tracing() else x.shape[1]
+                        return x.reshape(-1, c)
+                torch.onnx.export(M().eval(), (torch.ones(2, 4),), "m.onnx")
+                """
+            )
+        ),
+        Valid(  # a cache the eager path fills: the same values, not a returned output
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def biases(self):
+                        if torch.jit.is_tracing() or self.training:
+                            return self.ab[:, self.idx]
+                        return self.cache.setdefault("k", self.ab[:, self.idx])
+                    def forward(self, x):
+                        return x + self.biases()
+                """
+            )
+        ),
+        Valid(  # a check that compares ranks, not sizes
+            "import torch\ndef f(x):\n    if not torch.jit.is_tracing() and x.dim() == 4:\n"
+            "        raise ValueError\n    return x\n"
+        ),
     ]
     INVALID = [
         Invalid(
@@ -79,7 +120,7 @@ class JitIsTracing(Rule):
                 """
             ),
             line=4,
-            message="not taken by the dynamo exporter",
+            message="the exported outputs change",
             fixed=dedent(
                 """
                 import torch
@@ -92,60 +133,79 @@ class JitIsTracing(Rule):
                 """
             ),
         ),
-        Invalid(
+        Invalid(  # the eager side specializes sizes the tracing side left dynamic
             dedent(
                 """
                 import torch as th
                 from torch.jit import is_tracing
-                def f(x):
-                    return x if is_tracing() else x + 1
+                def interpolate(pos, n, h, w):
+                    if not is_tracing() and n == pos.shape[1] and h == w:
+                        return pos
+                    return th.nn.functional.interpolate(pos, size=(h, w))
                 class M(th.nn.Module):
                     def forward(self, x):
-                        return f(x)
-                th.onnx.export(M().eval(), (th.ones(1),), "m.onnx")
+                        return interpolate(self.pos, x.shape[1], x.shape[2], x.shape[3])
+                th.onnx.export(M().eval(), (th.ones(1, 3, 4, 4),), "m.onnx")
                 """
             ),
             line=4,
-            message="is_in_onnx_export",
+            message="compare `n == pos.shape[1]`",
             fixed=dedent(
                 """
                 import torch as th
                 from torch.jit import is_tracing
-                def f(x):
-                    return x if th.onnx.is_in_onnx_export() else x + 1
+                def interpolate(pos, n, h, w):
+                    if not th.onnx.is_in_onnx_export() and n == pos.shape[1] and h == w:
+                        return pos
+                    return th.nn.functional.interpolate(pos, size=(h, w))
                 class M(th.nn.Module):
                     def forward(self, x):
-                        return f(x)
-                th.onnx.export(M().eval(), (th.ones(1),), "m.onnx")
+                        return interpolate(self.pos, x.shape[1], x.shape[2], x.shape[3])
+                th.onnx.export(M().eval(), (th.ones(1, 3, 4, 4),), "m.onnx")
                 """
             ),
         ),
-        Invalid(  # no export reaches it: reported, but the fix is not offered
+        Invalid(  # the eager side calls NumPy (in a method); no export reaches it: no fix
             dedent(
                 """
+                import numpy as np
                 import torch
-                def f(x):
-                    return x if torch.jit.is_tracing() else x + 1
+                class M(torch.nn.Module):
+                    def check(self, shape):
+                        if (np.array(shape) % 32).any():
+                            raise ValueError(shape)
+                    def forward(self, x):
+                        if not torch.jit.is_tracing():
+                            self.check(x.shape[2:])
+                        return x
                 """
             ),
-            line=3,
-            message="is_tracing",
+            line=8,
+            message="calls `self.check(...)`",
         ),
         Invalid(  # no name for torch: no fix
-            "from torch import jit\nok = not jit.is_tracing()\n",
-            line=2,
+            dedent(
+                """
+                from torch import jit, nn
+                class M(nn.Module):
+                    def forward(self, x):
+                        return x if jit.is_tracing() else (x, x)
+                """
+            ),
+            line=4,
             message="torch.onnx.is_in_onnx_export()",
         ),
         Invalid(  # the file traces: still worth knowing, lower severity
             dedent(
                 """
                 import torch
-                def f(x):
-                    return 1 if torch.jit.is_tracing() else 2
-                torch.jit.trace(f, (torch.ones(1),))
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        return 1 if torch.jit.is_tracing() else 2
+                torch.jit.trace(M(), (torch.ones(1),))
                 """
             ),
-            line=3,
+            line=4,
             message="is_tracing",
             severity=Severity.INFO,
         ),
@@ -156,6 +216,9 @@ class JitIsTracing(Rule):
             return
         if self._dynamo_guarded(node):
             return  # `is_tracing() or is_compiling()`: the dynamo path is already handled
+        why = self._why(node)
+        if why is None:
+            return  # both paths export the same model under dynamo
         sites = self.ctx.reaching_exports()
         if sites:
             only_tracing = all(s.traced or s.kind is ExportKind.JIT_SCRIPT for s in sites)
@@ -178,11 +241,87 @@ class JitIsTracing(Rule):
             )
         self.report(
             node,
-            "`torch.jit.is_tracing()` is False under the dynamo exporter, so this guard is "
-            "not taken by the dynamo exporter; use `torch.onnx.is_in_onnx_export()`",
+            f"`torch.jit.is_tracing()` is False under the dynamo exporter, so {why}; "
+            "use `torch.onnx.is_in_onnx_export()`",
             fix=fix,
             severity=Severity.INFO if only_tracing else None,
         )
+
+    def _why(self, call: cst.Call) -> str | None:
+        """What goes wrong when the dynamo exporter takes the non-tracing side of the guard
+        holding `call`, or None when both sides export alike (the usual case: the tracing
+        side is a workaround for the tracer, and dynamo captures the eager code as it is)."""
+        guard = self._guard(call)
+        if guard is None:
+            return None  # a flag handed on (`return ... and not is_tracing()`): judged where used
+        value = _without_tracing(guard.test, call)
+        if value is not False:
+            compared = _size_comparison(guard.test, call)
+            if compared is not None:
+                return (
+                    f"the condition goes on to compare `{self.ctx.code_of(compared)}`, "
+                    "which specializes the sizes the tracing path leaves dynamic"
+                )
+        taken, skipped = _branches(guard, value)
+        for branch in taken:
+            hostile = self._hostile(branch)
+            if hostile is not None:
+                return f"the dynamo exporter takes the eager path, which calls `{hostile}`"
+        func = self.ctx.function
+        if func is not None and func.name == "forward" and func.class_name is not None:
+            chain = self.ctx.ancestors
+            at = next(i for i in range(len(chain) - 1, -1, -1) if chain[i] is guard)
+            above = chain[at - 1] if at > 0 else None
+            returns = isinstance(guard, cst.IfExp) and isinstance(above, cst.Return)
+            if returns or any(_returns(b) for b in skipped):
+                return (
+                    "`forward` returns what eager mode returns, not what the tracing "
+                    "branch returns: the exported outputs change"
+                )
+        return None
+
+    def _guard(self, call: cst.Call) -> cst.If | cst.While | cst.IfExp | None:
+        """The `if`/`while`/ternary whose test holds `call` (through `not`/`and`/`or`)."""
+        child: cst.CSTNode = call
+        for anc in reversed(self.ctx.ancestors):
+            if isinstance(anc, (cst.If, cst.While, cst.IfExp)) and child is anc.test:
+                return anc
+            if not isinstance(anc, (cst.BooleanOperation, cst.UnaryOperation)):
+                return None
+            child = anc
+        return None
+
+    def _hostile(self, code: cst.CSTNode) -> str | None:
+        """A call in `code` (or in a method of this class it calls) that fails under the
+        dynamo exporter: NumPy, or a tensor turned into Python data."""
+        cls = self.ctx.class_info
+        here = self.ctx.function
+        for n in iter_descendants(code):
+            if not isinstance(n, cst.Call):
+                continue
+            q = self.ctx.qualname(n.func) or ""
+            if q.split(".", 1)[0] == "numpy":
+                return self.ctx.code_of(n.func)
+            if isinstance(n.func, cst.Attribute):
+                attr = n.func.attr.value
+                if attr in _TO_PYTHON and not n.args:
+                    return f".{attr}()"
+                if cls is not None and dotted(n.func.value) == "self" and attr in cls.methods:
+                    inner = cls.methods[attr].node
+                    if (here is None or inner is not here.node) and self._hostile_flat(inner.body):
+                        return f"self.{attr}(...)"
+        return None
+
+    def _hostile_flat(self, code: cst.CSTNode) -> bool:
+        for n in iter_descendants(code):
+            if isinstance(n, cst.Call):
+                q = self.ctx.qualname(n.func) or ""
+                if q.split(".", 1)[0] == "numpy":
+                    return True
+                attr = n.func.attr.value if isinstance(n.func, cst.Attribute) else ""
+                if attr in _TO_PYTHON and not n.args:
+                    return True
+        return False
 
     def _dynamo_guarded(self, node: cst.Call) -> bool:
         """Whether the boolean expression holding the call (`is_tracing() or
@@ -205,3 +344,98 @@ class JitIsTracing(Rule):
 _DYNAMO_GUARDS = frozenset(
     {"is_compiling", "is_exporting", "is_torchdynamo_compiling", "is_in_onnx_export"}
 )
+
+
+_TO_PYTHON = frozenset({"item", "tolist", "numpy"})
+
+
+def _without_tracing(expr: cst.BaseExpression, call: cst.Call) -> bool | None:
+    """The value of a guard's test when `call` (`is_tracing()`) is False: True, False,
+    or None when the rest of the test decides."""
+    if expr is call:
+        return False
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        inner = _without_tracing(expr.expression, call)
+        return None if inner is None else not inner
+    if isinstance(expr, cst.BooleanOperation):
+        left = _without_tracing(expr.left, call)
+        right = _without_tracing(expr.right, call)
+        if isinstance(expr.operator, cst.And):
+            if left is False or right is False:
+                return False
+            return True if left is True and right is True else None
+        if left is True or right is True:
+            return True
+        return False if left is False and right is False else None
+    return None
+
+
+def _size_comparison(test: cst.BaseExpression, call: cst.Call) -> cst.Comparison | None:
+    """An `==`/`!=` between values (not None, strings, bools or ranks) that the test
+    evaluates only when `is_tracing()` is False (to its right in an `and`/`or` chain):
+    under dynamo it becomes a guard that fixes the sizes tracing left alone."""
+    later: list[cst.BaseExpression] = []
+
+    def chain(expr: cst.BaseExpression) -> bool:  # whether expr holds the call
+        if expr is call:
+            return True
+        if isinstance(expr, cst.UnaryOperation):
+            return chain(expr.expression)
+        if isinstance(expr, cst.BooleanOperation):
+            if chain(expr.left):
+                later.append(expr.right)
+                return True
+            return chain(expr.right)
+        return False
+
+    chain(test)
+    for part in later:
+        for n in (part, *iter_descendants(part)):
+            if not isinstance(n, cst.Comparison):
+                continue
+            ops = n.comparisons
+            if not all(isinstance(c.operator, (cst.Equal, cst.NotEqual)) for c in ops):
+                continue
+            sides = [n.left, *(c.comparator for c in ops)]
+            if any(_config_value(s) for s in sides):
+                continue
+            return n
+    return None
+
+
+def _config_value(expr: cst.BaseExpression) -> bool:
+    """A side of a comparison that is no size: None, a bool, a string, a rank."""
+    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return True
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "ndim":
+        return True
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        return expr.func.attr.value in ("dim", "ndimension")
+    return isinstance(expr, cst.Name) and expr.value in ("None", "True", "False")
+
+
+def _branches(
+    guard: cst.If | cst.While | cst.IfExp, value: bool | None
+) -> tuple[list[cst.CSTNode], list[cst.CSTNode]]:
+    """(the branches the dynamo exporter may take, the ones only tracing takes)."""
+    body: cst.CSTNode = guard.body
+    other: cst.CSTNode | None = guard.orelse
+    if value is None:
+        both = [body] + ([other] if other is not None else [])
+        return both, both
+    if value:
+        return [body], [other] if other is not None else []
+    return ([other] if other is not None else []), [body]
+
+
+def _returns(code: cst.CSTNode) -> bool:
+    """Whether `code` returns from the enclosing function (nested defs aside)."""
+    stack = [code]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Return):
+            return True
+        if isinstance(n, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue
+        stack.extend(n.children)
+    return False
