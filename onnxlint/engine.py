@@ -18,7 +18,9 @@ from typing import Any
 import libcst as cst
 
 from onnxlint.blocks import Block, ParseCache, split_blocks
+from onnxlint.cells import CellModule, cell_module
 from onnxlint.config import Config
+from onnxlint.notebook import Cell, NotebookError, is_notebook, read_notebook
 from onnxlint.project import FileReach, ProjectIndex, ProjectModel, Reader, read_disk
 from onnxlint.project.facts import file_context
 from onnxlint.project.reach import local_param_kinds
@@ -59,8 +61,30 @@ class Engine:
         self.project_model = ProjectModel(self.project)
         self.last_stats = CheckStats()
         self.last_block_texts: list[str] = []  # the blocks of the last check (the server pins them)
+        self.last_module: CellModule | None = None  # the last notebook's cells as one module
 
     def check(self, path: str, text: str, config: Config | None = None) -> list[Violation]:
+        """Check a file's text: Python source, or a notebook's JSON for `*.ipynb`."""
+        if is_notebook(path):
+            try:
+                notebook = read_notebook(text)
+            except NotebookError as exc:
+                return [_file_error(path, str(exc), exc.line, exc.column)]
+            return self.check_cells(path, notebook.cells, config)
+        return self.check_module(path, text, config)
+
+    def check_cells(
+        self, path: str, cells: Sequence[Cell], config: Config | None = None
+    ) -> list[Violation]:
+        """Check a notebook's cells as one module (see onnxlint.cells); each finding names
+        its cell and has positions in it."""
+        module = cell_module(cells)
+        self.last_module = module
+        found = self.check_module(path, module.text, config)
+        return sorted((module.to_cell(v) for v in found), key=Violation.sort_key)
+
+    def check_module(self, path: str, text: str, config: Config | None = None) -> list[Violation]:
+        """Check one module's Python text."""
         config = config or Config()
         stats = CheckStats()
         self.last_stats = stats
@@ -308,8 +332,10 @@ def _place(v: Violation, path: str, lines: int) -> Violation:
     return dataclasses.replace(v, path=path, span=span, fix=fix)
 
 
-def _file_error(path: str, message: str) -> Violation:
-    return Violation(path, Span(1, 1, 1, 1), SYNTAX_ERROR_CODE, message, Severity.ERROR)
+def _file_error(path: str, message: str, line: int = 1, column: int = 1) -> Violation:
+    return Violation(
+        path, Span(line, column, line, column), SYNTAX_ERROR_CODE, message, Severity.ERROR
+    )
 
 
 _DEFAULT = Engine()

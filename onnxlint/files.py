@@ -1,4 +1,4 @@
-"""Finding the Python files to check, and reading them without ever failing loudly.
+"""Finding the Python files and notebooks to check, and reading them without ever failing loudly.
 
 Skips what a user never means to lint: VCS folders, virtual environments, build output,
 node_modules, caches, and what `exclude`/`--exclude` name. Symlinked folders are followed
@@ -39,6 +39,8 @@ SKIP_DIRS = frozenset(
     }
 )
 PY_SUFFIXES = (".py", ".pyi")
+# What a folder walk checks: Python files and Jupyter notebooks.
+CHECKED_SUFFIXES = (*PY_SUFFIXES, ".ipynb")
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
 
@@ -100,7 +102,7 @@ def _walk(root: Path, config: Config) -> Iterator[Path]:
             and not config.is_excluded(str(here / d))
         )
         for name in sorted(filenames):
-            if name.endswith(PY_SUFFIXES):
+            if name.endswith(CHECKED_SUFFIXES):
                 f = here / name
                 if not config.is_excluded(str(f)):
                     yield f

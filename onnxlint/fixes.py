@@ -13,11 +13,13 @@ import stat
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import libcst as cst
 
+from onnxlint.magics import mask_cell
+from onnxlint.notebook import Cell
 from onnxlint.violation import Edit, Fix, FixSafety, Violation, line_starts
 
 Checker = Callable[[str], list[Violation]]
@@ -113,8 +115,11 @@ def fix_text(
     unsafe: bool = False,
     only: Callable[[Violation], bool] | None = None,
     max_passes: int = 8,
+    valid: Callable[[str], bool] | None = None,
 ) -> FixResult:
-    """Apply every applicable fix, pass after pass, keeping only fixes that hold up."""
+    """Apply every applicable fix, pass after pass, keeping only fixes that hold up
+    (`valid`: whether a fixed text still parses; a notebook cell's masks its magics)."""
+    valid = valid or parses
     result = FixResult(text)
     current = violations
     for _ in range(max_passes):
@@ -125,12 +130,12 @@ def fix_text(
         if not candidates:
             break
         batch = _non_overlapping(candidates)
-        new_text, new_violations, good = _try_batch(result.text, current, batch, check)
+        new_text, new_violations, good = _try_batch(result.text, current, batch, check, valid)
         if not good:
             # Find the culprits one by one.
             kept = []
             for v in batch:
-                t, nv, ok = _try_batch(result.text, current, [v], check)
+                t, nv, ok = _try_batch(result.text, current, [v], check, valid)
                 if ok:
                     result.text, current = t, nv
                     kept.append(v)
@@ -147,14 +152,18 @@ def fix_text(
 
 
 def _try_batch(
-    text: str, before: list[Violation], batch: list[Violation], check: Checker
+    text: str,
+    before: list[Violation],
+    batch: list[Violation],
+    check: Checker,
+    valid: Callable[[str], bool],
 ) -> tuple[str, list[Violation], bool]:
     edits = [e for v in batch for e in (v.fix.edits if v.fix else ())]
     try:
         new_text = apply_edits(text, edits)
     except ValueError:
         return text, before, False
-    if new_text == text or not parses(new_text):
+    if new_text == text or not valid(new_text):
         return text, before, False
     after = check(new_text)
     count_before = Counter(v.code for v in before)
@@ -163,6 +172,63 @@ def _try_batch(
         if count_after[code] > count_before[code] - fixed:
             return text, before, False
     return new_text, after, True
+
+
+# --------------------------------------------------------------------------- notebooks
+
+
+@dataclass
+class CellsFixResult:
+    """Fixed notebook cells: the new source of each changed cell (by index)."""
+
+    sources: dict[int, str] = field(default_factory=dict)
+    applied: list[Violation] = field(default_factory=list)
+    remaining: list[Violation] = field(default_factory=list)
+
+
+def fix_cells(
+    cells: Sequence[Cell],
+    violations: list[Violation],
+    check: Callable[[list[Cell]], list[Violation]],
+    *,
+    unsafe: bool = False,
+    only: Callable[[Violation], bool] | None = None,
+) -> CellsFixResult:
+    """Apply the fixes of a notebook's findings cell by cell (`check` checks the cells as
+    one module): each fix edits one cell's text, parsed with its IPython syntax masked,
+    and must hold up when the whole notebook is checked again."""
+    current = list(cells)
+    out = CellsFixResult()
+    found = violations
+    wanted = sorted(
+        {v.cell for v in violations if v.cell is not None and is_applicable(v.fix, unsafe)}
+    )
+    for number in wanted:
+        i = next((k for k, c in enumerate(current) if c.index == number - 1), None)
+        if i is None:
+            continue
+        cell = current[i]
+
+        def check_cell(text: str, i: int = i, number: int = number) -> list[Violation]:
+            trial = [*current[:i], replace(current[i], source=text), *current[i + 1 :]]
+            return [v for v in check(trial) if v.cell == number]
+
+        mine = [v for v in found if v.cell == number]
+        result = fix_text(
+            cell.source, mine, check_cell, unsafe=unsafe, only=only, valid=_cell_parses
+        )
+        if result.text != cell.source:
+            current[i] = replace(cell, source=result.text)
+            out.sources[cell.index] = result.text
+            out.applied.extend(result.applied)
+            found = check(current)
+    out.remaining = found
+    return out
+
+
+def _cell_parses(text: str) -> bool:
+    masked = mask_cell(text)
+    return masked.python and parses(masked.text)
 
 
 # --------------------------------------------------------------------------- file I/O

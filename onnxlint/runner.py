@@ -18,8 +18,22 @@ from onnxlint.cache import ResultCache, config_key
 from onnxlint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
 from onnxlint.config import Config, load_config
 from onnxlint.engine import SYNTAX_ERROR_CODE, Engine
-from onnxlint.files import PY_SUFFIXES, PathProblem, ReadError, content_key, discover, read_text
-from onnxlint.fixes import fix_text, read_source, write_source
+from onnxlint.files import (
+    CHECKED_SUFFIXES,
+    PathProblem,
+    ReadError,
+    content_key,
+    discover,
+    read_text,
+)
+from onnxlint.fixes import fix_cells, fix_text, read_source, write_source
+from onnxlint.notebook import (
+    NotebookError,
+    file_position,
+    is_notebook,
+    read_notebook,
+    replace_sources,
+)
 from onnxlint.output.machine import render_github, render_json, render_sarif, render_statistics_json
 from onnxlint.output.text import (
     Painter,
@@ -89,9 +103,12 @@ def _explicit_files(
             where = "--exclude" if not config.is_excluded(raw) else _config_name(config)
             warn(f"{raw}: excluded by `exclude`/`extend-exclude` in {where}; not checked")
             continue
-        if not raw.endswith(PY_SUFFIXES) and not _looks_like_python(p):
+        if not raw.endswith(CHECKED_SUFFIXES) and not _looks_like_python(p):
             problems.append(
-                PathProblem(raw, "not a Python file (onnxlint checks *.py and *.pyi); not checked")
+                PathProblem(
+                    raw,
+                    "not a Python file (onnxlint checks *.py, *.pyi and *.ipynb); not checked",
+                )
             )
             continue
         keep.append(raw)
@@ -201,20 +218,24 @@ def _emit(
     if args.format == "json":
         out.write(render_json(violations))
     elif args.format == "sarif":
-        out.write(render_sarif(violations, config.root or Path.cwd()))
+        out.write(render_sarif(_in_files(violations), config.root or Path.cwd()))
     elif args.format == "github":
-        out.write(render_github(violations))
+        out.write(render_github(_in_files(violations)))
     else:
         paint = Painter(use_color(out.isatty()))
-        cache: dict[str, list[str] | None] = {}
+        cache: dict[tuple[str, int | None], list[str] | None] = {}
 
-        def lines_of(path: str) -> list[str] | None:
-            if path not in cache:
+        def lines_of(v: Violation) -> list[str] | None:
+            key = (v.path, v.cell)
+            if key not in cache:
                 try:
-                    cache[path] = read_text(Path(path)).splitlines()
-                except (ReadError, OSError):
-                    cache[path] = None
-            return cache[path]
+                    text = read_text(Path(v.path))
+                    if v.cell is not None:
+                        text = read_notebook(text).cells[v.cell - 1].source
+                    cache[key] = text.splitlines()
+                except (ReadError, OSError, NotebookError, IndexError):
+                    cache[key] = None
+            return cache[key]
 
         out.write(
             render_text(
@@ -229,6 +250,33 @@ def _emit(
                 created=created,
             )
         )
+
+
+def _in_files(violations: list[Violation]) -> list[Violation]:
+    """Findings in notebook cells placed in the notebook file itself, for formats whose
+    consumers know files, not cells (SARIF, GitHub annotations): at the line of the JSON
+    that holds the cell's line, with the cell and its line named in the message."""
+    texts: dict[str, str | None] = {}
+    out: list[Violation] = []
+    for v in violations:
+        if v.cell is None:
+            out.append(v)
+            continue
+        if v.path not in texts:
+            try:
+                texts[v.path] = read_text(Path(v.path))
+            except (ReadError, OSError):
+                texts[v.path] = None
+        text = texts[v.path]
+        s = v.span
+        if text is None:
+            start, end = (1, 1), (1, 1)
+        else:
+            start = file_position(text, v.cell - 1, s.line, s.column)
+            end = file_position(text, v.cell - 1, s.end_line, s.end_column)
+        message = f"cell {v.cell}:{s.line}:{s.column}: {v.message}"
+        out.append(replace(v, span=Span(*start, *end), message=message, cell=None))
+    return out
 
 
 # Worker-process state: one engine per process, so blocks are parsed once per process.
@@ -284,6 +332,8 @@ def _check_one(
     engine: Engine, path: str, text: str, config: Config, fix: bool, unsafe: bool, diff: bool
 ) -> FileOutcome:
     violations = engine.check(path, text, config)
+    if is_notebook(path):
+        return _fix_notebook(engine, path, text, config, violations, fix, unsafe, diff)
     outcome = FileOutcome(path, violations, deps=dict(engine.last_deps))
     if (fix or diff) and any(v.fix for v in violations):
         result = fix_text(text, violations, lambda t: engine.check(path, t, config), unsafe=unsafe)
@@ -302,6 +352,53 @@ def _check_one(
                 )
                 outcome.violations = violations
                 outcome.fixed = 0
+    return outcome
+
+
+def _fix_notebook(
+    engine: Engine,
+    path: str,
+    text: str,
+    config: Config,
+    violations: list[Violation],
+    fix: bool,
+    unsafe: bool,
+    diff: bool,
+) -> FileOutcome:
+    """`_check_one` for a notebook: fixes are applied cell by cell (onnxlint.fixes), and
+    only the fixed cells' sources are written back (onnxlint.notebook)."""
+    outcome = FileOutcome(path, violations, deps=dict(engine.last_deps))
+    if not (fix or diff) or not any(v.fix for v in violations):
+        return outcome
+    notebook = read_notebook(text)  # it was read by engine.check: it is readable
+    result = fix_cells(
+        notebook.cells,
+        violations,
+        lambda cells: engine.check_cells(path, cells, config),
+        unsafe=unsafe,
+    )
+    if not result.sources:
+        return outcome
+    try:
+        new_text = replace_sources(notebook, result.sources)
+    except NotebookError as exc:
+        warn(f"{path}: the fixes were not written: {exc}")
+        return outcome
+    if diff:
+        outcome.diff = "".join(
+            line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+            for index, source in sorted(result.sources.items())
+            for line in difflib.unified_diff(
+                notebook.cells[index].source.splitlines(keepends=True),
+                source.splitlines(keepends=True),
+                f"a/{path}:cell {index + 1}",
+                f"b/{path}:cell {index + 1}",
+            )
+        )
+        return outcome
+    outcome.fixed = len(result.applied)
+    outcome.violations, outcome.created = _mark_created(violations, result.remaining)
+    outcome.new_text = new_text
     return outcome
 
 

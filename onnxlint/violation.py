@@ -152,6 +152,8 @@ class Violation:
     deprecated: bool = False  # the finding is about a deprecated API (LSP tag)
     notes: tuple[str, ...] = field(default=())  # extra lines: hints, workarounds
     related: tuple[Related, ...] = field(default=())  # deep: the chain, the declaration
+    # In a notebook: the cell (1-based index in its `cells` array); `span` is in the cell.
+    cell: int | None = None
 
     @property
     def url(self) -> str:
@@ -165,8 +167,14 @@ class Violation:
     def column(self) -> int:
         return self.span.column
 
-    def sort_key(self) -> tuple[str, int, int, str]:
-        return (self.path, self.span.line, self.span.column, self.code)
+    @property
+    def location(self) -> str:
+        """`path:line:column`, or `nb.ipynb:cell 3:12:5` in a notebook (as ruff writes it)."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.span.line}:{self.span.column}"
+
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        return (self.path, self.cell or 0, self.span.line, self.span.column, self.code)
 
     def to_json(self) -> dict[str, Any]:
         s = self.span
@@ -183,6 +191,8 @@ class Violation:
             "url": self.url,
             "fix": self.fix.to_json() if self.fix else None,
         }
+        if self.cell is not None:
+            out["cell"] = self.cell
         if self.notes:
             out["notes"] = list(self.notes)
         if self.related:
@@ -202,4 +212,5 @@ class Violation:
             deprecated=bool(data.get("deprecated", False)),
             notes=tuple(data.get("notes", ())),
             related=tuple(Related.from_json(r) for r in data.get("related", ())),
+            cell=data.get("cell"),
         )

@@ -55,7 +55,7 @@ def render_violation(
 ) -> str:
     fix_mark = f" {fix_marker(v)}" if v.fix is not None else ""
     head = (
-        f"{paint(v.path, 'bold')}:{v.line}:{v.column}: "
+        f"{paint(v.path, 'bold')}{v.location[len(v.path) :]}: "
         f"{paint(label(v), 'bold', _SEVERITY_COLOR[v.severity])}"
         f"{paint(fix_mark, 'cyan')} {v.message}"
     )
@@ -94,7 +94,7 @@ def _frame(v: Violation, lines: Sequence[str], paint: Painter) -> list[str]:
 
 def render_text(
     violations: Sequence[Violation],
-    read_lines: Callable[[str], Sequence[str] | None],
+    read_lines: Callable[[Violation], Sequence[str] | None],
     paint: Painter,
     *,
     fixed: int = 0,
@@ -107,14 +107,14 @@ def render_text(
     blocks = []
     if not quiet:
         for v in violations:
-            blocks.append(render_violation(v, read_lines(v.path), paint))
+            blocks.append(render_violation(v, read_lines(v), paint))
     summary = summary_line(
         violations, fixed, files_checked, unsafe_fixes, paint, fixing=fixing, created=created
     )
     if quiet:
-        return "\n".join(
-            f"{v.path}:{v.line}:{v.column}: {label(v)} {v.message}" for v in violations
-        ) + ("\n" if violations else "")
+        return "\n".join(f"{v.location}: {label(v)} {v.message}" for v in violations) + (
+            "\n" if violations else ""
+        )
     return "\n\n".join(blocks) + ("\n\n" if blocks else "") + summary + "\n"
 
 

@@ -199,7 +199,7 @@ class ProjectModel:
             paths = sorted(
                 os.path.join(root, n)
                 for n in os.listdir(root)
-                if n.endswith(".py") and os.path.isfile(os.path.join(root, n))
+                if n.endswith((".py", ".ipynb")) and os.path.isfile(os.path.join(root, n))
             )
         for path in paths:
             text = self.index.read(path)

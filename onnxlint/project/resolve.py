@@ -34,7 +34,8 @@ Reader = Callable[[str], "str | None"]
 
 
 def read_disk(path: str) -> str | None:
-    """A file's text, or None when it is absent, unreadable or too large."""
+    """A file's text, or None when it is absent, unreadable or too large. A notebook's
+    text is its code cells as one module (see onnxlint.cells)."""
     from pathlib import Path
 
     from onnxlint.files import ReadError, read_text
@@ -43,6 +44,13 @@ def read_disk(path: str) -> str | None:
         text = read_text(Path(path))
     except ReadError:
         return None
+    if path.endswith(".ipynb"):
+        from onnxlint.cells import notebook_module_text
+
+        module = notebook_module_text(text)
+        if module is None:
+            return None
+        text = module
     return text if len(text) <= MAX_CHARS else None
 
 
@@ -82,8 +90,8 @@ def roots(here: str, root: str | None) -> list[str]:
 
 
 def project_files(root: str, excluded: Callable[[str], bool] | None = None) -> list[str]:
-    """The project's `.py` files under `root` (absolute paths, sorted), skipping hidden
-    folders, environments, caches and what the configuration excludes."""
+    """The project's `.py` files and notebooks under `root` (absolute paths, sorted),
+    skipping hidden folders, environments, caches and what the configuration excludes."""
     out: list[str] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(
@@ -95,7 +103,7 @@ def project_files(root: str, excluded: Callable[[str], bool] | None = None) -> l
             and not (excluded and excluded(os.path.join(folder, d)))
         )
         for name in sorted(files):
-            if name.endswith(".py"):
+            if name.endswith((".py", ".ipynb")):
                 path = os.path.join(folder, name)
                 if excluded is None or not excluded(path):
                     out.append(path)
