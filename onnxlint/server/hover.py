@@ -1,13 +1,15 @@
-"""Hover: the rule's page as Markdown, over a finding or over a code in a suppression comment.
+"""Hover: a short summary of the rule, over a finding or over a code in a suppression comment.
 
-The page is `onnxlint.docs.rule_markdown` (the same text as `docs/rules/OLXnnn.md` and
-`onnxlint rule OLXnnn`); if that module is unavailable, it is rendered here from the rule
-class's docstring sections.
+VS Code already shows the diagnostic's message above the hover, so the hover does not repeat
+it: the rule's code and name, two or three lines of why, the "Use instead" snippet, the fix
+on offer and a link to the full page (`onnxlint rule OLXnnn`, docs/rules/OLXnnn.md). A
+summary stays under `MAX_SUMMARY` characters for every rule (a test checks them all).
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from lsprotocol import types
 
@@ -17,25 +19,90 @@ from onnxlint.server.server import OnnxlintServer
 # A code inside an `onnxlint: ignore[...]`, `onnxlint: ignore-file[...]` or noqa comment.
 _COMMENT_RE = re.compile(r"#\s*(?:onnxlint:\s*ignore(?:-file)?\[[^\]]*\]|noqa:[^#]*)", re.I)
 _CODE_RE = re.compile(r"\b[A-Z]{3}\d{3}\b", re.I)
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])")
+
+MAX_SUMMARY = 900
+WHY_CHARS = 330
+SNIPPET_LINES = 8
+SNIPPET_CHARS = 330
 
 
-def rule_page(code: str) -> str | None:
+def _why(text: str) -> str:
+    """The first sentences of "Why is this bad?", up to WHY_CHARS."""
+    paragraph = " ".join(text.split("\n\n")[0].split())
+    out = ""
+    for sentence in _SENTENCE_RE.split(paragraph):
+        if out and len(out) + len(sentence) + 1 > WHY_CHARS:
+            break
+        out = f"{out} {sentence}".strip()
+    if len(out) > WHY_CHARS:
+        out = out[: WHY_CHARS - 3].rsplit(" ", 1)[0] + "..."
+        if out.count("`") % 2:
+            out += "`"
+    return out
+
+
+def _snippet(text: str) -> str:
+    """The "Use instead" code block, cut to SNIPPET_LINES lines and SNIPPET_CHARS."""
+    m = re.search(r"```(\w*)\n(.*?)```", text, re.S)
+    if m is None:
+        return ""
+    lines: list[str] = []
+    for line in m.group(2).rstrip("\n").split("\n"):
+        if len(lines) >= SNIPPET_LINES or sum(map(len, lines)) + len(line) > SNIPPET_CHARS:
+            lines.append("...")
+            break
+        lines.append(line if len(line) <= 88 else line[:85] + "...")
+    return f"```{m.group(1) or 'python'}\n" + "\n".join(lines) + "\n```"
+
+
+def _fix_line(rule: Any, fix: Any) -> str:
+    from onnxlint.violation import FixSafety
+
+    if fix is not None and fix.edits and fix.safety is not FixSafety.DISPLAY:
+        kind = "safe, also in Fix all" if fix.safety is FixSafety.SAFE else "unsafe: review it"
+        return f"**Quick fix:** {fix.title} ({kind})"
+    safety = getattr(rule, "fix_safety", None)
+    if safety is FixSafety.SAFE:
+        return "**Fix:** available where the code allows it (also in Fix all)"
+    if safety is FixSafety.UNSAFE:
+        return "**Fix:** a quick fix where the code allows it (unsafe: review it)"
+    return "**Fix:** none automatic"
+
+
+def rule_summary(code: str, fix: Any = None) -> str | None:
+    """The hover's Markdown for a rule: code and name, why, use instead, fix, link."""
     from onnxlint.rules import rule_by_code
+    from onnxlint.violation import DOCS_BASE_URL
 
     rule = rule_by_code(code)
     if rule is None:
         return None
-    try:
-        from onnxlint.docs import rule_markdown
-    except ImportError:  # pragma: no cover - the docs module ships with the package
-        pass
-    else:
-        return rule_markdown(rule)
     sections = rule.doc_sections()
-    parts = [f"# {rule.code}: {rule.name}", ""]
-    for name, body in sections.items():
-        parts += [f"## {name}", "", body, ""]
-    return "\n".join(parts)
+    parts = [f"**{rule.code}** `{rule.name}` · {rule.severity.value}"]
+    why = _why(sections.get("Why is this bad?", "") or sections.get("What it does", ""))
+    if why:
+        parts.append(why)
+    snippet = _snippet(sections.get("Use instead", ""))
+    if snippet:
+        parts.append("**Use instead:**\n" + snippet)
+    parts.append(_fix_line(rule, fix))
+    parts.append(f"[Full rule page]({DOCS_BASE_URL}{rule.code}/)")
+    text = "\n\n".join(parts)
+    if len(text) > MAX_SUMMARY and snippet:  # never cut the link: drop the snippet
+        text = "\n\n".join(p for p in parts if not p.startswith("**Use instead:**"))
+    return text
+
+
+def _confirmed_by(v: Any) -> str:
+    """For a static finding the deep analysis confirmed: one line naming the deep rules."""
+    from onnxlint.violation import DOCS_BASE_URL
+
+    codes = [r.message.split(" ", 1)[0] for r in v.related if re.match(r"OLX8\d\d ", r.message)]
+    if not codes:
+        return ""
+    links = ", ".join(f"[{c}]({DOCS_BASE_URL}{c}/)" for c in dict.fromkeys(codes))
+    return f"\n\nConfirmed by the deep analysis: {links}"
 
 
 def code_in_comment(line: str, character: int) -> tuple[str, int, int] | None:
@@ -59,7 +126,7 @@ async def hover(ls: OnnxlintServer, params: types.HoverParams) -> types.Hover | 
         found = code_in_comment(text, col - 1)
         if found is not None:
             code, start, end = found
-            page = rule_page(code)
+            page = rule_summary(code)
             if page is not None:
                 return types.Hover(
                     contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=page),
@@ -72,10 +139,10 @@ async def hover(ls: OnnxlintServer, params: types.HoverParams) -> types.Hover | 
         d = diagnostic(v, lines, settings.severity_for(v.code))
         if not contains(d.range, pos):
             continue
-        page = rule_page(v.code)
-        header = f"**{v.code}**: {v.message}"
-        pages.append(header + ("\n\n---\n\n" + page if page else ""))
-        rng = rng or d.range
+        page = rule_summary(v.code, v.fix)
+        if page is not None:
+            pages.append(page + _confirmed_by(v))
+            rng = rng or d.range
     if not pages:
         return await _export_hover(ls, uri, res.text, text, line_no, lines)
     return types.Hover(

@@ -95,3 +95,90 @@ async def test_export_of_a_class_no_target_builds_offers_to_create_one(
     assert "model = DetectorHead().eval()" in text
     compile(text, "export.py", "exec")
     assert text.splitlines()[out["line"] - 1] == "def detector_head():"
+
+
+DATA_DEPENDENT = """import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x * 2
+        return x - 1
+
+
+# onnxlint: target
+def net():
+    return Net().eval(), (torch.randn(2, 3),)
+"""
+
+
+@pytest.mark.deep
+@pytest.mark.slow
+async def test_a_deep_finding_confirming_a_static_one_is_one_diagnostic_in_plain_words(
+    lsp: Client, tmp_path: Path
+) -> None:
+    """`if x.sum() > 0:` is OLX101 (static), OLX801 and OLX802 (deep): one diagnostic says
+    both, in words about the line; torch's own text is kept in the details."""
+    pytest.importorskip("torch")
+    (tmp_path / "pyproject.toml").write_text("[tool.onnxlint]\n")
+    path = tmp_path / "net.py"
+    path.write_text(DATA_DEPENDENT)
+    await start(lsp, "vscode", folders=[tmp_path])
+    uri = uri_of(path)
+    open_doc(lsp, uri, DATA_DEPENDENT)
+    static = await diagnostics_for(lsp, uri, 1)
+    assert [str(d.code) for d in static if d.range.start.line == 6] == ["OLX101"]
+    n = len(lsp.publishes)
+    out = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="onnxlint.analyzeExport", arguments=[uri, {"line": 6}])
+    )
+    assert out["status"] != "error", out
+
+    def deep_published() -> list[types.Diagnostic] | None:
+        for p in lsp.publishes[n:]:
+            if p.uri == uri and any(str(d.code).startswith("OLX8") for d in p.diagnostics):
+                return list(p.diagnostics)
+            if p.uri == uri and any("deep analysis" in d.message for d in p.diagnostics):
+                return list(p.diagnostics)
+        return None
+
+    merged = await wait_for(deep_published, 60, "the deep findings")
+    on_if = [d for d in merged if d.range.start.line == 6]
+    assert len(on_if) == 1, [(d.code, d.message) for d in on_if]
+    (d,) = on_if
+    assert d.code == "OLX101"
+    assert "confirmed by the deep analysis" in d.message
+    assert "this `if` depends on tensor data (`x.sum() > 0`)" in d.message
+    assert "Could not guard" not in d.message.split("\n")[0]
+    assert "torch: " in d.message and "Could not guard" in d.message  # the details
+    related = {r.message.split(" ")[0] for r in d.related_information or []}
+    assert {"OLX802", "OLX801"} <= related
+    hover = await lsp.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(uri), d.range.start)
+    )
+    assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+    assert hover.contents.value.startswith("**OLX101**")
+    assert "Confirmed by the deep analysis: [OLX802]" in hover.contents.value
+    assert len(hover.contents.value) < 900
+
+
+def test_every_rule_has_a_short_hover_with_why_use_instead_fix_and_link() -> None:
+    from onnxlint.rules import all_rules
+    from onnxlint.server.hover import MAX_SUMMARY, rule_summary
+
+    rules = all_rules()
+    assert len(rules) > 50
+    for rule in rules:
+        text = rule_summary(rule.code)
+        assert text is not None
+        assert len(text) < MAX_SUMMARY == 900, (rule.code, len(text))
+        assert text.startswith(f"**{rule.code}** `{rule.name}`")
+        assert f"# {rule.code}" not in text and "## " not in text  # no page headings
+        assert "--" not in text.replace("---", "")  # no CLI flags
+        assert text.endswith(f"[Full rule page](https://onnxlint.dev/rules/{rule.code}/)")
+        assert "**Fix:**" in text or "**Quick fix:**" in text
+        if "```" in rule.doc_sections().get("Use instead", ""):
+            assert "**Use instead:**\n```" in text, rule.code
+        assert text.count("```") % 2 == 0
