@@ -303,6 +303,7 @@ def _fix_all_text(ls: OnnxlintServer, uri: str, res: Result) -> str | None:
         lambda text: _recheck(ls, uri, text),
         unsafe=False,
     )
+    ls.state(uri).fix_cache[("fixAllCount", res.version)] = len(result.applied)  # for messages
     return result.text if result.applied else None
 
 

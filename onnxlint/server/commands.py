@@ -143,13 +143,24 @@ async def fix_all(ls: OnnxlintServer, *args: Any) -> Any:
     uri, options = _uri_and_options(args)
     assert uri is not None
     ls.document(uri)
+    version = (await ls.current(uri)).version
     edit = await fix_all_edit_with_progress(ls, uri, options)
     if edit is None:
-        return {"applied": False, "reason": "nothing to fix"}
+        _say(ls, "onnxlint: nothing to fix")
+        return {"applied": False, "reason": "nothing to fix", "fixes": 0}
     result = await ls.workspace_apply_edit_async(
         types.ApplyWorkspaceEditParams(edit=edit, label=FIX_ALL_TITLE)
     )
-    return {"applied": bool(result and result.applied)}
+    if not (result and result.applied):
+        _say(ls, "onnxlint: the fixes could not be applied (the file changed meanwhile?)")
+        return {"applied": False, "reason": "not applied", "fixes": 0}
+    count = ls.state(uri).fix_cache.get(("fixAllCount", version), 0)
+    _say(ls, f"onnxlint: {count} fix{'es' if count != 1 else ''} applied")
+    return {"applied": True, "fixes": count}
+
+
+def _say(ls: OnnxlintServer, message: str) -> None:
+    ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=message))
 
 
 async def restart(ls: OnnxlintServer, *args: Any) -> Any:

@@ -182,3 +182,36 @@ def test_every_rule_has_a_short_hover_with_why_use_instead_fix_and_link() -> Non
         if "```" in rule.doc_sections().get("Use instead", ""):
             assert "**Use instead:**\n```" in text, rule.code
         assert text.count("```") % 2 == 0
+
+
+TWO_SAFE_FIXES = """import torch
+
+torch.onnx.dynamo_export(model, x)
+torch.onnx.export(model, (x,), "m.onnx", do_constant_folding=True)
+"""
+
+
+async def test_fix_all_says_what_it_did(lsp: Client, tmp_path: Path) -> None:
+    await start(lsp, "vscode")
+    uri = uri_of(tmp_path / "m.py")
+    open_doc(lsp, uri, TWO_SAFE_FIXES)
+    diags = await diagnostics_for(lsp, uri, 1)
+    assert {"OLX402", "OLX405"} <= {str(d.code) for d in diags}
+    out = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="onnxlint.fixAll", arguments=[uri])
+    )
+    assert out == {"applied": True, "fixes": 2}
+    await wait_for(lambda: lsp.messages, what="a message")
+    assert lsp.messages[-1].message == "onnxlint: 2 fixes applied"
+    assert "dynamo_export" not in lsp.texts[uri] and "do_constant_folding" not in lsp.texts[uri]
+    from .conftest import change_doc
+
+    v = change_doc(lsp, uri, lsp.texts[uri])  # the editor sends the applied edit
+    await diagnostics_for(lsp, uri, v)
+    n = len(lsp.messages)
+    out = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="onnxlint.fixAll", arguments=[uri])
+    )
+    assert out["applied"] is False
+    await wait_for(lambda: len(lsp.messages) > n, what="a second message")
+    assert lsp.messages[-1].message == "onnxlint: nothing to fix"
