@@ -186,6 +186,9 @@ async def show_report(ls: OnnxlintServer, *args: Any) -> Any:
             types.ShowMessageParams(type=types.MessageType.Info, message=str(exc))
         )
         return {"status": "unavailable", "message": str(exc)}
+    _, options = _uri_and_options(args, required=False)
+    if options.get("show") is False:  # the client opens the report itself (VS Code: a webview)
+        return paths
     caps = ls.client_capabilities.window
     if caps and caps.show_document and caps.show_document.support:
         from pygls.uris import from_fs_path

@@ -42,6 +42,37 @@ NO_TARGET_HELP = (
 )
 
 
+# A client command that shows the end of an analysis itself (from the `finished` state
+# notification, with a "Show report" action): the server then sends no showMessage.
+SHOW_RESULT = "onnxlint.showAnalysisResult"
+
+
+def summary(result: Any) -> dict[str, Any]:
+    """The counts and one sentence for the end of an analysis."""
+    from onnxlint.deep.result import outcome_of
+
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for v in result.violations:
+        counts[v.severity.value] = counts.get(v.severity.value, 0) + 1
+    n = len(result.violations)
+    name = result.target.name
+    if result.status == "cancelled":
+        message = f"onnxlint: {name}: cancelled"
+    else:
+        found = f"{n} finding{'s' if n != 1 else ''}" if n else "no findings"
+        parts = [f"{c} {k}{'s' if c != 1 and k != 'info' else ''}" for k, c in counts.items() if c]
+        found += f" ({', '.join(parts)})" if parts else ""
+        message = f"onnxlint: {name}: {outcome_of(result)}, {found}"
+    return {
+        "status": result.status,
+        "findings": n,
+        "errors": counts["error"],
+        "warnings": counts["warning"],
+        "infos": counts["info"],
+        "message": message,
+    }
+
+
 class DeepUnavailable(Exception):
     """The deep analysis cannot run here; the message says why and what to do."""
 
@@ -195,6 +226,8 @@ class DeepService:
         def on_progress(phase: str, percent: int | None) -> None:
             loop.call_soon_threadsafe(progress.report, phase, percent)
 
+        result = None
+        finished: dict[str, Any] = {"state": "finished", "target": target.name}
         try:
             analyzer = self.analyzer(uri, python)
             result = await loop.run_in_executor(
@@ -202,20 +235,26 @@ class DeepService:
             )
         except asyncio.CancelledError:
             job.cancel.set()
+            finished.update(status="cancelled", message=f"onnxlint: {target.name}: cancelled")
             raise
         except Exception as exc:
             log.exception("deep analysis of %s failed", target.name)
-            result = None
             error = f"onnxlint: the analysis of {target.name!r} failed: {exc}"
+            finished.update(status="error", message=error)
             ls.window_show_message(
                 types.ShowMessageParams(type=types.MessageType.Error, message=error)
             )
         finally:
             self.running = None
             progress.end("cancelled" if job.cancel.is_set() else "done")
-            ls.protocol.notify(ANALYSIS_STATE, {"state": "finished", "target": target.name})
+            if result is not None:
+                finished.update(summary(result))
+            ls.protocol.notify(ANALYSIS_STATE, finished)
         if result is None:
             return {"status": "error", "target": target.name}
+        if SHOW_RESULT not in ls.init.client_commands:  # the client does not show it itself
+            kind = types.MessageType.Warning if finished["errors"] else types.MessageType.Info
+            ls.window_show_message(types.ShowMessageParams(type=kind, message=finished["message"]))
         self._file(result, versions)
         self.results = [r for r in self.results if r.target.name != target.name] + [result]
         return {

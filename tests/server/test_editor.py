@@ -145,6 +145,20 @@ async def test_a_deep_finding_confirming_a_static_one_is_one_diagnostic_in_plain
         return None
 
     merged = await wait_for(deep_published, 60, "the deep findings")
+    # one progress item, cancellable, with the phase and percent
+    (token,) = lsp.progress_reports
+    begin, *reports, end = lsp.progress_reports[token]
+    assert isinstance(begin, types.WorkDoneProgressBegin) and begin.cancellable
+    assert begin.title == "onnxlint: analyzing net:net"
+    assert any(r.percentage is not None and r.message for r in reports)
+    assert isinstance(end, types.WorkDoneProgressEnd)
+    # the end: counts and one sentence, in the state notification and (this client does
+    # not show it itself) a message
+    finished = [p for name, p in lsp.notifications if p.state == "finished"][-1]
+    assert finished.errors >= 1 and finished.findings >= finished.errors
+    assert finished.message.startswith("onnxlint: net:net: fails at step 1/3")
+    assert f"{finished.errors} error" in finished.message
+    await wait_for(lambda: any(m.message == finished.message for m in lsp.messages), 10)
     on_if = [d for d in merged if d.range.start.line == 6]
     assert len(on_if) == 1, [(d.code, d.message) for d in on_if]
     (d,) = on_if
