@@ -69,6 +69,14 @@ class ClientLogHandler(logging.Handler):
             self.server.window_log_message(params)  # type: ignore[arg-type]
 
 
+def _quiet_routine(record: logging.LogRecord) -> bool:
+    """Demote pygls's warning about a cancel for an unknown (already answered) request."""
+    if record.getMessage().startswith("Cancel notification for unknown message id"):
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+    return True
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="onnxlint server",
@@ -102,6 +110,9 @@ def serve(argv: list[str] | None = None) -> int:
     )
     # pygls logs every message at INFO; keep it quiet unless asked for debug output.
     logging.getLogger("pygls").setLevel(level if level <= logging.DEBUG else logging.WARNING)
+    # A cancel for a request already answered is routine (editors cancel hovers and code
+    # lenses as the cursor moves); pygls warns about each one.
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_quiet_routine)
     # stdout belongs to the protocol: anything printed by accident goes to stderr instead.
     stdout = sys.stdout.buffer
     sys.stdout = sys.stderr
@@ -111,6 +122,8 @@ def serve(argv: list[str] | None = None) -> int:
         server = create_server()
         server.load_engine()
     logging.getLogger("onnxlint").addHandler(ClientLogHandler(server, max(level, logging.INFO)))
+    # onnxlint's own records reach the client as window/logMessage: not twice on stderr.
+    handlers[0].addFilter(lambda r: not r.name.startswith("onnxlint"))
     try:
         server.start_io(sys.stdin.buffer, stdout)
     finally:

@@ -229,3 +229,32 @@ async def test_fix_all_says_what_it_did(lsp: Client, tmp_path: Path) -> None:
     assert out["applied"] is False
     await wait_for(lambda: len(lsp.messages) > n, what="a second message")
     assert lsp.messages[-1].message == "onnxlint: nothing to fix"
+
+
+def test_a_cancel_for_an_answered_request_is_not_logged_as_a_warning() -> None:
+    """Editors cancel hovers and lenses as the cursor moves; pygls warned about each one on
+    stderr, which VS Code showed as `[error]` lines several times a minute."""
+    from .test_protocol import Raw
+
+    raw = Raw()
+    try:
+        raw.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": None, "rootUri": None, "capabilities": {}},
+            }
+        )
+        raw.response(1)
+        raw.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        for i in range(3):
+            raw.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 100 + i}})
+        raw.send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+        raw.response(2)
+        raw.send({"jsonrpc": "2.0", "method": "exit"})
+        _, err = raw.proc.communicate(timeout=20)
+    finally:
+        if raw.proc.poll() is None:
+            raw.proc.kill()
+    assert b"Cancel notification" not in err, err.decode()
