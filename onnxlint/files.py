@@ -36,6 +36,7 @@ SKIP_DIRS = frozenset(
         ".onnxlint_cache",
         "site-packages",
         ".eggs",
+        ".ipynb_checkpoints",  # Jupyter's autosaved copies (ruff skips them too)
     }
 )
 PY_SUFFIXES = (".py", ".pyi")
