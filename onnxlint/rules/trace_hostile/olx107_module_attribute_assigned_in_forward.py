@@ -8,7 +8,7 @@ import libcst as cst
 
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import under_export_guard
-from onnxlint.semantic import Kind, dotted
+from onnxlint.semantic import FileModel, Kind, dotted
 from onnxlint.violation import Severity
 from onnxlint.walker import iter_children, iter_descendants
 
@@ -88,8 +88,84 @@ class ModuleAttributeAssignedInForward(Rule):
                 """
             )
         ),
+        Valid(  # a chunk cache its parent clears before every encode
+            dedent(
+                """
+                import torch
+                class CausalConv(torch.nn.Module):
+                    def forward(self, x):
+                        if self.cache is not None:
+                            x = torch.cat([self.cache, x], dim=2)
+                        self.cache = x[:, :, -2:].clone()
+                        return x
+                class Encoder(torch.nn.Module):
+                    def forward(self, x):
+                        for m in self.modules():
+                            if isinstance(m, CausalConv):
+                                m.cache = None
+                        return self.convs(x)
+                """
+            )
+        ),
+        Valid(  # one-shot lazy initialisation of a constant kernel
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        if self.first_call is True:
+                            self.first_call = False
+                            self.kernel = self.kernel.repeat(x.shape[1], 1, 1)
+                        return torch.nn.functional.conv1d(x, self.kernel)
+                """
+            )
+        ),
+        Valid(  # an opt-in cache, off by default
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x, keep_cache=False):
+                        if keep_cache and self.emb is not None:
+                            return self.emb
+                        out = x * 2
+                        if keep_cache:
+                            self.emb = out.detach()
+                        return out
+                """
+            )
+        ),
+        Valid(  # a grow-only table, sliced to the input
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def grow(self, shape):
+                        self.pe = make(shape).to(self.pe.device)
+                    def forward(self, x):
+                        if x.size(2) > self.pe.size(2):
+                            self.grow(x.shape[2:])
+                        return x + self.pe[:, :, : x.size(2)]
+                """
+            )
+        ),
     ]
     INVALID = [
+        Invalid(  # a lazy initialisation that keeps the first batch size
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        if not self.built:
+                            self.built = True
+                            self.h0 = torch.zeros(x.shape[0], 8) + self.h0
+                        return x + self.h0
+                """
+            ),
+            line=6,
+            message="`self.h0`",
+        ),
         Invalid(
             dedent(
                 """
@@ -142,6 +218,10 @@ class ModuleAttributeAssignedInForward(Rule):
             return  # written before any read in this call: nothing carried across calls
         if value is not None and not self._from_inputs(value):
             return  # a constant, a flag, a lazily built table: the same for every input
+        if target.attr.value in _reset_by_owner(self.ctx.model):
+            return  # a per-call cache its owner clears before each encode/decode
+        if self._guarded_write(target.attr.value, value):
+            return
         if value is not None and self.ctx.kind(value) is Kind.TENSOR:
             self.report(
                 target,
@@ -157,6 +237,37 @@ class ModuleAttributeAssignedInForward(Rule):
                 "value is baked into the graph as a constant",
                 severity=Severity.INFO,
             )
+
+    def _guarded_write(self, attr: str, value: cst.BaseExpression | None) -> bool:
+        """Whether an enclosing `if` makes the write carry nothing an exported call
+        depends on: a one-shot lazy initialisation (`if self.first_call: self.first_call =
+        False; self.kernel = ...`, unless it keeps the batch size), an opt-in argument that
+        is off by default (`if keep_cache:` with `keep_cache=False`), or a grow-only table
+        (`if x.size(2) > self.pe.size(2): self.pe = ...`, sliced to the input after)."""
+        func = self.ctx.function
+        if func is None:
+            return False
+        off = _off_by_default(func.node)
+        for anc in self.ctx.ancestors:
+            if not isinstance(anc, cst.If):
+                continue
+            test = anc.test
+            flag = _one_shot_flag(anc)
+            if flag is not None and (value is None or not _batch_sized(value)):
+                return True
+            names = {n.value for n in (test, *iter_descendants(test)) if isinstance(n, cst.Name)}
+            if names & off or _opt_in_kwarg(test):
+                return True
+            if _grows(test, attr):
+                return True
+        cls = self.ctx.class_info
+        if cls is not None and func.name != "forward":  # the grow test at the call site
+            for n in iter_descendants(cls.node):
+                if isinstance(n, cst.If) and _grows(n.test, attr):
+                    calls = (m for m in iter_descendants(n.body) if isinstance(m, cst.Call))
+                    if any(dotted(c.func) == f"self.{func.name}" for c in calls):
+                        return True
+        return False
 
     def _from_inputs(self, value: cst.BaseExpression) -> bool:
         """Whether the value is computed from the call's inputs: a tensor, a shape or a
@@ -220,12 +331,13 @@ def _uses(node: cst.CSTNode, attr: str) -> Iterator[bool]:
         yield from _uses(child, attr)
 
 
-def _is_self_attr(node: cst.CSTNode, attr: str) -> bool:
+def _is_self_attr(node: cst.CSTNode, attr: str | None) -> bool:
+    """`self.<attr>` (any attribute when `attr` is None)."""
     return (
         isinstance(node, cst.Attribute)
         and isinstance(node.value, cst.Name)
         and node.value.value == "self"
-        and node.attr.value == attr
+        and (attr is None or node.attr.value == attr)
     )
 
 
@@ -262,3 +374,120 @@ def _moves_itself(value: cst.BaseExpression, attr: str) -> bool:
         and isinstance(inner.value, cst.Name)
         and f"{inner.value.value}.{inner.attr.value}" == attr
     )
+
+
+_EMPTY = ("None", "[]", "{}", "()", "0")
+
+
+def _reset_by_owner(model: FileModel) -> frozenset[str]:
+    """Attributes another object clears from outside (`module.cache = None` in a loop over
+    submodules, or `module.clear_cache()` whose body sets `self.cache = None`): the
+    per-call caches of causal/chunked convolutions that the parent resets before each
+    encode/decode, so nothing is carried from one exported call to the next."""
+    key = "olx107.reset_by_owner"
+    found = model.memo.get(key)
+    if isinstance(found, frozenset):
+        return found
+    out: set[str] = set()
+    clearing: dict[str, set[str]] = {}  # method name -> attributes it sets empty
+    outside_calls: set[str] = set()
+    for stmt in model.module_body:
+        for n in (stmt, *iter_descendants(stmt)):
+            if isinstance(n, cst.FunctionDef) and n.name.value != "__init__":
+                for m in iter_descendants(n):
+                    if isinstance(m, cst.Assign) and _code(m.value) in _EMPTY:
+                        for t in m.targets:
+                            if _is_self_attr(t.target, None):
+                                assert isinstance(t.target, cst.Attribute)
+                                clearing.setdefault(n.name.value, set()).add(t.target.attr.value)
+            elif isinstance(n, cst.Assign) and _code(n.value) in _EMPTY:
+                for t in n.targets:
+                    tt = t.target
+                    if isinstance(tt, cst.Attribute) and dotted(tt.value) not in (None, "self"):
+                        out.add(tt.attr.value)
+            elif (
+                isinstance(n, cst.Call)
+                and isinstance(n.func, cst.Attribute)
+                and not n.args
+                and dotted(n.func.value) not in (None, "self")
+            ):
+                outside_calls.add(n.func.attr.value)
+    for name in outside_calls:
+        out |= clearing.get(name, set())
+    frozen = frozenset(out)
+    model.memo[key] = frozen
+    return frozen
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node).replace(" ", "")
+
+
+def _one_shot_flag(node: cst.If) -> str | None:
+    """`if self.first_call:` (or `is True`, or `not self.built`) whose body sets the same
+    flag to a constant: a lazy initialisation that runs once."""
+    test = node.test
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test = test.expression
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        test = test.left
+    if not _is_self_attr(test, None):
+        return None
+    assert isinstance(test, cst.Attribute)
+    flag = test.attr.value
+    for n in iter_descendants(node.body):
+        if (
+            isinstance(n, cst.Assign)
+            and _code(n.value) in ("True", "False")
+            and any(_is_self_attr(t.target, flag) for t in n.targets)
+        ):
+            return flag
+    return None
+
+
+def _batch_sized(value: cst.BaseExpression) -> bool:
+    """Whether the value keeps the batch size (`x.shape[0]`, `x.size(0)`, `len(x)`)."""
+    text = _code(value)
+    return any(s in text for s in ("shape[0]", "size(0)", "len("))
+
+
+def _off_by_default(func: cst.FunctionDef) -> set[str]:
+    """Parameters whose default is False or None: opt-in switches an export leaves off."""
+    p = func.params
+    return {
+        a.name.value
+        for a in (*p.params, *p.kwonly_params)
+        if a.default is not None and _code(a.default) in ("False", "None")
+    }
+
+
+def _opt_in_kwarg(test: cst.BaseExpression) -> bool:
+    """`kwargs.get("keep_cache", False)` in the test."""
+    for n in (test, *iter_descendants(test)):
+        if (
+            isinstance(n, cst.Call)
+            and isinstance(n.func, cst.Attribute)
+            and n.func.attr.value == "get"
+            and len(n.args) == 2
+            and _code(n.args[1].value) in ("False", "None")
+        ):
+            return True
+    return False
+
+
+def _grows(test: cst.BaseExpression, attr: str) -> bool:
+    """`x.size(2) > self.pe.size(2)`: the attribute is rebuilt only to cover a larger
+    input, and smaller inputs slice it."""
+    for n in (test, *iter_descendants(test)):
+        if not isinstance(n, cst.Comparison):
+            continue
+        if not all(
+            isinstance(
+                c.operator, (cst.GreaterThan, cst.LessThan, cst.GreaterThanEqual, cst.LessThanEqual)
+            )
+            for c in n.comparisons
+        ):
+            continue
+        if f"self.{attr}." in _code(n):
+            return True
+    return False
