@@ -1,9 +1,14 @@
 // Owns the language client: finds the interpreter, checks onnxlint is there, starts and restarts the server.
 import { execFile } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
+import * as readline from 'node:readline';
+import type { Readable } from 'node:stream';
 import * as vscode from 'vscode';
 import {
+    CloseAction,
     DidChangeConfigurationNotification,
+    ErrorAction,
     LanguageClient,
     type LanguageClientOptions,
     RevealOutputChannelOn,
@@ -11,57 +16,97 @@ import {
     State,
 } from 'vscode-languageclient/node';
 import { Coalescer } from './coalesce';
-import { SERVER_COMMANDS, TRUST_MESSAGE } from './commands';
+import { SHOW_ANALYSIS_RESULT, TRUST_MESSAGE } from './commands';
 import {
+    type CheckOutcome,
     checkArgs,
     describe,
     installCommandLine,
     type Interpreter,
+    parseCheck,
     resolveInterpreter,
     serverArgs,
     which,
 } from './interpreter';
+import { handleServerProgress } from './progress';
 import { activeInterpreter, onDidChangeInterpreter, pythonExtensionInstalled } from './python';
+import { type Level, serverLogLine } from './serverlog';
 import { classifyChange, initializationOptions, readSettings, type ServerSettings } from './settings';
 import { Status } from './status';
+import { TraceChannel } from './trace';
 
 /** Server commands that act on a file: from the command palette they get the active editor's URI. */
-const FILE_COMMANDS: ReadonlySet<string> = new Set(SERVER_COMMANDS);
+const FILE_COMMANDS: ReadonlySet<string> = new Set(['onnxlint.analyzeExport', 'onnxlint.fixAll']);
+/** Palette commands that get a fallback (an explanation) while no server offers them. */
+const FALLBACK_COMMANDS = ['onnxlint.analyzeExport', 'onnxlint.fixAll', 'onnxlint.showReport'] as const;
+/** A running server that stops this many times within RESTART_WINDOW_MS is not restarted again. */
+const MAX_RESTARTS = 3;
+const RESTART_WINDOW_MS = 3 * 60_000;
 
 const RESTART_DELAY_MS = 300;
 const CHECK_TIMEOUT_MS = 30_000;
-const INSTALL_POLL_MS = 3_000;
-const INSTALL_POLL_LIMIT_MS = 15 * 60_000;
 
-interface CheckResult {
-    ok: boolean;
-    version?: string;
-    /** Why it failed, for the log. */
-    error?: string;
-    /** The interpreter itself could not be run. */
-    missingInterpreter?: boolean;
-}
-
-function runCheck(interpreter: Interpreter, cwd: string | undefined): Promise<CheckResult> {
+function runCheck(interpreter: Interpreter, cwd: string | undefined): Promise<CheckOutcome> {
     return new Promise((resolve) => {
         execFile(
             interpreter.command,
             checkArgs(interpreter),
             { cwd, timeout: CHECK_TIMEOUT_MS, windowsHide: true },
             (error, stdout, stderr) => {
-                if (error === null) {
-                    resolve({ ok: true, version: stdout.trim() });
-                    return;
-                }
-                const code = (error as NodeJS.ErrnoException).code;
-                resolve({
-                    ok: false,
-                    error: `${error.message}\n${stderr}`.trim(),
-                    missingInterpreter: code === 'ENOENT' || code === 'EACCES',
-                });
+                const code = (error as NodeJS.ErrnoException | null)?.code;
+                const spawnError = code === 'ENOENT' || code === 'EACCES' ? String(error?.message) : undefined;
+                resolve(parseCheck(stdout, stderr, spawnError));
             },
         );
     });
+}
+
+/** Python's stderr lines into the output channel at their own level (not all as errors). */
+function pipeServerStderr(input: Readable, output: vscode.LogOutputChannel): void {
+    let previous: Level | undefined;
+    readline.createInterface({ input, crlfDelay: Infinity, terminal: false }).on('line', (line: string) => {
+        const record = serverLogLine(line, previous);
+        previous = record.level;
+        output[record.level](record.text);
+    });
+}
+
+/** The `onnxlint/analysisState` notification; `finished` carries the counts and one sentence. */
+interface AnalysisState {
+    state?: string;
+    target?: string;
+    status?: string;
+    findings?: number;
+    errors?: number;
+    message?: string;
+}
+
+/** Milliseconds since the window's extension host started this extension, for the timing log. */
+class Timing {
+    private readonly marks: Record<string, number> = {};
+
+    constructor(private readonly output: vscode.LogOutputChannel) {}
+
+    mark(name: string, at = Date.now()): void {
+        this.marks[name] ??= at;
+    }
+
+    /** Logs the start-up breakdown once, when the first diagnostics arrive. */
+    report(): void {
+        const m = this.marks;
+        if (m.reported !== undefined || m.activated === undefined) {
+            return;
+        }
+        this.mark('reported');
+        const span = (from: string, to: string): string =>
+            m[from] !== undefined && m[to] !== undefined ? `${m[to] - m[from]} ms` : '?';
+        this.output.info(
+            `timing: interpreter ${span('activated', 'interpreter')}, server start and initialize ` +
+                `${span('interpreter', 'initialized')}, first diagnostics ${span('initialized', 'diagnostics')}; ` +
+                `${span('activated', 'diagnostics')} from activation`,
+        );
+        this.output.info(`timing-json ${JSON.stringify(m)}`);
+    }
 }
 
 function workspaceFolderPath(): string | undefined {
@@ -74,34 +119,52 @@ function currentSettings(scope?: vscode.Uri): ServerSettings {
 
 export class Controller implements vscode.Disposable {
     private readonly output: vscode.LogOutputChannel;
+    private readonly traceChannel: TraceChannel;
     private readonly status: Status;
     private readonly disposables: { dispose(): unknown }[] = [];
     /** Fallbacks for server commands while no server offers them, so nothing fails silently. */
     private fallbacks: { dispose(): unknown }[] = [];
+    /** What the running client registered besides itself (the progress handler). */
+    private clientDisposables: { dispose(): unknown }[] = [];
     private client: LanguageClient | undefined;
     private settings: ServerSettings;
     private interpreter: Interpreter | undefined;
     /** Why the server is not running, for the fallback commands. */
     private notRunningReason = 'the server has not started yet';
     private readonly restarts: Coalescer;
-    /** Bumped on every restart, so an old install poll stops. */
+    /** Bumped on every restart, so an old install or a stopped client's handlers do nothing. */
     private generation = 0;
+    private readonly timing: Timing;
+    /** The end of the latest deep analysis, for onnxlint.showAnalysisResult. */
+    private lastAnalysis: AnalysisState | undefined;
 
-    constructor(private readonly context: vscode.ExtensionContext) {
+    constructor(
+        private readonly context: vscode.ExtensionContext,
+        activated = Date.now(),
+    ) {
         this.output = vscode.window.createOutputChannel('onnxlint', { log: true });
+        this.timing = new Timing(this.output);
+        this.timing.mark('activated', activated);
         this.status = new Status();
         this.settings = currentSettings();
+        this.traceChannel = new TraceChannel(this.output, this.settings.trace.server);
         this.restarts = new Coalescer(() => this.restartNow(), RESTART_DELAY_MS, undefined, (error) => {
             this.output.error(`restart failed: ${String(error)}`);
         });
         this.disposables.push(
             this.output,
+            this.traceChannel,
             this.status,
             vscode.commands.registerCommand('onnxlint.restart', () => this.restarts.now()),
             vscode.commands.registerCommand('onnxlint.showLogs', () => {
                 this.output.show();
             }),
             vscode.commands.registerCommand('onnxlint.selectInterpreter', () => this.selectInterpreter()),
+            vscode.commands.registerCommand(SHOW_ANALYSIS_RESULT, () => {
+                if (this.lastAnalysis !== undefined) {
+                    this.showAnalysisResult(this.lastAnalysis);
+                }
+            }),
             vscode.workspace.onDidChangeConfiguration((event) => {
                 if (event.affectsConfiguration('onnxlint')) {
                     this.onSettingsChanged();
@@ -117,6 +180,9 @@ export class Controller implements vscode.Disposable {
     async start(): Promise<void> {
         const manifest = this.context.extension.packageJSON as { version?: string };
         this.output.info(`onnxlint extension ${manifest.version ?? '?'}`);
+        // The server starts first: waiting for the Python extension to activate (only to hear of a
+        // later interpreter change) would delay the first diagnostics.
+        const started = this.restarts.now();
         const listener = await onDidChangeInterpreter(() => {
             if (this.settings.interpreter.length === 0) {
                 this.output.info('The Python extension selected another interpreter; restarting.');
@@ -126,13 +192,14 @@ export class Controller implements vscode.Disposable {
         if (listener !== undefined) {
             this.disposables.push(listener);
         }
-        await this.restarts.now();
+        await started;
     }
 
     private onSettingsChanged(): void {
         const before = this.settings;
         const after = currentSettings();
         this.settings = after;
+        this.traceChannel.setTrace(after.trace.server);
         const change = classifyChange(before, after);
         this.output.info(`settings changed (${change})`);
         if (change === 'restart') {
@@ -145,26 +212,38 @@ export class Controller implements vscode.Disposable {
 
     private async stopClient(): Promise<void> {
         this.disposeFallbacks();
+        for (const d of this.clientDisposables) {
+            d.dispose();
+        }
+        this.clientDisposables = [];
         const client = this.client;
         this.client = undefined;
         if (client === undefined) {
             return;
         }
+        // After a failed start the client is in no state to stop (vscode-languageclient throws
+        // "Client is not running and can't be stopped"): that must not abort the restart.
         try {
-            if (client.state !== State.Stopped) {
+            if (client.state === State.Running) {
                 await client.stop(5_000);
             }
         } catch (error) {
             this.output.warn(`stopping the server: ${String(error)}`);
         }
-        await client.dispose();
+        try {
+            await client.dispose(2_000);
+        } catch (error) {
+            this.output.debug(`disposing the stopped client: ${String(error)}`);
+        }
     }
 
     /** Stops the server if it runs, then starts it with the current settings. */
     private async restartNow(): Promise<void> {
         this.generation += 1;
+        const generation = this.generation;
         await this.stopClient();
         this.settings = currentSettings();
+        this.traceChannel.setTrace(this.settings.trace.server);
         const trusted = vscode.workspace.isTrusted;
         if (!this.settings.enable) {
             this.notRunningReason = 'onnxlint.enable is off';
@@ -183,6 +262,7 @@ export class Controller implements vscode.Disposable {
             home: os.homedir(),
             env: process.env,
         });
+        this.timing.mark('interpreter');
         this.interpreter = interpreter;
         if (interpreter === undefined) {
             this.fail(
@@ -191,18 +271,9 @@ export class Controller implements vscode.Disposable {
             return;
         }
         this.output.info(`interpreter (${interpreter.source}): ${describe(interpreter)}`);
-        const check = await runCheck(interpreter, cwd);
-        if (!check.ok) {
-            this.output.error(`onnxlint check failed in ${describe(interpreter)}:\n${check.error ?? ''}`);
-            if (check.missingInterpreter === true) {
-                this.fail(`The Python interpreter ${describe(interpreter)} could not be run.`);
-            } else {
-                this.notInstalled(interpreter);
-            }
-            return;
-        }
-        this.output.info(`onnxlint ${check.version ?? '?'} found in ${describe(interpreter)}`);
 
+        // No separate install check before the start (it cost a Python start-up of its own on the way
+        // to the first diagnostics): the check runs only when the server fails, to say why.
         const serverOptions: ServerOptions = {
             command: interpreter.command,
             args: serverArgs(interpreter, this.settings.args),
@@ -210,18 +281,52 @@ export class Controller implements vscode.Disposable {
             // contract (`-m onnxlint server` speaks stdio by default).
             options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
         };
+        let running = false;
+        const stops: number[] = [];
         const clientOptions: LanguageClientOptions = {
             documentSelector: [
                 { scheme: 'file', language: 'python' },
                 { scheme: 'untitled', language: 'python' },
             ],
             outputChannel: this.output,
-            traceOutputChannel: this.output,
+            traceOutputChannel: this.traceChannel,
+            stdioOptions: {
+                stdout: (input, output) => {
+                    readline.createInterface({ input, crlfDelay: Infinity, terminal: false }).on('line', (line: string) => {
+                        output.info(line);
+                    });
+                },
+                stderr: pipeServerStderr,
+            },
             // The status item and notifications say when to look; the log never pops up by itself.
             revealOutputChannelOn: RevealOutputChannelOn.Never,
             initializationOptions: initializationOptions(this.settings, trusted),
+            // A server that cannot start is not restarted in a loop: the check says why it failed. One
+            // that crashes after running is restarted a few times, then explained the same way.
+            initializationFailedHandler: () => false,
+            errorHandler: {
+                error: () => ({ action: ErrorAction.Continue, handled: true }),
+                closed: () => {
+                    const now = Date.now();
+                    stops.push(now);
+                    const recent = stops.filter((t) => now - t < RESTART_WINDOW_MS).length;
+                    if (running && recent <= MAX_RESTARTS) {
+                        this.output.warn(`the server stopped; restarting it (${recent}/${MAX_RESTARTS})`);
+                        return { action: CloseAction.Restart, handled: true };
+                    }
+                    if (running && generation === this.generation) {
+                        void this.explainFailure(interpreter, cwd, 'The onnxlint server keeps stopping');
+                    }
+                    return { action: CloseAction.DoNotRestart, handled: true };
+                },
+            },
             middleware: {
                 executeCommand: (command, args, next) => this.executeCommand(command, args, next),
+                handleDiagnostics: (uri, diagnostics, next) => {
+                    next(uri, diagnostics);
+                    this.timing.mark('diagnostics');
+                    this.timing.report();
+                },
                 workspace: {
                     // Answer for `onnxlint` with the same normalised object as initializationOptions.
                     configuration: async (params, token, next) => {
@@ -246,9 +351,10 @@ export class Controller implements vscode.Disposable {
         };
         const client = new LanguageClient('onnxlint', 'onnxlint', serverOptions, clientOptions);
         this.client = client;
-        client.onNotification('onnxlint/analysisState', (params: { state?: string; target?: string }) => {
-            if (params.state === 'started' || params.state === 'finished') {
-                this.status.analysis(params.state, params.target ?? '');
+        client.onNotification('onnxlint/analysisState', (params: AnalysisState) => {
+            if (params.state === 'finished' && this.client === client) {
+                this.lastAnalysis = params;
+                this.showAnalysisResult(params);
             }
         });
         client.onDidChangeState((event) => {
@@ -256,8 +362,9 @@ export class Controller implements vscode.Disposable {
                 return;
             }
             if (event.newState === State.Running) {
-                this.status.setState('running', this.runningDetail(check.version), !trusted);
-            } else if (event.newState === State.Stopped) {
+                running = true;
+                this.status.setState('running', this.runningDetail(client), !trusted);
+            } else if (event.newState === State.Stopped && running) {
                 this.status.setState('error', 'The server stopped; see the logs.');
             }
         });
@@ -266,18 +373,73 @@ export class Controller implements vscode.Disposable {
         } catch (error) {
             this.output.error(`the server failed to start: ${String(error)}`);
             if (this.client === client) {
-                this.fail(`The onnxlint server failed to start with ${describe(interpreter)}.`);
+                await this.explainFailure(interpreter, cwd, 'The onnxlint server failed to start');
             }
             return;
         }
+        this.timing.mark('initialized');
+        this.clientDisposables.push(handleServerProgress(client));
+        const version = client.initializeResult?.serverInfo?.version ?? '?';
+        this.output.info(`onnxlint ${version} running in ${describe(interpreter)}`);
         const advertised = client.initializeResult?.capabilities.executeCommandProvider?.commands ?? [];
         this.notRunningReason = 'the server does not offer this command';
         this.registerFallbacks(advertised);
     }
 
-    private runningDetail(version: string | undefined): string {
+    /** After the server failed: the interpreter check says what is missing, in a notification. */
+    private async explainFailure(interpreter: Interpreter, cwd: string | undefined, what: string): Promise<void> {
+        const check = await runCheck(interpreter, cwd);
+        this.output.info(`interpreter check of ${describe(interpreter)}: ${JSON.stringify(check)}`);
+        switch (check.kind) {
+            case 'not-python':
+                this.fail(`The Python interpreter ${describe(interpreter)} could not be run: ${check.reason}`);
+                return;
+            case 'not-installed':
+                this.notInstalled(interpreter, `onnxlint is not installed in ${describe(interpreter)}`);
+                return;
+            case 'partial':
+                this.notInstalled(
+                    interpreter,
+                    `onnxlint is installed in ${describe(interpreter)}, but the server needs ` +
+                        `${check.missing.join(', ')}, which ${check.missing.length === 1 ? 'is' : 'are'} missing`,
+                );
+                return;
+            default:
+                this.fail(`${what} with ${describe(interpreter)} (onnxlint ${check.version} is installed); see the logs.`);
+        }
+    }
+
+    private showAnalysisResult(state: AnalysisState): void {
+        const message = state.message ?? `onnxlint: ${state.target ?? '?'}: ${state.status ?? 'finished'}`;
+        if (state.status === 'cancelled' || state.status === 'error') {
+            void vscode.window.showInformationMessage(message);
+            return;
+        }
+        const show = (state.errors ?? 0) > 0 ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
+        void show(message, 'Show report').then((choice) => {
+            if (choice === 'Show report') {
+                void vscode.commands.executeCommand('onnxlint.showReport');
+            }
+        });
+    }
+
+    /** Opens the HTML report of the latest analyses in a webview (it has no scripts and fetches nothing). */
+    private showReport(paths: { html?: unknown; markdown?: unknown }): void {
+        if (typeof paths.html !== 'string') {
+            return;
+        }
+        const panel = vscode.window.createWebviewPanel(
+            'onnxlint.report',
+            'onnxlint report',
+            vscode.ViewColumn.Beside,
+            { enableScripts: false, enableFindWidget: true },
+        );
+        panel.webview.html = fs.readFileSync(paths.html, 'utf8');
+    }
+
+    private runningDetail(client: LanguageClient): string {
         const interpreter = this.interpreter !== undefined ? describe(this.interpreter) : '?';
-        return `onnxlint ${version ?? '?'} in ${interpreter}`;
+        return `onnxlint ${client.initializeResult?.serverInfo?.version ?? '?'} in ${interpreter}`;
     }
 
     private async executeCommand(
@@ -303,6 +465,14 @@ export class Controller implements vscode.Disposable {
                 }
                 args = lensArgs ?? args;
             }
+        }
+        if (command === 'onnxlint.showReport') {
+            const paths = (await next(command, [{ show: false }])) as { html?: unknown } | null | undefined;
+            this.output.info(`${command} -> ${JSON.stringify(paths)}`);
+            if (paths !== undefined && paths !== null) {
+                this.showReport(paths);
+            }
+            return paths;
         }
         this.output.info(`${command} ${JSON.stringify(args)}`);
         const result = await next(command, args);
@@ -354,7 +524,7 @@ export class Controller implements vscode.Disposable {
 
     private registerFallbacks(advertised: readonly string[]): void {
         this.disposeFallbacks();
-        for (const command of SERVER_COMMANDS) {
+        for (const command of FALLBACK_COMMANDS) {
             if (advertised.includes(command)) {
                 continue;
             }
@@ -396,42 +566,71 @@ export class Controller implements vscode.Disposable {
         });
     }
 
-    private notInstalled(interpreter: Interpreter): void {
-        const message = `onnxlint is not installed in ${describe(interpreter)}`;
+    private notInstalled(interpreter: Interpreter, message: string): void {
         this.notRunningReason = message;
         this.status.setState('error', message);
         this.registerFallbacks([]);
         void vscode.window.showErrorMessage(message, 'Install', 'Select Interpreter').then((choice) => {
             if (choice === 'Install') {
-                this.install(interpreter);
+                void this.install(interpreter);
             } else if (choice === 'Select Interpreter') {
                 void this.selectInterpreter();
             }
         });
     }
 
-    /** Runs pip in a terminal (so the user sees the command and its output), then restarts once it worked. */
-    private install(interpreter: Interpreter): void {
+    /**
+     * Runs pip as a task (its terminal shows the command and its output); restarts the server when it
+     * worked, and says so when it failed.
+     */
+    private async install(interpreter: Interpreter): Promise<void> {
         const line = installCommandLine(interpreter);
         this.output.info(`installing: ${line}`);
-        const terminal = vscode.window.createTerminal({ name: 'onnxlint: install', cwd: workspaceFolderPath() });
-        terminal.show();
-        terminal.sendText(line);
         const generation = this.generation;
-        const started = Date.now();
-        const poll = async (): Promise<void> => {
-            if (generation !== this.generation || Date.now() - started > INSTALL_POLL_LIMIT_MS) {
+        const task = new vscode.Task(
+            { type: 'onnxlint', action: 'install' },
+            vscode.workspace.workspaceFolders?.[0] ?? vscode.TaskScope.Workspace,
+            'install onnxlint',
+            'onnxlint',
+            new vscode.ShellExecution(line, { cwd: workspaceFolderPath() }),
+        );
+        task.presentationOptions = { reveal: vscode.TaskRevealKind.Always, focus: false, clear: true };
+        let execution: vscode.TaskExecution;
+        try {
+            execution = await vscode.tasks.executeTask(task);
+        } catch (error) {
+            this.installFailed(interpreter, `it could not be run (${String(error)})`);
+            return;
+        }
+        const ended = vscode.tasks.onDidEndTaskProcess((event) => {
+            if (event.execution !== execution) {
                 return;
             }
-            const check = await runCheck(interpreter, workspaceFolderPath());
-            if (check.ok) {
-                this.output.info(`onnxlint ${check.version ?? '?'} is now installed; starting the server.`);
+            ended.dispose();
+            this.output.info(`install exited with code ${String(event.exitCode)}`);
+            if (generation !== this.generation) {
+                return;
+            }
+            if (event.exitCode === 0) {
+                void vscode.window.showInformationMessage(`onnxlint was installed in ${describe(interpreter)}; starting the server.`);
                 void this.restarts.request();
-                return;
+            } else {
+                this.installFailed(interpreter, `pip exited with code ${String(event.exitCode)}; see the terminal`);
             }
-            setTimeout(() => void poll(), INSTALL_POLL_MS);
-        };
-        setTimeout(() => void poll(), INSTALL_POLL_MS);
+        });
+        this.disposables.push(ended);
+    }
+
+    private installFailed(interpreter: Interpreter, why: string): void {
+        const message = `Installing onnxlint in ${describe(interpreter)} failed: ${why}.`;
+        this.output.error(message);
+        void vscode.window.showErrorMessage(message, 'Select Interpreter', 'Show logs').then((choice) => {
+            if (choice === 'Select Interpreter') {
+                void this.selectInterpreter();
+            } else if (choice === 'Show logs') {
+                this.output.show();
+            }
+        });
     }
 
     private async selectInterpreter(): Promise<void> {

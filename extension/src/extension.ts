@@ -5,7 +5,7 @@ import { Controller } from './client';
 let controller: Controller | undefined;
 
 export function activate(context: vscode.ExtensionContext): void {
-    controller = new Controller(context);
+    controller = new Controller(context, Date.now());
     context.subscriptions.push(controller);
     // Not awaited: activation must not wait for Python (commands like Restart would queue behind it).
     void controller.start();

@@ -108,7 +108,59 @@ function defaultIsExecutable(file: string): boolean {
     }
 }
 
-export const CHECK_SCRIPT = 'import onnxlint, sys; print(onnxlint.__version__)';
+/** The modules `python -m onnxlint server` imports: a partial install lacks one of them. */
+export const SERVER_MODULES = ['onnxlint', 'pygls', 'lsprotocol', 'libcst'] as const;
+
+const CHECK_MARKER = 'onnxlint-check:';
+
+/**
+ * Prints one marked JSON line: onnxlint's version (when it imports) and the server modules that
+ * are missing. Only Python prints it, so any other program (`/bin/false`) is told apart.
+ */
+export const CHECK_SCRIPT = [
+    'import importlib.util as u, json, sys',
+    `missing = [m for m in ${JSON.stringify(SERVER_MODULES)} if u.find_spec(m) is None]`,
+    'version = None',
+    'if "onnxlint" not in missing:',
+    '    import onnxlint',
+    '    version = onnxlint.__version__',
+    `print("${CHECK_MARKER}" + json.dumps({"version": version, "missing": missing, "python": sys.version.split()[0]}))`,
+].join('\n');
+
+/** What the interpreter check found. */
+export type CheckOutcome =
+    | { kind: 'ok'; version: string }
+    | { kind: 'not-installed' }
+    | { kind: 'partial'; version: string | undefined; missing: string[] }
+    | { kind: 'not-python'; reason: string };
+
+/**
+ * Reads the check's output. `spawnError` is set when the program could not be started at all
+ * (ENOENT, EACCES); no marked line means it is not a Python that ran the script.
+ */
+export function parseCheck(stdout: string, stderr: string, spawnError?: string): CheckOutcome {
+    const line = stdout.split(/\r?\n/).find((l) => l.startsWith(CHECK_MARKER));
+    if (spawnError !== undefined || line === undefined) {
+        const last = stderr.trim().split(/\r?\n/).pop() ?? '';
+        const reason = spawnError ?? (last !== '' ? last : 'it printed nothing a Python would print');
+        return { kind: 'not-python', reason };
+    }
+    let found: { version?: unknown; missing?: unknown };
+    try {
+        found = JSON.parse(line.slice(CHECK_MARKER.length)) as { version?: unknown; missing?: unknown };
+    } catch {
+        return { kind: 'not-python', reason: `unexpected output: ${line}` };
+    }
+    const missing = Array.isArray(found.missing) ? found.missing.map(String) : [];
+    const version = typeof found.version === 'string' ? found.version : undefined;
+    if (missing.includes('onnxlint')) {
+        return { kind: 'not-installed' };
+    }
+    if (missing.length > 0) {
+        return { kind: 'partial', version, missing };
+    }
+    return { kind: 'ok', version: version ?? '?' };
+}
 
 /** The argv that starts the server. */
 export function serverArgs(interpreter: Interpreter, extraArgs: readonly string[]): string[] {

@@ -1,5 +1,15 @@
-// The status bar item: server state, and the deep analyses running now.
+// The status bar item: the server's state, shown while a Python file or a notebook is in front
+// (not over Markdown, settings or extension pages), like the Python tools' items. A deep analysis
+// shows its own progress notification, so the item does not repeat it.
 import * as vscode from 'vscode';
+
+/** Whether the status item belongs to the editor in front. */
+export function showsFor(editor: { languageId?: string; scheme?: string; notebook?: boolean } | undefined): boolean {
+    if (editor === undefined) {
+        return false;
+    }
+    return editor.notebook === true || editor.languageId === 'python' || editor.scheme === 'vscode-notebook-cell';
+}
 
 export type ServerState = 'starting' | 'running' | 'stopped' | 'disabled' | 'error';
 
@@ -7,39 +17,46 @@ export class Status implements vscode.Disposable {
     private readonly item: vscode.StatusBarItem;
     private state: ServerState = 'stopped';
     private detail = '';
-    private readonly analyses = new Set<string>();
     private restricted = false;
+    private readonly listeners: vscode.Disposable[];
 
     constructor() {
         this.item = vscode.window.createStatusBarItem('onnxlint.status', vscode.StatusBarAlignment.Right, 100);
         this.item.name = 'onnxlint';
         this.item.command = 'onnxlint.showLogs';
         this.render();
-        this.item.show();
+        this.listeners = [
+            vscode.window.onDidChangeActiveTextEditor(() => {
+                this.updateVisibility();
+            }),
+            vscode.window.onDidChangeActiveNotebookEditor(() => {
+                this.updateVisibility();
+            }),
+        ];
+        this.updateVisibility();
+    }
+
+    private updateVisibility(): void {
+        const notebook = vscode.window.activeNotebookEditor !== undefined;
+        const document = vscode.window.activeTextEditor?.document;
+        const visible = showsFor(
+            notebook ? { notebook } : document && { languageId: document.languageId, scheme: document.uri.scheme },
+        );
+        if (visible) {
+            this.item.show();
+        } else {
+            this.item.hide();
+        }
     }
 
     setState(state: ServerState, detail = '', restricted = false): void {
         this.state = state;
         this.detail = detail;
         this.restricted = restricted;
-        if (state !== 'running') {
-            this.analyses.clear();
-        }
-        this.render();
-    }
-
-    analysis(state: 'started' | 'finished', target: string): void {
-        if (state === 'started') {
-            this.analyses.add(target);
-        } else {
-            this.analyses.delete(target);
-        }
         this.render();
     }
 
     private render(): void {
-        const running = [...this.analyses];
-        const base = (name: string): string => name.split(/[\\/]/).pop() ?? name;
         let text: string;
         let background: vscode.ThemeColor | undefined;
         switch (this.state) {
@@ -47,9 +64,7 @@ export class Status implements vscode.Disposable {
                 text = '$(loading~spin) onnxlint';
                 break;
             case 'running':
-                text = running.length > 0
-                    ? `$(sync~spin) onnxlint: analyzing ${running.map(base).join(', ')}`
-                    : `$(check) onnxlint${this.restricted ? ' (restricted)' : ''}`;
+                text = `$(check) onnxlint${this.restricted ? ' (restricted)' : ''}`;
                 break;
             case 'disabled':
                 text = '$(circle-slash) onnxlint';
@@ -70,14 +85,14 @@ export class Status implements vscode.Disposable {
         if (this.restricted) {
             lines.push('Restricted mode: static checks only; trust the workspace to run deep analysis.');
         }
-        if (running.length > 0) {
-            lines.push(`Analyzing: ${running.join(', ')}`);
-        }
         lines.push('Click to show the logs.');
         this.item.tooltip = lines.join('\n');
     }
 
     dispose(): void {
+        for (const d of this.listeners) {
+            d.dispose();
+        }
         this.item.dispose();
     }
 }

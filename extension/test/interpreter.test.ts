@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import {
     checkArgs,
     expandVariables,
+    type CheckOutcome,
     installCommandLine,
+    parseCheck,
     type ResolveInputs,
     resolveInterpreter,
     serverArgs,
@@ -114,8 +117,11 @@ describe('which', () => {
 describe('commands', () => {
     const interpreter = { command: '/opt/my envs/python', args: [], source: 'setting' as const };
 
-    it('checks the import and prints the version', () => {
-        assert.deepEqual(checkArgs(interpreter), ['-c', 'import onnxlint, sys; print(onnxlint.__version__)']);
+    it('runs the check script with the interpreter\'s own arguments', () => {
+        const conda = { command: 'conda', args: ['run', '-n', 'ml', 'python'], source: 'setting' as const };
+        const args = checkArgs(conda);
+        assert.deepEqual(args.slice(0, 5), ['run', '-n', 'ml', 'python', '-c']);
+        assert.match(args[5] ?? '', /find_spec/);
     });
 
     it('quotes the install command for a POSIX shell', () => {
@@ -135,5 +141,45 @@ describe('commands', () => {
             installCommandLine({ command: 'C:\\Program Files\\Python\\python.exe', args: [], source: 'path' }, true),
             '& "C:\\Program Files\\Python\\python.exe" -m pip install onnxlint',
         );
+    });
+});
+
+/** Runs the real check script with a real program, the way the extension does. */
+function check(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<CheckOutcome> {
+    return new Promise((resolve) => {
+        execFile(command, checkArgs({ command, args, source: 'setting' }), { env }, (error, stdout, stderr) => {
+            const code = (error as NodeJS.ErrnoException | null)?.code;
+            const spawnError = code === 'ENOENT' || code === 'EACCES' ? String(error?.message) : undefined;
+            resolve(parseCheck(stdout, stderr, spawnError));
+        });
+    });
+}
+
+// The Python that runs these tests has onnxlint's dependencies (the test set-up installs them).
+const REPO = path.resolve(__dirname, '..', '..');
+const PYTHON = process.env.ONNXLINT_TEST_PYTHON ?? 'python3';
+
+describe('the interpreter check (real processes)', () => {
+    it('finds onnxlint and every module the server needs', async () => {
+        const found = await check(PYTHON, [], { ...process.env, PYTHONPATH: REPO });
+        assert.equal(found.kind, 'ok');
+    });
+
+    it('names the modules a partial install lacks', async () => {
+        // -S: no site-packages, so pygls, lsprotocol and libcst are gone; onnxlint comes from the checkout.
+        const found = await check(PYTHON, ['-S'], { ...process.env, PYTHONPATH: REPO });
+        assert.deepEqual(found, { kind: 'partial', version: '0.1.0', missing: ['pygls', 'lsprotocol', 'libcst'] });
+    });
+
+    it('tells a Python without onnxlint', async () => {
+        const found = await check(PYTHON, ['-S', '-I']);
+        assert.deepEqual(found, { kind: 'not-installed' });
+    });
+
+    it('tells a program that is not a Python (/bin/false) and one that does not exist', async () => {
+        assert.equal((await check('/bin/false', [])).kind, 'not-python');
+        const missing = await check('/nonexistent/python3', []);
+        assert.ok(missing.kind === 'not-python', JSON.stringify(missing));
+        assert.match(missing.reason, /ENOENT/);
     });
 });

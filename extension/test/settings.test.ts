@@ -156,7 +156,12 @@ describe('initializationOptions', () => {
         assert.deepEqual(Object.keys(options).sort(), ['clientCommands', 'globalSettings', 'settings', 'trusted']);
         assert.deepEqual(options.settings, DEFAULTS);
         assert.deepEqual(options.globalSettings, DEFAULTS);
-        assert.deepEqual(options.clientCommands, ['onnxlint.restart', 'onnxlint.showLogs', 'onnxlint.selectInterpreter']);
+        assert.deepEqual(options.clientCommands, [
+            'onnxlint.restart',
+            'onnxlint.showLogs',
+            'onnxlint.selectInterpreter',
+            'onnxlint.showAnalysisResult',
+        ]);
         assert.equal(options.trusted, false);
         assert.equal(initializationOptions(DEFAULTS, true).trusted, true);
         // It must survive the JSON-RPC round trip unchanged (no undefined, no functions).

@@ -61,14 +61,19 @@ REQUIRED = {
     "extension/package.json",
     "extension/dist/extension.js",
     "extension/LICENSE.txt",
+    "extension/extension/icon.png",
+    "extension/readme.md",
+    "extension/changelog.md",
 }
-OPTIONAL = {"extension/readme.md", "extension/changelog.md"}
+OPTIONAL: set[str] = set()
 
 
 def test_vsix_holds_only_what_the_extension_needs(vsix: Path) -> None:
     with zipfile.ZipFile(vsix) as archive:
         names = set(archive.namelist())
         manifest = json.loads(archive.read("extension/package.json"))
+        readme = archive.read("extension/readme.md").decode()
+        icon = archive.read("extension/extension/icon.png")
     unexpected = names - REQUIRED - OPTIONAL
     assert not unexpected, f"unexpected files in {vsix.name}: {sorted(unexpected)}"
     missing = REQUIRED - names
@@ -78,3 +83,9 @@ def test_vsix_holds_only_what_the_extension_needs(vsix: Path) -> None:
     # The Python server is not bundled: it runs from the user's environment.
     assert not any(n.endswith(".py") for n in names)
     assert vsix.stat().st_size < 1_000_000
+    # The extension's page is written for VS Code users, not the repository's README.
+    assert readme.startswith("# onnxlint for VS Code")
+    assert "pytest" not in readme and "setup-tests" not in readme
+    for section in ("## Install", "## Settings", "## Workspace trust", "## The deep analysis"):
+        assert section in readme
+    assert manifest["icon"] == "extension/icon.png" and icon.startswith(b"\x89PNG")
