@@ -22,7 +22,8 @@ _TERNARY = re.compile(r"\bif\s+(?P<expr>.+?)\s+else\b")
 _CONVERSION = re.compile(r"\b(?P<kw>int|float|bool)\((?P<expr>[^()]*(?:\([^()]*\)[^()]*)*)\)")
 _ITEM = re.compile(r"(?P<expr>[\w.\[\]]+(?:\([^()]*\))?)\.(?P<kw>item|tolist)\(\)")
 _DATA_DEPENDENT = ("Could not guard on data-dependent", "data-dependent condition")
-_GENERIC_JUMP = re.compile(r"generic_jump\s+\w*TensorVariable")
+# Dynamo's graph-break reasons for Python reading a tensor: a branch, `.item()`, `.tolist()`.
+_GENERIC_JUMP = re.compile(r"generic_jump\s+\w*TensorVariable|Tensor\.(?:item|tolist)\(\)")
 
 
 def _short(expr: str) -> str:
