@@ -215,7 +215,7 @@ def fix_cells(
 
         mine = [v for v in found if v.cell == number]
         result = fix_text(
-            cell.source, mine, check_cell, unsafe=unsafe, only=only, valid=_cell_parses
+            cell.source, mine, check_cell, unsafe=unsafe, only=only, valid=cell_parses
         )
         if result.text != cell.source:
             current[i] = replace(cell, source=result.text)
@@ -226,7 +226,8 @@ def fix_cells(
     return out
 
 
-def _cell_parses(text: str) -> bool:
+def cell_parses(text: str) -> bool:
+    """Whether a notebook cell's text parses, its IPython syntax masked."""
     masked = mask_cell(text)
     return masked.python and parses(masked.text)
 

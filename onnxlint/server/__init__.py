@@ -2,8 +2,8 @@
 
 The server converts engine results to LSP types and never re-implements analysis. Modules:
 `server` (state, settings, the check pipeline), `settings`, `convert`, `protocol`, and one
-module per handler family: `lifecycle`, `text_sync`, `code_actions`, `hover`, `code_lens`,
-`commands`, `deep`.
+module per handler family: `lifecycle`, `text_sync`, `notebooks`, `code_actions`, `hover`,
+`code_lens`, `commands`, `deep`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ LOG_LEVELS = ("error", "warning", "info", "debug")
 
 def create_server() -> OnnxlintServer:
     """A server with every feature registered (the deep service included)."""
-    from onnxlint.server import code_actions, code_lens, hover, lifecycle, text_sync
+    from onnxlint.server import code_actions, code_lens, hover, lifecycle, notebooks, text_sync
     from onnxlint.server.deep import DeepService
     from onnxlint.server.server import OnnxlintServer
 
@@ -30,6 +30,7 @@ def create_server() -> OnnxlintServer:
     server.deep = DeepService(server)
     lifecycle.register(server)
     text_sync.register(server)
+    notebooks.register(server)
     code_actions.register(server)
     hover.register(server)
     code_lens.register(server)

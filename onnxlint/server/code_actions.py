@@ -18,6 +18,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from onnxlint.server import notebooks
 from onnxlint.server.convert import (
     Lines,
     diagnostic,
@@ -86,6 +87,8 @@ def workspace_edit(
 
 
 def _recheck(server: OnnxlintServer, uri: str, text: str) -> list[Violation]:
+    if notebooks.notebook_of(server, uri) is not None:  # a cell: checked in its notebook
+        return notebooks.check_cell_text(server, uri, text)
     config, _, _ = server.config_for(uri)
     return server.engine.check(server.path_of(uri), text, config)
 
@@ -295,13 +298,14 @@ async def fix_all_edit(ls: OnnxlintServer, uri: str) -> types.WorkspaceEdit | No
 
 
 def _fix_all_text(ls: OnnxlintServer, uri: str, res: Result) -> str | None:
-    from onnxlint.fixes import fix_text
+    from onnxlint.fixes import cell_parses, fix_text
 
     result = fix_text(
         res.text,
         list(res.violations),
         lambda text: _recheck(ls, uri, text),
         unsafe=False,
+        valid=cell_parses if notebooks.notebook_of(ls, uri) is not None else None,
     )
     ls.state(uri).fix_cache[("fixAllCount", res.version)] = len(result.applied)  # for messages
     return result.text if result.applied else None
@@ -312,7 +316,9 @@ async def resolve(ls: OnnxlintServer, action: types.CodeAction) -> types.CodeAct
     data = action.data if isinstance(action.data, dict) else {}
     if data.get("kind") == "fixAll" and action.edit is None:
         uri = data.get("uri")
-        if isinstance(uri, str) and uri in ls.workspace.text_documents:
+        if isinstance(uri, str) and (
+            uri in ls.workspace.text_documents or notebooks.cell_document(ls, uri) is not None
+        ):
             action.edit = await fix_all_edit_with_progress(ls, uri, data)
     return action
 

@@ -42,6 +42,7 @@ from pygls.workspace import TextDocument
 
 from onnxlint import __version__
 from onnxlint.config import Config, ConfigError, load_config
+from onnxlint.server import notebooks
 from onnxlint.server.convert import Lines, diagnostic, sort_key
 from onnxlint.server.protocol import OnnxlintProtocol
 from onnxlint.server.settings import InitOptions, Settings, parse_settings
@@ -115,6 +116,7 @@ class OnnxlintServer(LanguageServer):
             "onnxlint",
             __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=notebooks.NOTEBOOK_SYNC,
             protocol_cls=OnnxlintProtocol,
             max_workers=4,
         )
@@ -182,7 +184,7 @@ class OnnxlintServer(LanguageServer):
 
     def document(self, uri: str) -> TextDocument:
         """An open document, or an InvalidParams error for a request about an unknown one."""
-        doc = self.workspace.text_documents.get(uri)
+        doc = self.workspace.text_documents.get(uri) or notebooks.cell_document(self, uri)
         if doc is None:
             raise UnknownDocument(f"unknown document (not open): {uri}")
         assert isinstance(doc, TextDocument)
@@ -219,6 +221,7 @@ class OnnxlintServer(LanguageServer):
 
     def settings_for(self, uri: str) -> Settings:
         """The settings of the workspace folder holding `uri` (longest match), else global."""
+        uri = notebooks.notebook_of(self, uri) or uri  # a notebook cell: its notebook's
         best: tuple[int, Settings] | None = None
         key = _norm_uri(uri)
         for folder, s in self.folder_settings.items():
@@ -324,7 +327,7 @@ class OnnxlintServer(LanguageServer):
         cache.trim()
 
     def _pin_open_documents(self) -> ParseCache:
-        open_uris = set(self.workspace.text_documents)
+        open_uris = set(self.workspace.text_documents) | set(self.workspace.notebook_documents)
         for u in [u for u in self._blocks if u not in open_uris]:
             del self._blocks[u]
         cache = self.engine.parse_cache
@@ -350,10 +353,22 @@ class OnnxlintServer(LanguageServer):
         else:
             st.timer = self.get_loop().call_later(delay_ms / 1000, self.trigger, uri)
 
+    def source_of(self, uri: str) -> TextDocument | notebooks.Snapshot | None:
+        """What a check of `uri` reads: an open text document, or an open notebook as
+        nbformat JSON (see onnxlint.server.notebooks); None when it is not open."""
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None and notebooks.is_notebook(self, uri):
+            return notebooks.snapshot(self, uri)
+        return doc if isinstance(doc, TextDocument) else None
+
     def trigger(self, uri: str) -> None:
         """Check `uri` now, or once more after the running check if one runs."""
+        notebook = notebooks.notebook_of(self, uri)
+        if notebook is not None:  # a cell is checked with its notebook
+            uri = notebook
         st = self.docs.get(uri)
-        if st is None or uri not in self.workspace.text_documents:
+        source = self.source_of(uri)
+        if st is None or source is None:
             return
         if st.timer is not None:
             st.timer.cancel()
@@ -361,7 +376,7 @@ class OnnxlintServer(LanguageServer):
         if st.running:
             st.dirty = True
             return
-        doc = self.workspace.text_documents[uri]
+        doc = source
         text, version = doc.source, doc.version
         if self._is_current(st.result, doc):
             self._wake(st)
@@ -389,7 +404,7 @@ class OnnxlintServer(LanguageServer):
         fut = self.run_check(work)
         fut.add_done_callback(lambda f: self._finished(uri, version, text, gen, config_error, f))
 
-    def _is_current(self, res: Result | None, doc: TextDocument) -> bool:
+    def _is_current(self, res: Result | None, doc: TextDocument | notebooks.Snapshot) -> bool:
         return (
             res is not None
             and res.version == doc.version
@@ -441,7 +456,7 @@ class OnnxlintServer(LanguageServer):
         except Exception:
             log.exception("check of %s failed", uri)
             violations, deps = [], frozenset()
-        doc = self.workspace.text_documents.get(uri)
+        doc = self.source_of(uri)
         if doc is None:
             return
         fresh = doc.version == version and doc.source == text and gen == self.generation
@@ -468,6 +483,8 @@ class OnnxlintServer(LanguageServer):
                     self.publish(uri)
                 elif previous is not None and previous.stale and previous.version == version:
                     self.refresh()  # not edited: a pull client would not ask again by itself
+                elif isinstance(doc, notebooks.Snapshot):
+                    self.refresh()  # an edit in one cell can change another's findings
             self._wake(st)
         else:
             log.debug(
@@ -542,7 +559,7 @@ class OnnxlintServer(LanguageServer):
         for w in waiters:
             if w.done():
                 continue
-            doc = self.workspace.text_documents.get(st.uri)
+            doc = self.source_of(st.uri)
             if st.result is not None and doc is not None and self._is_current(st.result, doc):
                 w.set_result(st.result)
             else:
@@ -550,8 +567,14 @@ class OnnxlintServer(LanguageServer):
         st.waiters.extend(keep)
 
     async def current(self, uri: str) -> Result:
-        """The static result for the document's current version (checking now if needed)."""
-        doc = self.document(uri)
+        """The static result for the document's current version (checking now if needed);
+        for a notebook cell, its part of its notebook's result."""
+        notebook = notebooks.notebook_of(self, uri)
+        if notebook is not None:
+            return notebooks.cell_result(self, uri, notebook, await self.current(notebook))
+        doc = self.source_of(uri)
+        if doc is None:
+            raise UnknownDocument(f"unknown document (not open): {uri}")
         st = self.state(uri)
         if st.result is not None and self._is_current(st.result, doc):
             return st.result
@@ -564,6 +587,16 @@ class OnnxlintServer(LanguageServer):
 
     def merged(self, uri: str) -> tuple[int | None, list[types.Diagnostic]]:
         """Static and deep findings of `uri` as LSP diagnostics, for the stored version."""
+        notebook = notebooks.notebook_of(self, uri)
+        if notebook is not None:  # a cell: its findings in its notebook's stored result
+            nb = self.docs.get(notebook)
+            if nb is None or nb.result is None:
+                return None, []
+            res = notebooks.cell_result(self, uri, notebook, nb.result)
+            lines = self.lines(res.text)
+            settings = self.settings_for(uri)
+            out = [diagnostic(v, lines, settings.severity_for(v.code)) for v in res.violations]
+            return res.version, sorted(out, key=sort_key)
         st = self.docs.get(uri)
         if st is None or st.result is None:
             return None, []
@@ -576,6 +609,12 @@ class OnnxlintServer(LanguageServer):
         return res.version, out
 
     def violations(self, uri: str) -> list[Violation]:
+        notebook = notebooks.notebook_of(self, uri)
+        if notebook is not None:
+            nb = self.docs.get(notebook)
+            if nb is None or nb.result is None:
+                return []
+            return notebooks.cell_result(self, uri, notebook, nb.result).violations
         st = self.docs.get(uri)
         if st is None or st.result is None:
             return []
@@ -590,6 +629,10 @@ class OnnxlintServer(LanguageServer):
     def publish(self, uri: str) -> None:
         st = self.docs.get(uri)
         if st is None or st.result is None:
+            return
+        if notebooks.is_notebook(self, uri):
+            st.published = (st.result.version, st.revision)
+            notebooks.publish_cells(self, uri, st.result, self.settings_for(uri).enable)
             return
         diags: list[types.Diagnostic]
         if not self.settings_for(uri).enable:
@@ -646,7 +689,7 @@ class OnnxlintServer(LanguageServer):
         self.generation += 1
         for uri, st in list(self.docs.items()):
             st.revision += 1
-            if uri in self.workspace.text_documents:
+            if self.source_of(uri) is not None:
                 self.trigger(uri)
         if self.pull_diagnostics:
             self.refresh()
