@@ -287,6 +287,9 @@ export class Controller implements vscode.Disposable {
             documentSelector: [
                 { scheme: 'file', language: 'python' },
                 { scheme: 'untitled', language: 'python' },
+                // The Python cells of Jupyter notebooks; the server syncs the notebooks themselves
+                // (LSP 3.17 notebook sync) and checks each notebook as one module.
+                { notebook: 'jupyter-notebook', language: 'python' },
             ],
             outputChannel: this.output,
             traceOutputChannel: this.traceChannel,
