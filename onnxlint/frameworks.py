@@ -54,12 +54,14 @@ OTHER_FRAMEWORKS = frozenset(
         "chainer",
     }
 )
-# Inference runtimes: a module whose `forward` hands NumPy arrays to one of these is a
-# runtime-side wrapper, never part of an exported graph.
+# Inference runtimes and host-side array libraries: a module whose `forward` hands NumPy
+# arrays to one of these (a backend session, SciPy's Hungarian matching, OpenCV drawing)
+# is a runtime-side wrapper or post-processor, never part of an exported graph.
 RUNTIME_BACKENDS = frozenset(
     {
         *("onnxruntime", "tensorrt", "openvino", "ncnn", "mnn", "tvm", "tritonclient"),
         *("pycuda", "sklearn", "faiss", "coremltools", "tflite_runtime", "paddle_inference"),
+        *("scipy", "cv2"),
     }
 )
 # Bases that look like modules (they have `forward`) but are not.

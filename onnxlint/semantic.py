@@ -1034,11 +1034,7 @@ class Kinds:
             base = self.of(func.value)
             if base in (Kind.TENSOR, Kind.UNKNOWN):
                 if method in _DATA_METHODS:
-                    return (
-                        _DATA_METHODS[method]
-                        if base is Kind.TENSOR or method != "numpy"
-                        else (Kind.UNKNOWN)
-                    )
+                    return _DATA_METHODS[method]  # whatever has `.numpy()` gives NumPy
                 if method == "size" and (base is Kind.TENSOR or len(call.args) <= 1):
                     return Kind.SIZE if call.args else Kind.SHAPE
                 if method in _NOT_TENSOR_METHODS:
@@ -1053,6 +1049,8 @@ class Kinds:
                     return Kind.TENSOR
             if base is Kind.SHAPE and method == "numel":
                 return Kind.SIZE
+            if base is Kind.NDARRAY:
+                return Kind.NDARRAY  # `.cumsum(0)`, `.astype(...)`: NumPy in, NumPy out
         return Kind.UNKNOWN
 
 

@@ -14,6 +14,7 @@ from onnxlint.rules.trace_hostile._common import (
 )
 from onnxlint.semantic import Kind, dotted
 from onnxlint.violation import Severity
+from onnxlint.walker import iter_descendants
 
 _WRAPPERS = frozenset({"builtins.enumerate", "builtins.zip", "builtins.reversed"})
 # Calls that return a tuple of tensors: iterating them is a fixed, short loop.
@@ -96,6 +97,32 @@ class IterationOverTensor(Rule):
                 """
             )
         ),
+        Valid(  # zip with the heads: as many rounds as there are heads
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, feats: torch.Tensor):
+                        outs = (feats,)
+                        scales = torch.logspace(-1, 0, 4)
+                        outs = [o * s for o, s in zip(outs, scales)]
+                        return [h(f) for f, h in zip(feats, self.heads)]
+                """
+            )
+        ),
+        Valid(  # a NumPy array, not a tensor
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x, idx):
+                        ends = idx.bincount().cpu().numpy().cumsum(0)
+                        for i, end in enumerate(ends):
+                            x = x + 1
+                        return x
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(
@@ -150,6 +177,10 @@ class IterationOverTensor(Rule):
         if not self.ctx.in_forward:
             return
         if isinstance(it, cst.Call) and self.ctx.qualname(it.func) in _WRAPPERS:
+            if self.ctx.qualname(it.func) == "builtins.zip" and any(
+                self._bounded(a.value, at) for a in it.args
+            ):
+                return  # `zip(feats, self.heads)`: as many rounds as the shorter sequence
             for a in it.args:
                 self._check(a.value, at)
             return
@@ -187,6 +218,22 @@ class IterationOverTensor(Rule):
                 f"iterating over a tensor fixes the number of rows: {why}; vectorise "
                 "(or use `torch.vmap`)",
             )
+
+    def _bounded(self, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+        """A sequence whose length the module or the code fixes: a submodule list
+        (`self.heads`), a literal list/tuple/range, or a name known not to be a tensor."""
+        if isinstance(expr, (cst.List, cst.Tuple, cst.ListComp)):
+            return True
+        if isinstance(expr, cst.Call) and self.ctx.qualname(expr.func) == "builtins.range":
+            return True
+        if _own_state(expr):
+            return True
+        if isinstance(expr, cst.Name):
+            if kind_here(self.ctx, expr, at) in _NOT_TENSOR_KINDS:
+                return True
+            func = self.ctx.function
+            return func is not None and _holds_sequence(func.node, expr.value)
+        return False
 
     def _data_dependent(self, it: cst.BaseExpression, at: cst.CSTNode) -> bool:
         value: cst.BaseExpression | None = it
@@ -226,6 +273,28 @@ class IterationOverTensor(Rule):
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._check(node.iter, node)
+
+
+_NOT_TENSOR_KINDS = frozenset({Kind.OTHER, Kind.DATA, Kind.NDARRAY, Kind.SHAPE})
+
+
+_SEQUENCES = (cst.List, cst.Tuple, cst.ListComp)
+
+
+def _holds_sequence(func: cst.FunctionDef, name: str) -> bool:
+    """Whether `func` builds `name` as a Python list or tuple somewhere (`feats = ()`,
+    `feats = feats + (f,)`, `feats = [...]`): a sequence of tensors, not one tensor."""
+    for n in iter_descendants(func.body):
+        if isinstance(n, cst.Assign) and any(
+            isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets
+        ):
+            v = n.value
+            if isinstance(v, cst.BinaryOperation):
+                if isinstance(v.left, _SEQUENCES) or isinstance(v.right, _SEQUENCES):
+                    return True
+            elif isinstance(v, _SEQUENCES):
+                return True
+    return False
 
 
 def _own_state(expr: cst.BaseExpression) -> bool:
