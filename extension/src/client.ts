@@ -325,10 +325,15 @@ export class Controller implements vscode.Disposable {
             },
             middleware: {
                 executeCommand: (command, args, next) => this.executeCommand(command, args, next),
+                // First diagnostics, pushed or (VS Code's way) pulled: the end of the start-up timing.
                 handleDiagnostics: (uri, diagnostics, next) => {
                     next(uri, diagnostics);
-                    this.timing.mark('diagnostics');
-                    this.timing.report();
+                    this.firstDiagnostics();
+                },
+                provideDiagnostics: async (document, previousResultId, token, next) => {
+                    const report = await next(document, previousResultId, token);
+                    this.firstDiagnostics();
+                    return report;
                 },
                 workspace: {
                     // Answer for `onnxlint` with the same normalised object as initializationOptions.
@@ -410,6 +415,11 @@ export class Controller implements vscode.Disposable {
             default:
                 this.fail(`${what} with ${describe(interpreter)} (onnxlint ${check.version} is installed); see the logs.`);
         }
+    }
+
+    private firstDiagnostics(): void {
+        this.timing.mark('diagnostics');
+        this.timing.report();
     }
 
     private showAnalysisResult(state: AnalysisState): void {

@@ -26,7 +26,17 @@ REPO = Path(__file__).resolve().parents[2]
 E2E_DIR = Path(os.environ.get("ONNXLINT_E2E_DIR", REPO / ".e2e"))
 ARTIFACTS = REPO / "test-artifacts" / "e2e"
 SCREENSHOT = REPO / "docs" / "images" / "vscode.png"
-SCENARIOS = ["static", "quickfix", "deep", "untrusted", "missing", "switch"]
+SCENARIOS = [
+    "static",
+    "quickfix",
+    "lens",
+    "deep",
+    "untrusted",
+    "missing",
+    "switch",
+    "restart",
+    "partial",
+]
 NpmRunner = Callable[..., subprocess.CompletedProcess[str]]
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow]

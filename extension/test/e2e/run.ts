@@ -4,7 +4,9 @@
 //   node out/e2e/run.js --vsix onnxlint.vsix [--python python3] [--only static,quickfix,...]
 //       [--examples DIR] [--deep-file REL] [--screenshot docs/images/vscode.png] [--artifacts DIR]
 //
-// Scenarios: static, quickfix, deep (one trusted window), untrusted, missing then switch (one window).
+// Scenarios: static, quickfix, lens, deep (one trusted window), untrusted, missing then switch (one
+// window), restart (a server that fails its first start), partial (onnxlint without its server's
+// dependencies, then a program that is not Python).
 // Results go to
 // <artifacts>/results.json (read by tests/extension/test_e2e.py), with a screenshot per scenario.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -16,7 +18,7 @@ import * as path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { TRUST_MESSAGE } from '../../src/commands';
 
-const SCENARIOS = ['static', 'quickfix', 'deep', 'untrusted', 'missing', 'switch'] as const;
+const SCENARIOS = ['static', 'quickfix', 'lens', 'deep', 'untrusted', 'missing', 'switch', 'restart', 'partial', 'notebook'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Options {
@@ -157,6 +159,12 @@ function makeVenvWithOnnxlint(opts: Options, dir: string): string {
     return python;
 }
 
+/** An executable shell script (an interpreter wrapper for the failure scenarios). */
+function writeScript(file: string, body: string): string {
+    fs.writeFileSync(file, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+    return file;
+}
+
 /** A venv without onnxlint: what a user has before installing it. */
 function makeBareVenv(opts: Options, dir: string): string {
     execFileSync(opts.python, ['-m', 'venv', '--without-pip', dir]);
@@ -201,6 +209,8 @@ function makeWorkspace(opts: Options, dir: string): Workspace {
     if (!fs.existsSync(path.join(folder, deepFile))) {
         throw new Error(`${deepFile} is not in ${source}; pass --deep-file with a model file of a deep-analysis target`);
     }
+    // A Markdown file: the status item must not show over it.
+    fs.writeFileSync(path.join(folder, 'NOTES.md'), '# Notes\n\nNot Python.\n');
     return { folder, dynamoFile: rel(dynamo), deepFile };
 }
 
@@ -342,8 +352,12 @@ async function quickInput(page: Page, key: string, text: string, rowText: string
     await input.fill(text);
     const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: rowText }).first();
     await row.waitFor({ state: 'visible', timeout: 15_000 });
+    lastEnterAt = Date.now();
     await page.keyboard.press('Enter');
 }
+
+/** When the last quick input was accepted (the moment a file is asked to open), for timings. */
+let lastEnterAt = 0;
 
 async function activeTabLabel(page: Page): Promise<string> {
     return (await page.locator('.tabs-container .tab.active').first().getAttribute('aria-label').catch(() => null)) ?? '';
@@ -407,6 +421,43 @@ async function editorText(page: Page): Promise<string> {
     return page.locator('.editor-group-container.active .monaco-editor .view-lines').first().innerText();
 }
 
+/** The code lens titles shown in the active editor. */
+async function lensTitles(page: Page): Promise<string[]> {
+    const texts = await page.locator('.editor-group-container.active .codelens-decoration').allInnerTexts();
+    return texts.flatMap((t) => t.split(/\s*\|\s*/)).map((t) => t.trim()).filter((t) => t !== '');
+}
+
+/** Visible notification toasts whose text matches. */
+function toastWith(page: Page, text: string | RegExp): ReturnType<Page['locator']> {
+    return page.locator('.notifications-toasts .notification-toast', { hasText: text }).first();
+}
+
+/** Puts the cursor at a 1-based line and column (Go to Line), then asks for the hover there. */
+async function hoverAt(page: Page, line: number, column: number): Promise<string[]> {
+    await page.keyboard.press('Control+G');
+    const input = page.locator('.quick-input-widget input').first();
+    await input.waitFor({ state: 'visible', timeout: 10_000 });
+    await input.fill(`:${line}:${column}`);
+    await page.keyboard.press('Enter');
+    await sleep(300);
+    await page.keyboard.press('Control+K');
+    await page.keyboard.press('Control+I');
+    const parts = page.locator('.monaco-hover .rendered-markdown');
+    await parts.first().waitFor({ state: 'visible', timeout: 10_000 });
+    await sleep(500);
+    return (await parts.allInnerTexts()).map((t) => t.trim());
+}
+
+/** The line (1-based) and column of the first occurrence of `needle` in a workspace file. */
+function findIn(ws: Workspace, relative: string, needle: string): { line: number; column: number } {
+    const lines = fs.readFileSync(path.join(ws.folder, relative), 'utf8').split('\n');
+    const index = lines.findIndex((l) => l.includes(needle));
+    if (index < 0) {
+        throw new Error(`${needle} is not in ${relative}`);
+    }
+    return { line: index + 1, column: (lines[index] ?? '').indexOf(needle) + 1 };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Scenarios
 
@@ -448,8 +499,23 @@ async function waitForStaticDiagnostics(ctx: Ctx, timeoutMs = 90_000): Promise<s
     return rows;
 }
 
-/** Diagnostics appear in the Problems panel with their codes, including the dynamo=False one. */
+/**
+ * Diagnostics appear in the Problems panel with their codes, including the dynamo=False one; the
+ * time from opening the file to its first squiggles, broken down by the extension's timing log;
+ * the status item only over Python files; the LSP trace with `onnxlint.trace.server` alone; the
+ * server's log lines at their own level.
+ */
 async function scenarioStatic(ctx: Ctx): Promise<void> {
+    const page = ctx.page;
+    await openFile(page, ctx.ws.dynamoFile);
+    const opened = lastEnterAt;
+    const squiggles = page.locator('.editor-group-container.active .squiggly-error, .editor-group-container.active .squiggly-warning');
+    const seen = await waitFor(
+        'the first squiggles',
+        async () => ((await squiggles.count()) > 0 ? Date.now() : undefined),
+        90_000,
+        () => describeState(ctx),
+    );
     const rows = await waitForStaticDiagnostics(ctx);
     const dynamoRow = rows.find((r) => /dynamo\s*=\s*False/.test(r));
     if (dynamoRow === undefined) {
@@ -459,11 +525,43 @@ async function scenarioStatic(ctx: Ctx): Promise<void> {
         throw new Error(`the dynamo=False diagnostic has no OLX4xx code: ${dynamoRow}`);
     }
     const status = await waitFor('the status item to show the server running', async () => {
-        const text = await statusBar(ctx.page);
+        const text = await statusBar(page);
         return text.includes('onnxlint') ? text : undefined;
     }, 10_000);
     ctx.detail.push(`status bar: ${status}`);
     await ctx.shot('static');
+
+    // Start-up: from the file being opened to its squiggles, and the extension's own breakdown.
+    const log = extensionLog(ctx.server.userData, 10_000);
+    const marks = /timing-json (\{.*\})/.exec(log);
+    if (marks === null) {
+        throw new Error(`no timing line in the extension log\n${log}`);
+    }
+    const m = JSON.parse(marks[1] ?? '{}') as Record<string, number>;
+    const timing = { opened, squiggles: seen, ...m };
+    fs.writeFileSync(path.join(ctx.opts.artifacts, 'timing.json'), JSON.stringify(timing, null, 2));
+    const after = (t: number | undefined): string => (t !== undefined ? `+${t - opened} ms` : '?');
+    ctx.detail.push(
+        `start-up from opening the file: extension activated ${after(m.activated)}, interpreter resolved ${after(m.interpreter)}, ` +
+            `server initialized ${after(m.initialized)}, first diagnostics ${after(m.diagnostics)}, squiggles visible ${after(seen)}`,
+    );
+
+    // The status item is for Python files: not over Markdown.
+    await openFile(page, 'NOTES.md');
+    await waitFor('the status item to hide over Markdown', async () => ((await statusBar(page)) === '' ? true : undefined), 10_000);
+    ctx.detail.push('status item hidden over NOTES.md');
+    await openFile(page, ctx.ws.dynamoFile);
+    await waitFor('the status item over Python again', async () => ((await statusBar(page)) !== '' ? true : undefined), 10_000);
+
+    // onnxlint.trace.server = messages (set for this window) traces without touching the log level.
+    if (!log.includes('Sending request \'initialize')) {
+        throw new Error(`onnxlint.trace.server is on, but the log has no traced messages\n${log.slice(-3000)}`);
+    }
+    ctx.detail.push('trace: the initialize request is in the log');
+    const errors = log.split('\n').filter((l) => l.includes('[error]') && /Cancel notification|WARNING|INFO/.test(l));
+    if (errors.length > 0) {
+        throw new Error(`server log lines shown as errors: ${JSON.stringify(errors.slice(0, 5))}`);
+    }
 }
 
 /** The quick fix for dynamo=False turns it into dynamo=True, and its diagnostic goes away. */
@@ -510,45 +608,127 @@ async function scenarioQuickFix(ctx: Ctx): Promise<void> {
     await ctx.shot('quickfix');
 }
 
-/** "Analyze export" runs the deep analysis and its diagnostics reach the Problems panel. */
+/**
+ * Over the export calls of the export script, every lens names its target, and the one above
+ * `tox.export(` (which exports DetectorHead) runs `detector`, although `classifier` is declared in
+ * the same module. The hover over a finding is the short summary.
+ */
+async function scenarioLens(ctx: Ctx): Promise<void> {
+    const page = ctx.page;
+    const exportFile = 'export.py';
+    await openFile(page, exportFile);
+    const titles = await waitFor('code lenses', async () => {
+        const found = await lensTitles(page);
+        return found.some((t) => t.includes('(detector)')) ? found : undefined;
+    }, 60_000, async () => `lenses: ${JSON.stringify(await lensTitles(page))}\n${await describeState(ctx)}`);
+    ctx.detail.push(`lenses: ${JSON.stringify(titles)}`);
+    const bare = titles.filter((t) => /^Analyze export$/.test(t) || (t.startsWith('Analyze export') && !/\(.+\)$/.test(t)));
+    if (bare.length > 0 || titles.some((t) => t.includes('(classifier)'))) {
+        throw new Error(`a lens does not name its target, or names the wrong one: ${JSON.stringify(titles)}`);
+    }
+    // The lens on the line above `tox.export(` is the detector's.
+    const call = findIn(ctx.ws, exportFile, 'tox.export(');
+    const lineTop = await page.locator('.editor-group-container.active .view-line', { hasText: 'tox.export(' }).first().boundingBox();
+    const lens = page.locator('.editor-group-container.active .codelens-decoration', { hasText: 'Analyze export (detector)' });
+    const boxes = await Promise.all((await lens.all()).map((l) => l.boundingBox()));
+    const above = boxes.some((b) => b !== null && lineTop !== null && Math.abs(lineTop.y - (b.y + b.height)) < 25);
+    ctx.detail.push(`lens "Analyze export (detector)" right above line ${call.line}: ${above}`);
+    if (!above) {
+        throw new Error(`no "Analyze export (detector)" lens above tox.export( (line ${call.line})`);
+    }
+    await ctx.shot('lens');
+
+    const where = findIn(ctx.ws, exportFile, 'dynamo=False');
+    const parts = await hoverAt(page, where.line, where.column + 2);
+    const ours = parts.find((p) => p.startsWith('OLX401'));
+    if (ours === undefined) {
+        throw new Error(`no onnxlint hover: ${JSON.stringify(parts)}`);
+    }
+    ctx.detail.push(`hover (${ours.length} characters): ${ours.replace(/\s+/g, ' ').slice(0, 200)}...`);
+    if (ours.length >= 900 || !ours.includes('Use instead') || !ours.includes('Full rule page')) {
+        throw new Error(`the hover is not the short summary (${ours.length} characters): ${ours}`);
+    }
+    if (/--fix|##|Fix safety/.test(ours)) {
+        throw new Error(`the hover shows the whole rule page: ${ours}`);
+    }
+    await ctx.shot('hover');
+    await page.keyboard.press('Escape');
+}
+
+/**
+ * The export call's lens runs the deep analysis of `detector`: one progress item (a notification
+ * with the phase and percent, cancellable), then a notification with the counts and "Show report",
+ * which opens the report in a tab; the findings reach the Problems panel of the model file.
+ */
 async function scenarioDeep(ctx: Ctx): Promise<void> {
     const page = ctx.page;
-    await openFile(page, ctx.ws.deepFile);
+    await openFile(page, 'vision/detector.py'); // deep findings are filed into open documents
     await waitFor('static diagnostics first', async () => {
         const rows = onnxlintRows(await problemRows(page));
         return rows.length > 0 ? rows : undefined;
     }, 90_000, () => describeState(ctx));
-    await sleep(1000);
     const before = new Set(onnxlintRows(await problemRows(page)));
+    await openFile(page, 'export.py');
+    const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'Analyze export (detector)' }).first();
+    await lens.waitFor({ state: 'visible', timeout: 60_000 });
     const started = Date.now();
-    await runCommand(page, 'onnxlint: Analyze export');
-    // With several "Analyze export" lenses in the file the extension asks which; take the first offered.
-    const pick = page.locator('.quick-input-widget', { hasText: 'analyze the export of' });
-    if (await pick.waitFor({ state: 'visible', timeout: 3_000 }).then(() => true, () => false)) {
-        ctx.detail.push(`picked: ${(await pick.locator('.monaco-list-row').first().innerText()).replace(/\s+/g, ' ')}`);
-        await page.keyboard.press('Enter');
+    await lens.click();
+    // While it runs: exactly one progress item, the notification, with a Cancel button.
+    const progress = toastWith(page, 'analyzing detector');
+    await progress.waitFor({ state: 'visible', timeout: 120_000 }).catch(async () => {
+        throw new Error(`no progress notification\n${await describeState(ctx)}`);
+    });
+    let most = 0;
+    let sawPercent = '';
+    const end = toastWith(page, /onnxlint: detector: /);
+    while (!(await end.isVisible().catch(() => false))) {
+        const toasts = (await notifications(page)).filter((n) => /analyzing/i.test(n));
+        const bars = (await page.locator('.statusbar-item').allInnerTexts()).filter((t) => /analyzing/i.test(t));
+        most = Math.max(most, toasts.length + bars.length);
+        const text = toasts[0] ?? '';
+        if (/\d+%/.test(text)) {
+            sawPercent = text;
+            if (most === 1 && !fs.existsSync(path.join(ctx.opts.artifacts, 'deep-progress.png'))) {
+                await ctx.shot('deep-progress');
+            }
+        }
+        if (Date.now() - started > 360_000) {
+            throw new Error(`the analysis did not end\n${await describeState(ctx)}`);
+        }
+        await sleep(100);
     }
-    let sawAnalyzing = false;
-    const added = await waitFor(
-        'OLX8xx diagnostics from the deep analysis',
+    ctx.detail.push(`progress items at once: ${most}; with phase and percent: ${sawPercent}`);
+    if (most !== 1) {
+        throw new Error(`expected one progress item, saw ${most}`);
+    }
+    const cancellable = await progress.locator('.monaco-button, .action-label', { hasText: /cancel/i }).count().catch(() => 0);
+    ctx.detail.push(`cancel button seen: ${cancellable > 0 || sawPercent !== ''}`);
+    const summary = (await end.innerText()).replace(/\s+/g, ' ');
+    ctx.detail.push(`deep analysis took ${((Date.now() - started) / 1000).toFixed(1)}s; end: ${summary}`);
+    if (!/\d+ findings? \(/.test(summary) || !summary.includes('Show report')) {
+        throw new Error(`the end notification has no counts or no Show report: ${summary}`);
+    }
+    const rows = await waitFor(
+        'deep findings in the Problems panel',
         async () => {
-            if (/analyzing/i.test(await statusBar(page))) {
-                sawAnalyzing = true;
-            }
-            const errors = (await notifications(page)).filter((n) => /onnxlint/i.test(n) && /(fail|error|cannot|crash)/i.test(n));
-            if (errors.length > 0) {
-                throw new Error(`the analysis reported an error: ${JSON.stringify(errors)}\n${await describeState(ctx)}`);
-            }
-            // Deep findings carry OLX8xx codes; static ones never do.
-            const fresh = onnxlintRows(await problemRows(page)).filter((r) => !before.has(r) && /OLX8\d\d/.test(r));
+            const fresh = onnxlintRows(await problemRows(page)).filter((r) => !before.has(r) && /OLX8\d\d|deep analysis/.test(r));
             return fresh.length > 0 ? fresh : undefined;
         },
-        360_000,
+        30_000,
         () => describeState(ctx),
     );
-    ctx.detail.push(`deep analysis took ${((Date.now() - started) / 1000).toFixed(1)}s; status showed analyzing: ${sawAnalyzing}`);
-    ctx.detail.push(...added.map((r) => `deep problem: ${r}`));
+    ctx.detail.push(...rows.map((r) => `deep problem: ${r}`));
     await ctx.shot('deep');
+    await end.locator('.monaco-button', { hasText: 'Show report' }).first().click();
+    const reportTab = page.locator('.tabs-container .tab', { hasText: 'onnxlint report' });
+    await reportTab.first().waitFor({ state: 'visible', timeout: 20_000 });
+    const frame = page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+    const heading = await frame.locator('body').innerText({ timeout: 20_000 });
+    ctx.detail.push(`report tab: ${heading.replace(/\s+/g, ' ').slice(0, 120)}`);
+    if (!heading.includes('detector')) {
+        throw new Error(`the report does not show the detector: ${heading.slice(0, 500)}`);
+    }
+    await ctx.shot('deep-report');
 }
 
 /** Restricted Mode: static diagnostics still appear, and deep analysis is refused with a clear message. */
@@ -606,7 +786,85 @@ async function scenarioMissing(ctx: Ctx, interpreter: string): Promise<void> {
         return all.includes(expected) ? all : undefined;
     }, 30_000, async () => `terminal: ${JSON.stringify(await page.locator('.xterm-rows').allInnerTexts().catch(() => []))}`);
     ctx.detail.push(`terminal shows: ${terminal.split('\n').find((l) => l.includes(expected))?.trim() ?? ''}`);
+    // This venv has no pip: the install fails, and the extension says so.
+    const failed = toastWith(page, 'Installing onnxlint in');
+    await failed.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
+        throw new Error(`no message about the failed install\n${await describeState(ctx)}`);
+    });
+    const failure = (await failed.innerText()).replace(/\s+/g, ' ');
+    ctx.detail.push(`notification: ${failure}`);
+    if (!failure.includes('failed')) {
+        throw new Error(`the install message does not say it failed: ${failure}`);
+    }
     await ctx.shot('missing-install');
+}
+
+/**
+ * A server that fails its first start (the interpreter wrapper refuses until a flag file exists):
+ * the failure is explained, and ONE "Restart server" then starts it.
+ */
+async function scenarioRestart(ctx: Ctx, flag: string): Promise<void> {
+    const page = ctx.page;
+    await openFile(page, ctx.ws.dynamoFile);
+    const failed = toastWith(page, 'failed to start');
+    await failed.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
+        throw new Error(`no message about the failed start\n${await describeState(ctx)}`);
+    });
+    ctx.detail.push(`notification: ${(await failed.innerText()).replace(/\s+/g, ' ')}`);
+    await ctx.shot('restart-failed');
+    await page.keyboard.press('Escape');
+    fs.writeFileSync(flag, 'ok\n');
+    await runCommand(page, 'onnxlint: Restart server');
+    const rows = await waitFor(
+        'diagnostics after one restart',
+        async () => {
+            const found = onnxlintRows(await problemRows(page));
+            return found.length > 0 ? found : undefined;
+        },
+        60_000,
+        () => describeState(ctx),
+    );
+    ctx.detail.push(`${rows.length} diagnostics after one Restart server`);
+    const log = extensionLog(ctx.server.userData, 10_000);
+    if (log.includes('restart failed')) {
+        throw new Error(`the restart failed:\n${log.slice(-3000)}`);
+    }
+    await ctx.shot('restart');
+}
+
+/**
+ * onnxlint importable but its server's dependencies missing: the message names them. Then an
+ * interpreter that is not a Python (/bin/false) "could not be run".
+ */
+async function scenarioPartial(ctx: Ctx): Promise<void> {
+    const page = ctx.page;
+    await openFile(page, ctx.ws.dynamoFile);
+    const partial = toastWith(page, 'but the server needs');
+    await partial.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
+        throw new Error(`no message naming the missing modules\n${await describeState(ctx)}`);
+    });
+    const text = (await partial.innerText()).replace(/\s+/g, ' ');
+    ctx.detail.push(`notification: ${text}`);
+    for (const module of ['pygls', 'lsprotocol', 'libcst']) {
+        if (!text.includes(module)) {
+            throw new Error(`the message does not name ${module}: ${text}`);
+        }
+    }
+    await ctx.shot('partial');
+    await page.keyboard.press('Escape');
+    const settingsFile = path.join(ctx.server.userData, 'User', 'settings.json');
+    const settings = JSON.parse(fs.readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
+    fs.writeFileSync(settingsFile, JSON.stringify({ ...settings, 'onnxlint.interpreter': ['/bin/false'] }, null, 2));
+    const notPython = toastWith(page, 'could not be run');
+    await notPython.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
+        throw new Error(`no "could not be run" message for /bin/false\n${await describeState(ctx)}`);
+    });
+    const message = (await notPython.innerText()).replace(/\s+/g, ' ');
+    ctx.detail.push(`notification: ${message}`);
+    if (!message.includes('/bin/false') || message.includes('not installed')) {
+        throw new Error(`wrong message for /bin/false: ${message}`);
+    }
+    await ctx.shot('not-python');
 }
 
 /**
@@ -651,6 +909,112 @@ async function scenarioSwitch(ctx: Ctx, interpreter: string): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/** A notebook with a model cell, a Markdown cell and an export cell with `dynamo=False`. */
+function writeNotebook(ws: Workspace): string {
+    const cell = (source: string, n: number) => ({
+        cell_type: 'code',
+        execution_count: n,
+        id: `cell-${n}`,
+        metadata: {},
+        outputs: [],
+        source: source.split(/(?<=\n)/),
+    });
+    const notebook = {
+        cells: [
+            cell('import torch\nmodel = torch.nn.Linear(2, 2).eval()\nx = torch.randn(1, 2)', 1),
+            { cell_type: 'markdown', id: 'md-1', metadata: {}, source: ['## Export'] },
+            cell("torch.onnx.export(\n    model, (x,), 'model.onnx', dynamo=False\n)", 2),
+        ],
+        metadata: { kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' }, language_info: { name: 'python' } },
+        nbformat: 4,
+        nbformat_minor: 5,
+    };
+    const relative = 'export_notebook.ipynb';
+    fs.writeFileSync(path.join(ws.folder, relative), `${JSON.stringify(notebook, null, 1)}\n`);
+    return relative;
+}
+
+/** Per notebook cell (by its index in the notebook), its text and whether it shows a squiggle. */
+async function notebookCells(page: Page): Promise<{ index: number; text: string; squiggles: number }[]> {
+    const rows = page.locator('.notebook-editor .cell-list-container .monaco-list-row');
+    const out: { index: number; text: string; squiggles: number }[] = [];
+    for (let i = 0; i < (await rows.count()); i++) {
+        const row = rows.nth(i);
+        const index = Number(await row.getAttribute('data-index'));
+        const editor = row.locator('.monaco-editor .view-lines');
+        const text = (await editor.count()) > 0 ? await editor.first().innerText() : '';
+        const squiggles = await row.locator('.squiggly-warning, .squiggly-error').count();
+        out.push({ index, text: text.replace(/\u00a0/g, ' '), squiggles });
+    }
+    return out.sort((a, b) => a.index - b.index);
+}
+
+/**
+ * A Jupyter notebook (VS Code's built-in ipynb support, no kernel): the `dynamo=False` squiggle is
+ * in the export cell (the third cell, line 2 of it), no other cell has one, and the quick fix,
+ * applied there, turns it into `dynamo=True` and the squiggle goes away.
+ */
+async function scenarioNotebook(ctx: Ctx): Promise<void> {
+    const page = ctx.page;
+    const notebook = writeNotebook(ctx.ws);
+    await openFile(page, notebook);
+    const cells = await waitFor(
+        'a squiggle in a notebook cell',
+        async () => {
+            const found = await notebookCells(page);
+            return found.some((c) => c.squiggles > 0) ? found : undefined;
+        },
+        90_000,
+        () => describeState(ctx),
+    );
+    ctx.detail.push(...cells.map((c) => `cell ${c.index + 1}: ${c.squiggles} squiggle(s)`));
+    const marked = cells.filter((c) => c.squiggles > 0).map((c) => c.index);
+    if (marked.length !== 1 || marked[0] !== 2) {
+        throw new Error(`the squiggle should be in cell 3 only, it is in cells ${JSON.stringify(marked.map((i) => i + 1))}`);
+    }
+    const rows = await waitFor(
+        'the OLX401 problem of the notebook',
+        async () => {
+            const found = onnxlintRows(await problemRows(page)).filter((r) => r.includes('OLX401'));
+            return found.length > 0 ? found : undefined;
+        },
+        30_000,
+        () => describeState(ctx),
+    );
+    ctx.detail.push(...rows.map((r) => `problem: ${r}`));
+    if (!rows.some((r) => r.includes('[Ln 2, Col 32]'))) {
+        throw new Error(`the OLX401 problem is not at line 2, column 32 of its cell: ${JSON.stringify(rows)}`);
+    }
+    await page.locator('.markers-panel .monaco-tl-row', { hasText: 'OLX401' }).first().dblclick();
+    await sleep(500);
+    await page.keyboard.press('Control+.');
+    const action = page
+        .locator('.action-widget [role="option"], .context-view [role="menuitem"]')
+        .filter({ hasText: 'OLX401' })
+        .filter({ hasNotText: /suppress/i })
+        .first();
+    await action.waitFor({ state: 'visible', timeout: 15_000 }).catch(async (e: unknown) => {
+        throw new Error(`no dynamo quick fix offered in the cell (${String(e)})\n${await describeState(ctx)}`);
+    });
+    ctx.detail.push(`quick fix offered: ${(await action.innerText()).trim()}`);
+    await ctx.shot('notebook-quickfix-menu');
+    await action.click();
+    const fixed = await waitFor(
+        'dynamo=True in the export cell and no squiggle left',
+        async () => {
+            const now = await notebookCells(page);
+            const exportCell = now.find((c) => c.index === 2);
+            return exportCell !== undefined && /dynamo\s*=\s*True/.test(exportCell.text) && now.every((c) => c.squiggles === 0)
+                ? now
+                : undefined;
+        },
+        30_000,
+        async () => `${JSON.stringify(await notebookCells(page))}\n${await describeState(ctx)}`,
+    );
+    ctx.detail.push(`export cell after the fix: ${fixed.find((c) => c.index === 2)?.text.replace(/\n/g, ' / ') ?? ''}`);
+    await ctx.shot('notebook');
+}
 
 async function main(): Promise<number> {
     const opts = parseArgs(process.argv.slice(2));
@@ -741,7 +1105,9 @@ async function main(): Promise<number> {
             'trusted',
             [
                 { scenario: 'static', run: scenarioStatic },
+                { scenario: 'lens', run: scenarioLens },
                 { scenario: 'quickfix', run: scenarioQuickFix },
+                { scenario: 'notebook', run: scenarioNotebook },
                 { scenario: 'deep', run: scenarioDeep },
             ],
             // Message traces make a failure's log tail say what the client and server exchanged.
@@ -766,6 +1132,28 @@ async function main(): Promise<number> {
             ],
             { 'security.workspace.trust.enabled': false, 'onnxlint.interpreter': [bare] },
         );
+        if (opts.only.has('restart')) {
+            const flag = path.join(tmp, 'server-may-start');
+            const flaky = writeScript(
+                path.join(tmp, 'flaky-python'),
+                `if [ "$2" = onnxlint ] && [ "$3" = server ] && [ ! -e '${flag}' ]; then echo 'simulated start failure' >&2; exit 3; fi\nexec '${goodPython}' "$@"`,
+            );
+            await session('restart', [{ scenario: 'restart', run: (ctx) => scenarioRestart(ctx, flag) }], {
+                'security.workspace.trust.enabled': false,
+                'onnxlint.interpreter': [flaky],
+            });
+        }
+        if (opts.only.has('partial')) {
+            // onnxlint from the checkout, but no site-packages: pygls, lsprotocol and libcst are missing.
+            const partial = writeScript(
+                path.join(tmp, 'partial-python'),
+                `PYTHONPATH='${opts.repo}' exec '${opts.python}' -S "$@"`,
+            );
+            await session('partial', [{ scenario: 'partial', run: scenarioPartial }], {
+                'security.workspace.trust.enabled': false,
+                'onnxlint.interpreter': [partial],
+            });
+        }
     } finally {
         await browser.close();
         fs.rmSync(tmp, { recursive: true, force: true });
