@@ -36,6 +36,7 @@ SCENARIOS = [
     "switch",
     "restart",
     "partial",
+    "notebook",
 ]
 NpmRunner = Callable[..., subprocess.CompletedProcess[str]]
 
