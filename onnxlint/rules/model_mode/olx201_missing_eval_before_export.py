@@ -218,6 +218,20 @@ class MissingEvalBeforeExport(Rule):
                 """
             )
         ),
+        Valid(  # the mode is the caller's explicit option
+            dedent(
+                """
+                import torch
+                def export(model, x, training=False):
+                    if training:
+                        model.train()
+                    else:
+                        model.eval()
+                    torch.onnx.export(model, (x,), "m.onnx")
+                export(Net(), x)
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(
@@ -335,6 +349,8 @@ class MissingEvalBeforeExport(Rule):
         modes = ref.modes
         if Mode.TRAIN not in modes or Mode.RETRAIN in modes:
             return  # OLX202 reports a `.train()` that undoes an `.eval()`
+        if Mode.EVAL in modes and _mode_is_an_option(ref):
+            return  # `if training: model.train() else: model.eval()`: the caller chooses
         if ref.class_info is not None and mode_insensitive(self.ctx, ref.class_info.name):
             return  # no Dropout/BatchNorm/`self.training`: the mode changes nothing
         if ref.class_info is None and self._insensitive_elsewhere(ref):
@@ -358,3 +374,16 @@ class MissingEvalBeforeExport(Rule):
             fix=eval_fix(self, ref, f"Call `{ref.name or 'model'}.eval()` before the export"),
             notes=notes,
         )
+
+
+_MODE_OPTIONS = frozenset({"training", "train", "train_mode", "training_mode", "is_training"})
+
+
+def _mode_is_an_option(ref: ModelRef) -> bool:
+    """The enclosing function takes the mode as a parameter (`def export(model,
+    training=False)`): a path that leaves the model training is the caller's choice."""
+    func = ref.function
+    if func is None:
+        return False
+    p = func.params
+    return any(a.name.value in _MODE_OPTIONS for a in (*p.params, *p.kwonly_params))
