@@ -8,7 +8,6 @@ from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.semantic import Kind
 from onnxlint.violation import Severity
 
-
 _VALUE_KINDS = frozenset({Kind.TENSOR, Kind.SHAPE, Kind.SIZE, Kind.DATA})
 
 
