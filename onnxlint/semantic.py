@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -838,6 +839,8 @@ def annotation_kind(ann: cst.Annotation | None) -> Kind | None:
     )
     containers = ("list", "List", "tuple", "Tuple", "dict", "Dict", "Sequence")
     if tensorish and not code.startswith(containers):
+        if re.search(r"\b(int|float)\b", code):
+            return Kind.UNKNOWN  # `int | torch.Tensor`: either, callers decide
         return Kind.TENSOR
     return Kind.OTHER
 
@@ -860,8 +863,8 @@ class Kinds:
             is_forward = func.name == "forward"
             for p in func.params():
                 kind = annotation_kind(p.annotation)
-                if kind is None and param_kinds:
-                    kind = param_kinds.get(p.name.value)  # what every caller passes
+                if kind in (None, Kind.UNKNOWN) and param_kinds:
+                    kind = param_kinds.get(p.name.value, kind)  # what every caller passes
                 if kind is None:
                     if p.default is not None:
                         kind = Kind.UNKNOWN if _is_none(p.default) else Kind.OTHER
