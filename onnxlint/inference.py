@@ -158,20 +158,26 @@ def _is_random_augmentation(ctx: Context, cls: str) -> bool:
 
 
 def _is_runtime_wrapper(ctx: Context, cls: str) -> bool:
-    """A module whose methods convert tensors to NumPy in a file that imports an
-    inference runtime: it feeds the backend, it is never traced itself."""
-    if not any(full.split(".", 1)[0] in RUNTIME_BACKENDS for full in ctx.model.imports.values()):
-        return False
+    """A module whose methods convert tensors to NumPy and hand them on: in a file that
+    imports an inference runtime or a host-side array library, or to a predictor object
+    (`self.predictor.predict_from_npy(...)`). It feeds a backend; it is never traced."""
     info = ctx.model.classes.get(cls)
     if info is None:
         return False
+    backend = any(full.split(".", 1)[0] in RUNTIME_BACKENDS for full in ctx.model.imports.values())
+    to_numpy = predictor = False
     for node in iter_descendants(info.node):
-        if (
-            isinstance(node, cst.Call)
-            and isinstance(node.func, cst.Attribute)
-            and node.func.attr.value in ("numpy", "run", "execute_v2", "infer")
-        ):
-            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            attr = node.func.attr.value
+            if backend and attr in ("numpy", "run", "execute_v2", "infer"):
+                return True
+            to_numpy = to_numpy or attr == "numpy"
+            owner = dotted(node.func.value) or ""
+            predictor = predictor or (
+                attr.startswith("predict") and owner.startswith("self.") and owner.count(".") == 1
+            )
+            if to_numpy and predictor:
+                return True
     return False
 
 
@@ -181,22 +187,63 @@ def in_dead_branch(ctx: Context) -> bool:
     for i in range(len(chain) - 1):
         parent, child = chain[i], chain[i + 1]
         if isinstance(parent, cst.If):
+            if child is parent.body and _targets_given(ctx, parent.test):
+                return True  # `if labels is not None:`: validation/training with targets
             polarity = _training_test(parent.test)
             if polarity is not None:
                 if child is parent.body and polarity:
                     return True  # `if self.training:` body
                 if child is parent.orelse and not polarity:
                     return True  # the else of `if not self.training:`
-        elif isinstance(parent, cst.IndentedBlock) and _after_export_return(parent, child):
+        elif (isinstance(parent, cst.IndentedBlock) and _after_export_return(parent, child)) or (
+            isinstance(parent, cst.BooleanOperation)
+            and child is parent.right
+            and skips_right_in_eval(parent)
+        ):
             return True
-        elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
-            # `not self.training or x.any()`, `self.training and x.any()`: in eval mode
-            # (every export) the right side is never evaluated.
-            left = _training_test(parent.left)
-            if (isinstance(parent.operator, cst.Or) and left is False) or (
-                isinstance(parent.operator, cst.And) and left is True
-            ):
-                return True
+    return False
+
+
+def skips_right_in_eval(op: cst.BooleanOperation) -> bool:
+    """`not self.training or p == 0 or x.any()`, `self.training and x.any()`: in eval
+    mode (every export) the right side is never evaluated."""
+    if isinstance(op.operator, cst.Or):
+        return any(_training_test(e) is False for e in _chain(op.left, cst.Or))
+    return any(_training_test(e) is True for e in _chain(op.left, cst.And))
+
+
+def _chain(expr: cst.BaseExpression, op: type) -> list[cst.BaseExpression]:
+    """The operands of `a or b or c` (left-nested in libcst) for one operator."""
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, op):
+        return [*_chain(expr.left, op), *_chain(expr.right, op)]
+    return [expr]
+
+
+def _targets_given(ctx: Context, test: cst.BaseExpression) -> bool:
+    """`labels is not None` (and-ed with anything) on a parameter of the function that
+    holds targets and defaults to None: the branch runs only when ground truth is passed
+    (training or validation), never in an inference export."""
+    func = ctx.function
+    if func is None:
+        return False
+    optional = {
+        p.name.value
+        for p in func.params()
+        if p.default is not None
+        and dotted(p.default) == "None"
+        and _TARGET_PARAMS.match(p.name.value)
+    }
+    if not optional:
+        return False
+    for e in _chain(test, cst.And):
+        if (
+            isinstance(e, cst.Comparison)
+            and len(e.comparisons) == 1
+            and isinstance(e.comparisons[0].operator, cst.IsNot)
+            and dotted(e.comparisons[0].comparator) == "None"
+            and dotted(e.left) in optional
+        ):
+            return True
     return False
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from onnxlint.inference import skips_right_in_eval
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import (
     mentions_export_guard,
@@ -100,6 +101,19 @@ class TensorCondition(Rule):
                 """
             )
         ),
+        Valid(  # LayerDrop: never evaluated in eval mode, whatever comes between
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x, keep):
+                        for i, layer in enumerate(self.layers):
+                            if not self.training or self.p == 0.0 or keep[i] > self.p:
+                                x = layer(x)
+                        return x
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(
@@ -178,7 +192,7 @@ class TensorCondition(Rule):
         if isinstance(expr, cst.BooleanOperation):
             op = "and" if isinstance(expr.operator, cst.And) else "or"
             yield from self._tensor_truths(expr.left, True, f"`{op}`")
-            if mentions_export_guard(self.ctx, expr.left):
+            if mentions_export_guard(self.ctx, expr.left) or skips_right_in_eval(expr):
                 return  # `not is_compiling() and x.any()`: written with export in mind
             yield from self._tensor_truths(expr.right, tested, what if tested else f"`{op}`")
         elif isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):

@@ -97,6 +97,19 @@ class TensorToPython(Rule):
                 """
             )
         ),
+        Valid(  # runs only when ground-truth labels are passed (validation), not in inference
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x, labels=None):
+                        if labels is not None and self.sampler is not None:
+                            if labels[0].item() == 0:
+                                x = x * 0
+                        return x
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(

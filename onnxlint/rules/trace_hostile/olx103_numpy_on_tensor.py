@@ -76,6 +76,18 @@ class NumpyOnTensor(Rule):
                 """
             )
         ),
+        Valid(  # a wrapper that hands NumPy to a predictor object: never traced itself
+            dedent(
+                """
+                import torch
+                class Wrapper(torch.nn.Module):
+                    def forward(self, x):
+                        image = x.cpu().numpy()[0]
+                        out = self.predictor.predict_from_npy(image)
+                        return torch.from_numpy(out)
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(
