@@ -723,6 +723,7 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
     const reportTab = page.locator('.tabs-container .tab', { hasText: 'onnxlint report' });
     await reportTab.first().waitFor({ state: 'visible', timeout: 20_000 });
     const frame = page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+    await frame.getByText('onnxlint deep analysis').first().waitFor({ state: 'visible', timeout: 20_000 });
     const heading = await frame.locator('body').innerText({ timeout: 20_000 });
     ctx.detail.push(`report tab: ${heading.replace(/\s+/g, ' ').slice(0, 120)}`);
     if (!heading.includes('detector')) {
@@ -852,9 +853,7 @@ async function scenarioPartial(ctx: Ctx): Promise<void> {
     }
     await ctx.shot('partial');
     await page.keyboard.press('Escape');
-    const settingsFile = path.join(ctx.server.userData, 'User', 'settings.json');
-    const settings = JSON.parse(fs.readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
-    fs.writeFileSync(settingsFile, JSON.stringify({ ...settings, 'onnxlint.interpreter': ['/bin/false'] }, null, 2));
+    await enterInterpreter(page, '/bin/false');
     const notPython = toastWith(page, 'could not be run');
     await notPython.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
         throw new Error(`no "could not be run" message for /bin/false\n${await describeState(ctx)}`);
@@ -867,13 +866,8 @@ async function scenarioPartial(ctx: Ctx): Promise<void> {
     await ctx.shot('not-python');
 }
 
-/**
- * After the install prompt, pointing onnxlint.interpreter at an environment that has onnxlint
- * restarts the server by itself (once), and the diagnostics appear.
- */
-async function scenarioSwitch(ctx: Ctx, interpreter: string): Promise<void> {
-    const page = ctx.page;
-    // Through the UI, as a user would: Select interpreter > Enter a path.
+/** Through the UI, as a user would: Select interpreter > Enter a path (written to the workspace). */
+async function enterInterpreter(page: Page, interpreter: string): Promise<void> {
     await runCommand(page, 'onnxlint: Select interpreter');
     const enter = page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Enter a path or command' }).first();
     await enter.waitFor({ state: 'visible', timeout: 10_000 });
@@ -882,6 +876,15 @@ async function scenarioSwitch(ctx: Ctx, interpreter: string): Promise<void> {
     await page.locator('.quick-input-widget', { hasText: 'Python interpreter' }).first().waitFor({ state: 'visible', timeout: 10_000 });
     await input.fill(interpreter);
     await page.keyboard.press('Enter');
+}
+
+/**
+ * After the install prompt, pointing onnxlint.interpreter at an environment that has onnxlint
+ * restarts the server by itself (once), and the diagnostics appear.
+ */
+async function scenarioSwitch(ctx: Ctx, interpreter: string): Promise<void> {
+    const page = ctx.page;
+    await enterInterpreter(page, interpreter);
     ctx.detail.push(`onnxlint.interpreter -> ${interpreter} (Select interpreter, Enter a path)`);
     const workspaceSettings = path.join(ctx.ws.folder, '.vscode', 'settings.json');
     const written = (): boolean =>
@@ -1132,6 +1135,8 @@ async function main(): Promise<number> {
             ],
             { 'security.workspace.trust.enabled': false, 'onnxlint.interpreter': [bare] },
         );
+        // The switch scenario wrote onnxlint.interpreter into the workspace; the next windows start clean.
+        fs.rmSync(path.join(ws.folder, '.vscode'), { recursive: true, force: true });
         if (opts.only.has('restart')) {
             const flag = path.join(tmp, 'server-may-start');
             const flaky = writeScript(
@@ -1149,6 +1154,7 @@ async function main(): Promise<number> {
                 path.join(tmp, 'partial-python'),
                 `PYTHONPATH='${opts.repo}' exec '${opts.python}' -S "$@"`,
             );
+            fs.rmSync(path.join(ws.folder, '.vscode'), { recursive: true, force: true });
             await session('partial', [{ scenario: 'partial', run: scenarioPartial }], {
                 'security.workspace.trust.enabled': false,
                 'onnxlint.interpreter': [partial],
