@@ -236,6 +236,16 @@ def _exported_classes(index: ProjectIndex, facts: FileFacts, call: ExportCall) -
             found_classes = called_classes(index, facts, value, depth=2)
             if found_classes:
                 return found_classes
+    # A derived model: `patched = patch_model(model)`, `m = copy.deepcopy(model)`: the
+    # model it is derived from (its first argument that holds a project class).
+    for assign in ref.assignments:
+        value = getattr(assign, "value", None)
+        if isinstance(value, cst.Call):
+            for arg in value.args:
+                if arg.keyword is None and dotted(arg.value) not in (None, ref.name):
+                    derived = _value_classes(index, facts, value, arg.value)
+                    if derived:
+                        return derived
     # A wrapper: the model is a parameter of the function holding the export call.
     if ref.function is not None and ref.name is not None:
         position = _param_position(ref.function, ref.name)

@@ -559,3 +559,39 @@ def test_declared_deep_analysis_targets_are_export_sites(tmp_path) -> None:
     [finding] = [f for f in check(root) if f["path"] == "net.py"]
     assert finding["code"] == "OLX104"
     assert "(batch) that targets.py:6 declares dynamic" in finding["message"]
+
+
+def test_a_model_derived_from_another_is_the_exported_model(tmp_path) -> None:
+    """`patched = patch_model(model)`: the export reaches the original model's forward."""
+    root = project(
+        tmp_path,
+        {
+            "net.py": """
+                import torch
+
+
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        if x.sum().item() > 0:
+                            return x * 2
+                        return x
+            """,
+            "export.py": """
+                import copy
+
+                import torch
+                from net import Net
+
+
+                def patch_model(model):
+                    return copy.deepcopy(model)
+
+
+                model = Net().eval()
+                patched = patch_model(model)
+                torch.onnx.export(patched, (torch.ones(4),), "n.onnx")
+            """,
+        },
+    )
+    [finding] = [f for f in check(root) if f["code"] == "OLX102"]
+    assert "exported by export.py:13" in finding["message"], finding["message"]
