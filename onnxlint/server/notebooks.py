@@ -144,28 +144,37 @@ def check_cell_text(ls: OnnxlintServer, cell_uri: str, text: str) -> list[Violat
 
 
 def publish_cells(ls: OnnxlintServer, nb_uri: str, res: Result | None, enabled: bool) -> None:
-    """Push each cell's diagnostics (an empty list for cells without findings)."""
+    """Push each cell's diagnostics whose findings or version changed since the last push
+    (an empty list for a cell whose findings went away)."""
     from onnxlint.server.convert import diagnostic, sort_key
 
     nb = _notebooks(ls).get(unquote(nb_uri))
-    if nb is None:
+    st = ls.docs.get(nb_uri)
+    if nb is None or st is None:
         return
     settings = ls.settings_for(nb_uri)
     first = _first_code(ls, nb_uri)
+    by_cell: dict[int, list[Violation]] = {}
+    if res is not None and enabled:
+        for v in res.violations:
+            index = v.cell - 1 if v.cell is not None else first
+            by_cell.setdefault(index, []).append(dataclasses.replace(v, cell=None))
+    published = st.cells_published
     for index, cell in enumerate(nb.cells):
         doc = cell_document(ls, cell.document)
+        version = doc.version if doc is not None else None
+        found = by_cell.get(index, [])
+        if published.get(cell.document) == (version, found):
+            continue
         diags: list[types.Diagnostic] = []
-        if res is not None and enabled and doc is not None:
+        if found and doc is not None:
             lines = ls.lines(doc.source)
-            diags = [
-                diagnostic(v, lines, settings.severity_for(v.code))
-                for v in cell_violations(res.violations, index, first)
-            ]
-            diags.sort(key=sort_key)
-        ls.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(
-                uri=cell.document, diagnostics=diags, version=doc.version if doc else None
+            diags = sorted(
+                (diagnostic(v, lines, settings.severity_for(v.code)) for v in found), key=sort_key
             )
+        published[cell.document] = (version, found)
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=cell.document, diagnostics=diags, version=version)
         )
 
 

@@ -106,6 +106,8 @@ class DocState:
     waiters: list[asyncio.Future[Result]] = field(default_factory=list)
     fix_cache: dict[Any, Any] = field(default_factory=dict)  # per result version
     last_change: float = 0.0  # time.monotonic() of the last didChange
+    # A notebook: what was last pushed per cell URI (version, diagnostics), to push only changes.
+    cells_published: dict[str, Any] = field(default_factory=dict)
 
 
 class OnnxlintServer(LanguageServer):
