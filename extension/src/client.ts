@@ -71,6 +71,17 @@ function pipeServerStderr(input: Readable, output: vscode.LogOutputChannel): voi
     });
 }
 
+/**
+ * vscode-languageclient, minus its own "couldn't create connection to server" notification: a
+ * server that fails to start is explained by the extension (the interpreter check says what is
+ * missing), in one notification with the actions that fix it.
+ */
+class OnnxlintClient extends LanguageClient {
+    override error(message: string, data?: unknown, showNotification: boolean | 'force' = true): void {
+        super.error(message, data, showNotification === 'force' ? false : showNotification);
+    }
+}
+
 /** The `onnxlint/analysisState` notification; `finished` carries the counts and one sentence. */
 interface AnalysisState {
     state?: string;
@@ -357,7 +368,7 @@ export class Controller implements vscode.Disposable {
                 },
             },
         };
-        const client = new LanguageClient('onnxlint', 'onnxlint', serverOptions, clientOptions);
+        const client = new OnnxlintClient('onnxlint', 'onnxlint', serverOptions, clientOptions);
         this.client = client;
         client.onNotification('onnxlint/analysisState', (params: AnalysisState) => {
             if (params.state === 'finished' && this.client === client) {

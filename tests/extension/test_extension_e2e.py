@@ -4,7 +4,8 @@ Runs extension/test/e2e/run.ts once per session against the packaged .vsix and r
 as its own test. Needs code-server (.ci/install-code-server.sh .e2e, which
 `.ci/extension.sh --setup` runs) and Chromium; without them the tests fail and say so, unless
 ONNXLINT_SKIP_E2E=1. Screenshots land in test-artifacts/e2e/; with
-ONNXLINT_UPDATE_SCREENSHOT=1 the quick-fix screenshot also replaces docs/images/vscode.png.
+ONNXLINT_UPDATE_SCREENSHOT=1 the quick-fix screenshot also replaces docs/images/vscode.png, and
+the hover, deep-analysis progress and report screenshots docs/images/vscode-{hover,deep,report}.png.
 """
 
 from __future__ import annotations

@@ -79,6 +79,13 @@ function parseArgs(argv: string[]): Options {
     };
 }
 
+/** Screenshots the README shows: scenario shot -> file next to --screenshot (docs/images/). */
+const README_SHOTS: Record<string, string> = {
+    hover: 'vscode-hover.png',
+    'deep-progress': 'vscode-deep.png',
+    'deep-report': 'vscode-report.png',
+};
+
 function sleep(ms: number): Promise<void> {
     return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -851,6 +858,11 @@ async function scenarioPartial(ctx: Ctx): Promise<void> {
             throw new Error(`the message does not name ${module}: ${text}`);
         }
     }
+    // One notification, with the actions that fix it: not a second one from the language client.
+    const noise = (await notifications(page)).filter((n) => n.includes("couldn't create connection"));
+    if (noise.length > 0) {
+        throw new Error(`a second notification about the same failure: ${JSON.stringify(noise)}`);
+    }
     await ctx.shot('partial');
     await page.keyboard.press('Escape');
     await enterInterpreter(page, '/bin/false');
@@ -1073,6 +1085,11 @@ async function main(): Promise<number> {
                     detail,
                     shot: async (shot) => {
                         await page.screenshot({ path: path.join(opts.artifacts, `${shot}.png`) });
+                        // With --screenshot, the README's images are refreshed too (next to it).
+                        const readme = README_SHOTS[shot];
+                        if (opts.screenshot !== undefined && readme !== undefined) {
+                            fs.copyFileSync(path.join(opts.artifacts, `${shot}.png`), path.join(path.dirname(opts.screenshot), readme));
+                        }
                     },
                 };
                 let r: Result;
