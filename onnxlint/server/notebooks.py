@@ -69,6 +69,12 @@ def cell_document(ls: OnnxlintServer, uri: str) -> TextDocument | None:
     return doc if isinstance(doc, TextDocument) else None
 
 
+def _kind(cell: types.NotebookCell, doc: TextDocument | None) -> str:
+    """A Python code cell is "code"; Markdown and cells of other languages are not checked."""
+    python = doc is None or doc.language_id in (None, "", "python")
+    return "code" if cell.kind == types.NotebookCellKind.Code and python else "markdown"
+
+
 def snapshot(
     ls: OnnxlintServer, uri: str, replace: tuple[str, str] | None = None
 ) -> Snapshot | None:
@@ -83,11 +89,28 @@ def snapshot(
         text = doc.source if doc is not None else ""
         if replace is not None and unquote(cell.document) == unquote(replace[0]):
             text = replace[1]
-        python = doc is None or doc.language_id in (None, "", "python")
-        kind = "code" if cell.kind == types.NotebookCellKind.Code and python else "markdown"
-        cells.append({"cell_type": kind, "metadata": {}, "source": text})
+        cells.append({"cell_type": _kind(cell, doc), "metadata": {}, "source": text})
     data = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     return Snapshot(json.dumps(data), nb.version, tuple(c.document for c in nb.cells))
+
+
+def module_text(ls: OnnxlintServer, path: str) -> str | None:
+    """The code cells of the open notebook at `path` as one module (what the project model
+    reads for it, as for an open file's unsaved text); None when it is not open."""
+    from pygls.uris import to_fs_path
+
+    from onnxlint.cells import cell_module
+    from onnxlint.notebook import Cell
+
+    for uri, nb in list(_notebooks(ls).items()):
+        if to_fs_path(uri) != path:
+            continue
+        cells = []
+        for index, cell in enumerate(nb.cells):
+            doc = cell_document(ls, cell.document)
+            cells.append(Cell(index, _kind(cell, doc), doc.source if doc is not None else ""))
+        return cell_module(cells).text
+    return None
 
 
 def cell_index(ls: OnnxlintServer, cell_uri: str) -> int | None:

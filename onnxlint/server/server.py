@@ -175,6 +175,10 @@ class OnnxlintServer(LanguageServer):
         for doc in list(self.workspace.text_documents.values()):
             if doc.path == path:
                 return str(doc.source)
+        if path.endswith(".ipynb"):
+            text = notebooks.module_text(self, path)  # an open notebook: its cells' text
+            if text is not None:
+                return text
         return read_disk(path)
 
     # ------------------------------------------------------------------ helpers
