@@ -10,7 +10,9 @@ class SyntaxError_(Rule):
     """
     ## What it does
     Reports a file, or a top-level statement of it, that cannot be parsed as Python, and
-    files that cannot be read as source text (not UTF-8, NUL bytes, unreadable).
+    files that cannot be read as source text (not UTF-8, NUL bytes, unreadable). A Jupyter
+    notebook that is not valid JSON or not nbformat 4 gets one such line (at the JSON
+    error's line); in a readable notebook, a cell that does not parse is reported in it.
 
     ## Why is this bad?
     Nothing in an unparsable statement can be checked. onnxlint still checks the rest of
