@@ -12,6 +12,7 @@ masked IPython line is dropped (the finding stays, without the fix).
 from __future__ import annotations
 
 import dataclasses
+import os
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -120,6 +121,31 @@ def cell_module(cells: Sequence[Cell]) -> CellModule:
         parts.append(text)
         line += count
     return CellModule("".join(parts), tuple(places))
+
+
+def cell_line(path: str, line: int) -> tuple[int, int] | None:
+    """(cell number, line in the cell) of module `line` of the notebook file at `path`, as
+    the file is on disk; None when it cannot be read. For messages that name a place in
+    another file (`export.ipynb:cell 5:2 declares dynamic`)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    module = _module_on_disk(path, stat.st_mtime_ns, stat.st_size)
+    place = module.place_of(line) if module is not None else None
+    return None if place is None else (place.number, line - place.start_line + 1)
+
+
+@lru_cache(maxsize=64)
+def _module_on_disk(path: str, mtime_ns: int, size: int) -> CellModule | None:
+    from pathlib import Path
+
+    from onnxlint.files import ReadError, read_text
+
+    try:
+        return cell_module(read_notebook(read_text(Path(path))).cells)
+    except (ReadError, NotebookError):
+        return None
 
 
 def notebook_module_text(text: str) -> str | None:

@@ -58,9 +58,19 @@ class ExportSite:
     model: str  # the exported class's name
 
     def where(self, root: str | None, here: str | None = None) -> str:
-        """`tools/export.py:41`, relative to the project root (`line 41` in `here`)."""
+        """`tools/export.py:41`, relative to the project root (`line 41` in `here`); in a
+        notebook `export.ipynb:cell 5:2` (`cell 5, line 2` in `here`)."""
+        line = str(self.line)
+        if self.path.endswith(".ipynb"):
+            from onnxlint.cells import cell_line
+
+            found = cell_line(self.path, self.line)
+            if found is not None:
+                if here is not None and os.path.abspath(here) == self.path:
+                    return f"cell {found[0]}, line {found[1]}"
+                line = f"cell {found[0]}:{found[1]}"
         if here is not None and os.path.abspath(here) == self.path:
-            return f"line {self.line}"
+            return f"line {line}"
         base = root or os.getcwd()
         try:
             rel = os.path.relpath(self.path, base)
@@ -68,7 +78,7 @@ class ExportSite:
             rel = self.path
         if rel.startswith(".."):
             rel = self.path
-        return f"{rel.replace(os.sep, '/')}:{self.line}"
+        return f"{rel.replace(os.sep, '/')}:{line}"
 
     @property
     def exporter(self) -> str:

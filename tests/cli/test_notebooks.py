@@ -238,3 +238,32 @@ def test_results_cache_keeps_the_cell(cli, tmp_path: Path) -> None:
 def test_stdin_notebook(cli) -> None:
     r = cli("check", "--stdin-filename", "nb.ipynb", "--no-cache", stdin=_three_cells())
     assert r.returncode == 1 and "nb.ipynb:cell 2:2:" in r.stdout
+
+
+def test_a_model_file_names_the_notebook_cell_that_exports_it(cli, tmp_path: Path) -> None:
+    write(tmp_path / "pyproject.toml", "[tool.onnxlint]\n")
+    write(tmp_path / "models" / "__init__.py", "")
+    write(
+        tmp_path / "models" / "net.py",
+        "import torch.nn as nn\n\n\nclass Net(nn.Module):\n    def forward(self, x):\n"
+        "        n = int(x.shape[0])\n        return x.view(n, -1)\n",
+    )
+    export = (
+        "model = Net().eval()\nx = torch.randn(2, 3)\n"
+        "torch.onnx.export(model, (x,), 'm.onnx',\n"
+        "                  dynamic_shapes={'x': {0: torch.export.Dim('batch')}})"
+    )
+    nb = notebook(
+        code("import torch\nfrom models.net import Net", 1), markdown("x", 2), code(export, 3)
+    )
+    write(tmp_path / "export.ipynb", nb)
+    r = cli("check", "models/net.py", "--no-cache", cwd=tmp_path)
+    assert "models/net.py:6:13: warning[OLX104]" in r.stdout
+    assert "export.ipynb:cell 3:3 declares dynamic" in r.stdout, r.stdout
+
+
+def test_a_cell_that_does_not_parse_is_reported_in_it(cli, tmp_path: Path) -> None:
+    nb = notebook(code(IMPORTS, 1), code("def broken(:\n    pass", 2), code(EXPORT_BAD, 3))
+    r = cli("check", str(write(tmp_path / "nb.ipynb", nb)), "--no-cache", "--format", "json")
+    found = [(v["code"], v["cell"], v["line"]) for v in json.loads(r.stdout)]
+    assert ("OLX000", 2, 1) in found and ("OLX401", 3, 1) in found, found
