@@ -165,14 +165,14 @@ async def _export_hover(
     if cls is None:
         return None
     name, is_forward = cls
-    path = ls.path_of(uri)
+    path, module = ls.module_of(uri, source)  # a notebook cell: its notebook
     config, _, _ = ls.config_for(uri)
 
     def lookup() -> list[str] | None:
-        reach = ls.engine.project_model.for_file(path, source, config)
+        reach = ls.engine.project_model.for_file(path, module, config)
         sites = reach.functions.get((name, "forward")) or reach.classes.get(name)
         if sites is None:
-            return None if not is_forward and name not in _module_classes(ls, path, source) else []
+            return None if not is_forward and name not in _module_classes(ls, path, module) else []
         root = str(config.root) if config.root is not None else None
         out = []
         for s in sorted(sites, key=lambda s: (s.path, s.line)):

@@ -172,13 +172,14 @@ class OnnxlintServer(LanguageServer):
         document's (unsaved) text when the editor has it open, else the file's."""
         from onnxlint.project import read_disk
 
-        for doc in list(self.workspace.text_documents.values()):
-            if doc.path == path:
-                return str(doc.source)
         if path.endswith(".ipynb"):
             text = notebooks.module_text(self, path)  # an open notebook: its cells' text
             if text is not None:
                 return text
+        for doc in list(self.workspace.text_documents.values()):
+            # (a notebook cell's document has the notebook's path: never a module's text)
+            if doc.path == path and doc.uri.startswith("file:"):
+                return str(doc.source)
         return read_disk(path)
 
     # ------------------------------------------------------------------ helpers
@@ -268,6 +269,17 @@ class OnnxlintServer(LanguageServer):
         path = to_fs_path(uri)
         return path if path else uri
 
+    def module_of(self, uri: str, text: str) -> tuple[str, str]:
+        """The file path and text the project model knows `uri` by: for a notebook cell,
+        its notebook's path and cells as one module; else the document's own."""
+        notebook = notebooks.notebook_of(self, uri)
+        if notebook is not None:
+            path = self.path_of(notebook)
+            module = notebooks.module_text(self, path)
+            if module is not None:
+                return path, module
+        return self.path_of(uri), text
+
     def is_file(self, uri: str) -> bool:
         return uri.startswith("file:")
 
@@ -300,6 +312,7 @@ class OnnxlintServer(LanguageServer):
         return cfg, err
 
     def config_for(self, uri: str) -> tuple[Config, Settings, str | None]:
+        uri = notebooks.notebook_of(self, uri) or uri  # a notebook cell: its notebook's
         settings = self.settings_for(uri)
         cfg, err = self.project_config(uri)
         if settings.select:

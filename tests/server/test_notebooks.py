@@ -5,6 +5,7 @@ hovers there; an edit in one cell changes another's findings."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -165,6 +166,16 @@ async def test_push_findings_fixes_and_hover_per_cell(lsp: Client, tmp_path: Pat
     assert hover is not None and isinstance(hover.contents, types.MarkupContent)
     assert hover.contents.value.startswith("**OLX401**")
 
+    # Over the class line in cell 3: the export in cell 4 (cells are one module), named by
+    # its cell (the notebook is saved on disk, as an editor opens it).
+    (tmp_path / "nb.ipynb").write_text(_as_ipynb())
+    hover = await lsp.text_document_hover_async(
+        types.HoverParams(types.TextDocumentIdentifier(model), types.Position(0, 7))
+    )
+    assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+    assert "`Net` is exported by 2 exports" in hover.contents.value
+    assert "nb.ipynb:cell 4:3" in hover.contents.value, hover.contents.value
+
     # The quick fix edits the cell, at the cell's positions, for the cell's version.
     actions = await actions_at(lsp, export, legacy)
     fix = next(a for a in actions if "dynamo" in a.title.lower() and "Suppress" not in a.title)
@@ -235,6 +246,16 @@ async def test_pull_diagnostics_for_a_cell(lsp: Client, tmp_path: Path) -> None:
     )
     assert isinstance(report, types.RelatedFullDocumentDiagnosticReport) and not report.items
     assert not [p for p in lsp.publishes if p.uri in nb.cells]  # pull clients get no pushes
+
+
+def _as_ipynb() -> str:
+    cells = [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": t}
+        if kind == types.NotebookCellKind.Code
+        else {"cell_type": "markdown", "metadata": {}, "source": t}
+        for kind, t in CELLS
+    ]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4})
 
 
 def _whole(text: str) -> types.Range:
