@@ -729,7 +729,8 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
     await end.locator('.monaco-button', { hasText: 'Show report' }).first().click();
     const reportTab = page.locator('.tabs-container .tab', { hasText: 'onnxlint report' });
     await reportTab.first().waitFor({ state: 'visible', timeout: 20_000 });
-    const frame = page.frameLocator('iframe.webview.ready').frameLocator('iframe#active-frame');
+    // The newest webview is the report (a notebook's outputs are webviews too).
+    const frame = page.locator('iframe.webview.ready').last().contentFrame().locator('iframe#active-frame').contentFrame();
     await frame.getByText('onnxlint deep analysis').first().waitFor({ state: 'visible', timeout: 20_000 });
     const heading = await frame.locator('body').innerText({ timeout: 20_000 });
     ctx.detail.push(`report tab: ${heading.replace(/\s+/g, ' ').slice(0, 120)}`);
