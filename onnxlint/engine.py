@@ -26,7 +26,7 @@ from onnxlint.project.facts import file_context
 from onnxlint.project.reach import local_param_kinds
 from onnxlint.rule import Context, Rule, rule_handlers
 from onnxlint.rules import all_rules
-from onnxlint.semantic import FileModel
+from onnxlint.semantic import RETURN_KINDS_USED, FileModel, still_returns
 from onnxlint.suppression import apply_suppressions
 from onnxlint.violation import Edit, Fix, Severity, Span, Violation
 from onnxlint.walker import walk
@@ -174,7 +174,8 @@ class Engine:
         local = [r for r in wanted if not r.file_scope]
         file_rules = [r for r in wanted if r.file_scope]
         memo_key = ("results", cache_key, tuple(r.code for r in local))
-        cached: list[Violation] | None = block.memo.get(memo_key)
+        entry: tuple[list[Violation], frozenset[Any]] | None = block.memo.get(memo_key)
+        cached = entry[0] if entry is not None and still_returns(ctx.model, entry[1]) else None
         to_run = file_rules if cached is not None else wanted
         out: list[Violation] = []
         if cached is not None:
@@ -195,14 +196,18 @@ class Engine:
             def prune(node: cst.CSTNode) -> bool:
                 return type(node) is cst.FunctionDef and not ctx.in_forward
 
+        used: set[Any] = set()
+        ctx.model.memo[RETURN_KINDS_USED] = used
         walk(block.module, enter, leave, ctx.ancestors, prune)
+        del ctx.model.memo[RETURN_KINDS_USED]
         found_local: list[Violation] = []
         for rule, v in ctx.found:
             out.append(v)
             if not rule.file_scope:
                 found_local.append(_place(v, "", -(block.start_line - 1)))
         if cached is None and not any(r.failed for r in local):
-            block.memo[memo_key] = found_local
+            # Kept with the return kinds of other blocks' functions it relied on.
+            block.memo[memo_key] = (found_local, frozenset(used))
         return out
 
 

@@ -858,6 +858,7 @@ class Kinds:
         param_kinds: dict[str, Kind] | None = None,
     ) -> None:
         self.model = model
+        self.func = func
         self.names: dict[str, Kind] = {}
         if func is not None:
             is_forward = func.name == "forward"
@@ -1001,6 +1002,9 @@ class Kinds:
 
     def _call(self, call: cst.Call) -> Kind:
         func = call.func
+        callee = self._project_callee(func)
+        if callee is not None:
+            return return_kind(self.model, callee)
         q = self.model.qualname(func)
         if q is not None:
             if q in _TORCH_NON_TENSOR:
@@ -1055,6 +1059,68 @@ class Kinds:
             if base is Kind.NDARRAY:
                 return Kind.NDARRAY  # `.cumsum(0)`, `.astype(...)`: NumPy in, NumPy out
         return Kind.UNKNOWN
+
+    def _project_callee(self, func: cst.BaseExpression) -> FunctionInfo | None:
+        """The function of this file a call runs: `helper(x)`, or `self.method(x)` of
+        the enclosing class."""
+        if type(func) is cst.Name:
+            return self.model.functions.get(func.value)
+        if (
+            type(func) is cst.Attribute
+            and type(func.value) is cst.Name
+            and func.value.value == "self"
+            and self.func is not None
+            and self.func.class_name is not None
+        ):
+            cls = self.model.classes.get(self.func.class_name)
+            return cls.methods.get(func.attr.value) if cls is not None else None
+        return None
+
+
+def return_kind(model: FileModel, func: FunctionInfo) -> Kind:
+    """What a function of the file returns: its annotation (`-> torch.Tensor`), else
+    the kind every `return` agrees on (UNKNOWN when they differ or none returns)."""
+    key = ("return kind", func.class_name, func.name)
+    found = model.memo.get(key)
+    if not isinstance(found, Kind):
+        model.memo[key] = Kind.UNKNOWN  # recursion guard: a recursive helper is unknown
+        found = annotation_kind(func.node.returns)
+        if found is None:
+            inner = Kinds(model, func)
+            kinds = {inner.of(r.value) for r in _returns(func.node.body) if r.value is not None}
+            found = kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
+        model.memo[key] = found
+    used = model.memo.get(RETURN_KINDS_USED)
+    if isinstance(used, set):
+        used.add((func.class_name, func.name, found))
+    return found
+
+
+# model.memo key of the set of (class, function, kind) return kinds a block's check used:
+# the block's cached findings stay valid while those functions return the same kinds.
+RETURN_KINDS_USED = "return kinds used"
+
+
+def still_returns(model: FileModel, used: Collection[tuple[str | None, str, Kind]]) -> bool:
+    """Whether every function in `used` still exists and returns the kind recorded."""
+    for cls_name, name, kind in used:
+        if cls_name is None:
+            func = model.functions.get(name)
+        else:
+            cls = model.classes.get(cls_name)
+            func = cls.methods.get(name) if cls is not None else None
+        if func is None or return_kind(model, func) is not kind:
+            return False
+    return True
+
+
+def _returns(node: cst.CSTNode) -> Iterator[cst.Return]:
+    """The `return` statements of a function body (not of nested defs or lambdas)."""
+    for child in node.children:
+        if type(child) is cst.Return:
+            yield child
+        elif type(child) not in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
+            yield from _returns(child)
 
 
 _CONVERTERS = frozenset({"builtins.int", "builtins.float", "builtins.bool"})

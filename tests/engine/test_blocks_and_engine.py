@@ -269,3 +269,26 @@ def test_a_cached_syntax_error_keeps_no_traceback() -> None:
     err = entry[1]
     assert isinstance(err, cst.ParserSyntaxError)
     assert err.__traceback__ is None and err.__context__ is None
+
+
+def test_a_helpers_return_kind_is_used_and_its_edit_rechecks_the_caller() -> None:
+    """`heat = self._heat(x)`: the helper's return kind decides whether iterating over
+    `heat` iterates over a tensor; editing the helper (another block) re-checks forward."""
+    from onnxlint.config import parse_table
+    from onnxlint.engine import Engine
+
+    text = (
+        "import torch\n\n\n"
+        "def heat_of(x):\n    return torch.sigmoid(x)\n\n\n"
+        "class Head(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        for hm in heat_of(x):\n"
+        "            x = x + hm\n"
+        "        return x\n"
+    )
+    cfg = parse_table({"select": ["OLX108"]}, None)
+    engine = Engine()
+    assert [v.line for v in engine.check("m.py", text, cfg)] == [10]
+    as_list = text.replace("return torch.sigmoid(x)", "return [torch.sigmoid(x)]")
+    assert engine.check("m.py", as_list, cfg) == []
+    assert [v.line for v in engine.check("m.py", text, cfg)] == [10]
