@@ -11,8 +11,9 @@ every line keeps its number and every other line its text: findings and fixes ma
 one to one, and no fix ever touches a masked line (`MaskedCell.masked`).
 
 Which cells are not Python at all is ruff's rule: a cell whose first word is an automagic
-command (`pip install torch` without `%`), or that holds a cell magic other than the few
-that run their body as Python (`%%time`, `%%timeit`, `%%capture`, ...), is skipped.
+command (`pip install torch` without `%`; unlike ruff, not when the line is Python, such as
+`time = 3`), or that holds a cell magic other than the few that run their body as Python
+(`%%time`, `%%timeit`, `%%capture`, ...), is skipped.
 """
 
 from __future__ import annotations
@@ -144,9 +145,14 @@ def mask_cell(source: str) -> MaskedCell:
 
 
 def _looks_like_python(line: str, word: str) -> bool:
-    """`time = 3`, `run(x)`, `env.step()`: an automagic word used as a Python name."""
-    rest = line.lstrip()[len(word) :].lstrip()
-    return rest == "" or rest[0] in "=([.,:+-*/%<>!&|^@" or rest.startswith(("is ", "in "))
+    """`time = 3`, `run(x)`, `env.step()`: an automagic word used as a Python name (the
+    line compiles, or is the start of a bracketed statement); `cd ..`, `pip install x`
+    are commands."""
+    try:
+        compile(line.strip(), "<cell>", "exec")
+    except SyntaxError as exc:
+        return "never closed" in str(exc.msg) or "unexpected EOF" in str(exc.msg)
+    return True
 
 
 def _mask_lines(source: str) -> MaskedCell:

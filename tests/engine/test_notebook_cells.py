@@ -28,6 +28,7 @@ from onnxlint.violation import Edit, Fix, FixSafety, Severity, Span, Violation
         ('s = """\n%not a magic\n!nor this\n"""', 's = """\n%not a magic\n!nor this\n"""', set()),
         ('print("why?")  # really?', 'print("why?")  # really?', set()),
         ("time = 3\nrun(time)", "time = 3\nrun(time)", set()),
+        ("run(a,\n    b)", "run(a,\n    b)", set()),
     ],
 )
 def test_ipython_syntax_is_masked_line_for_line(source: str, masked: str, lines: set[int]) -> None:
@@ -37,7 +38,7 @@ def test_ipython_syntax_is_masked_line_for_line(source: str, masked: str, lines:
 
 
 @pytest.mark.parametrize(
-    "source", ["%%bash\nls", "%%writefile x.py\nimport torch", "pip install x"]
+    "source", ["%%bash\nls", "%%writefile x.py\nimport torch", "pip install x", "cd .."]
 )
 def test_cells_that_are_not_python_are_skipped(source: str) -> None:
     assert not mask_cell(source).python
