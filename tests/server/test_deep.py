@@ -88,9 +88,14 @@ async def test_analyze_export_from_a_code_lens(lsp: Client, project: Path) -> No
     assert out["target"] == "classifier"
     assert states() == ["started", "finished"] * 3
     merged = await diagnostics_for(lsp, uri, 1, after=n)
+    # deep findings: OLX8xx ones, and static ones the deep analysis confirmed (one per cause)
     deep = [d for d in merged if str(d.code).startswith("OLX8")]
-    assert deep, merged
+    confirmed = [d for d in merged if "confirmed by the deep analysis" in d.message]
+    assert deep or confirmed, merged
     assert all(d.data["source"] == "deep" for d in deep)
+    for d in confirmed:
+        assert any(r.message.startswith("OLX8") for r in d.related_information or [])
+    deep += confirmed
     assert {str(d.code) for d in static} <= {str(d.code) for d in merged}  # published together
 
     # 4. hover shows the deep rule's page; an edit clears the deep bucket of this file
@@ -101,6 +106,7 @@ async def test_analyze_export_from_a_code_lens(lsp: Client, project: Path) -> No
     v = change_doc(lsp, uri, lsp.texts[uri] + "\n")
     after = await diagnostics_for(lsp, uri, v)
     assert not [d for d in after if str(d.code).startswith("OLX8")]
+    assert not [d for d in after if "confirmed by the deep analysis" in d.message]
 
     # 5. the report
     report = await lsp.workspace_execute_command_async(
