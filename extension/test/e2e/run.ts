@@ -669,6 +669,13 @@ async function scenarioLens(ctx: Ctx): Promise<void> {
  */
 async function scenarioDeep(ctx: Ctx): Promise<void> {
     const page = ctx.page;
+    if (fs.existsSync(path.join(ctx.ws.folder, 'export_notebook.ipynb'))) {
+        // (written by the notebook scenario) the status item shows over a notebook too
+        await openFile(page, 'NOTES.md');
+        await openFile(page, 'export_notebook.ipynb');
+        await waitFor('the status item over a notebook', async () => ((await statusBar(page)) !== '' ? true : undefined), 10_000);
+        ctx.detail.push('status item shown over export_notebook.ipynb');
+    }
     await openFile(page, 'vision/detector.py'); // deep findings are filed into open documents
     await waitFor('static diagnostics first', async () => {
         const rows = onnxlintRows(await problemRows(page));
