@@ -13,6 +13,7 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import libcst as cst
@@ -123,6 +124,7 @@ class Engine:
         ctx.project = self.project
         ctx.reach = reach
         model = ctx.model
+        model.imported_return_kind = partial(self.project.return_kind, path)
         model.exported_dynamic_elsewhere = any(
             site.dynamic for sites in reach.roots.values() for site in sites
         )

@@ -419,6 +419,9 @@ class FileModel:
     # An export in another file of the project exports a class of this file with dynamic
     # dims (set by the engine from the project model).
     exported_dynamic_elsewhere: bool = False
+    # What an imported project function returns ("tensor", "other", None: unknown), as the
+    # project model reads it from module summaries. Set by the engine.
+    imported_return_kind: Callable[[str], str | None] | None = None
 
     @classmethod
     def build(
@@ -1006,6 +1009,10 @@ class Kinds:
         if callee is not None:
             return return_kind(self.model, callee)
         q = self.model.qualname(func)
+        if q is not None and self.model.imported_return_kind is not None:
+            imported = imported_return_kind(self.model, q)
+            if imported is not None:
+                return imported
         if q is not None:
             if q in _TORCH_NON_TENSOR:
                 return _TORCH_NON_TENSOR[q]
@@ -1096,14 +1103,34 @@ def return_kind(model: FileModel, func: FunctionInfo) -> Kind:
     return found
 
 
+_LIBRARY_PREFIXES = ("torch.", "builtins.", "numpy.", "math.", "typing.", "os.", "re.")
+_IMPORTED = "<import>"  # the class slot of an imported function in RETURN_KINDS_USED
+
+
+def imported_return_kind(model: FileModel, qualname: str) -> Kind | None:
+    """The kind an imported project function returns, None when unknown."""
+    if model.imported_return_kind is None or qualname.startswith(_LIBRARY_PREFIXES):
+        return None
+    answer = model.imported_return_kind(qualname)
+    kind = {"tensor": Kind.TENSOR, "other": Kind.OTHER}.get(answer or "")
+    used = model.memo.get(RETURN_KINDS_USED)
+    if isinstance(used, set):
+        used.add((_IMPORTED, qualname, kind))
+    return kind
+
+
 # model.memo key of the set of (class, function, kind) return kinds a block's check used:
 # the block's cached findings stay valid while those functions return the same kinds.
 RETURN_KINDS_USED = "return kinds used"
 
 
-def still_returns(model: FileModel, used: Collection[tuple[str | None, str, Kind]]) -> bool:
+def still_returns(model: FileModel, used: Collection[tuple[str | None, str, Kind | None]]) -> bool:
     """Whether every function in `used` still exists and returns the kind recorded."""
     for cls_name, name, kind in used:
+        if cls_name == _IMPORTED:
+            if imported_return_kind(model, name) is not kind:
+                return False
+            continue
         if cls_name is None:
             func = model.functions.get(name)
         else:

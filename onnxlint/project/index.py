@@ -43,11 +43,13 @@ class ProjectIndex:
         self.config = Config()
         self.root: str | None = None
         self._module_memo: dict[tuple[str, str], bool | None] = {}
+        self._return_memo: dict[tuple[str, str], str | None] = {}
         self._summaries: dict[str, ModuleSummary] = {}  # path -> summary of its last text
 
     def begin_check(self, config: Config | None = None) -> None:
         self.deps = {}
         self._module_memo = {}
+        self._return_memo = {}
         if config is not None:
             self.use_config(config)
 
@@ -184,6 +186,29 @@ class ProjectIndex:
             return self.is_module(importer, qualname)
 
         return resolve
+
+    def return_kind(self, importer: str, qualname: str) -> str | None:
+        """What the project function `qualname` (as imported in `importer`) returns:
+        "tensor", "other" or None (unknown, or not a project function). Read from module
+        summaries, following re-exports."""
+        hops = MAX_HOPS
+        while hops > 0:
+            hops -= 1
+            split = split_qualname(qualname)
+            if split is None:
+                return None
+            module_name, name = split
+            found = self._summary_module(importer, module_name)
+            if found is None:
+                return None
+            path, summary = found
+            if name in summary.returns or name in summary.defines:
+                return summary.returns.get(name)
+            target = summary.imports.get(name)
+            if target is None:
+                return None
+            importer, qualname = path, target
+        return None
 
     def is_module(self, importer: str, qualname: str) -> bool | None:
         """Whether the class `qualname` (as imported in `importer`) is a torch module:

@@ -10,6 +10,7 @@ value per file content: class name -> bases as written, bound name -> qualified 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 
@@ -19,6 +20,9 @@ class ModuleSummary:
     classes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # name -> bases
     imports: dict[str, str] = field(default_factory=dict)  # bound name -> qualified name
     defines: frozenset[str] = frozenset()  # other top-level names (functions, constants)
+    # Top-level functions known to return a tensor ("tensor") or something else ("other"):
+    # from the return annotation, else when every `return` is a `torch.*` function call.
+    returns: dict[str, str] = field(default_factory=dict)
 
 
 def summarise(text: str, digest: str) -> ModuleSummary | None:
@@ -30,11 +34,13 @@ def summarise(text: str, digest: str) -> ModuleSummary | None:
     classes: dict[str, tuple[str, ...]] = {}
     imports: dict[str, str] = {}
     defines: set[str] = set()
+    functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
     for node in _top_level(tree.body):
         if isinstance(node, ast.ClassDef):
             classes[node.name] = tuple(b for b in (_dotted(x) for x in node.bases) if b)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defines.add(node.name)
+            functions.append(node)
         elif isinstance(node, ast.Import):
             for a in node.names:
                 if a.asname:
@@ -52,7 +58,35 @@ def summarise(text: str, digest: str) -> ModuleSummary | None:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             defines.update(t.id for t in targets if isinstance(t, ast.Name))
-    return ModuleSummary(digest, classes, imports, frozenset(defines))
+    returns = {f.name: r for f in functions if (r := _returns(f, imports)) is not None}
+    return ModuleSummary(digest, classes, imports, frozenset(defines), returns)
+
+
+_TENSOR_WORDS = re.compile(r"\b(Tensor|FloatTensor|LongTensor|BoolTensor)\b")
+
+
+def _returns(func: ast.FunctionDef | ast.AsyncFunctionDef, imports: dict[str, str]) -> str | None:
+    """ "tensor", "other" or None (unknown) for what a function returns."""
+    if func.returns is not None:
+        ann = ast.unparse(func.returns)
+        if _TENSOR_WORDS.search(ann):
+            if re.search(r"\b(int|float|list|List|tuple|Tuple|dict|Dict|Sequence)\b", ann):
+                return None
+            return "tensor"
+        return "other"
+    values = [n.value for n in ast.walk(func) if isinstance(n, ast.Return) and n.value is not None]
+    if not values:
+        return None
+    for v in values:
+        if not isinstance(v, ast.Call):
+            return None
+        name = _dotted(v.func)
+        head, _, rest = (name or "").partition(".")
+        q = imports.get(head, head) + (f".{rest}" if rest else "")
+        tail = q.rsplit(".", 1)[-1]
+        if not (q.startswith("torch.") and tail[:1].islower() and not tail.startswith("is_")):
+            return None
+    return "tensor"
 
 
 def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:

@@ -595,3 +595,41 @@ def test_a_model_derived_from_another_is_the_exported_model(tmp_path) -> None:
     )
     [finding] = [f for f in check(root) if f["code"] == "OLX102"]
     assert "exported by export.py:13" in finding["message"], finding["message"]
+
+
+def test_an_imported_helpers_return_kind_crosses_files(tmp_path) -> None:
+    """`heat = decode(x)` with `decode` in another module returning a tensor: iterating
+    over `heat` iterates over a tensor; a helper returning a list does not."""
+    root = project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/utils.py": """
+                import torch
+
+
+                def decode(x):
+                    return torch.sigmoid(x)
+
+
+                def split(x) -> list[torch.Tensor]:
+                    return list(x.unbind(0))
+            """,
+            "pkg/head.py": """
+                import torch
+
+                from .utils import decode, split
+
+
+                class Head(torch.nn.Module):
+                    def forward(self, x):
+                        heat = decode(x)
+                        for b, hm in enumerate(heat):
+                            x = x + hm
+                        for part in split(x):
+                            x = x + part
+                        return x
+            """,
+        },
+    )
+    assert codes(check(root), "pkg/head.py") == [(9, "OLX108")]
