@@ -150,6 +150,7 @@ TARGET_KEYS = (
     "verify",
     "timeout",
     "memory-limit-mb",
+    "memory-budget",
     "verify-max-params",
 )
 TARGET_EXPORTER_KEYS = ("opset", "translation-table")

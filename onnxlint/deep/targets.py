@@ -33,9 +33,41 @@ _KEYS = {
     "verify",
     "timeout",
     "memory_limit_mb",
+    "memory_budget",
     "verify_max_params",
 }
 _EXPORTER_KEYS = {"opset", "translation_table", "strict"}
+
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+_BYTES_RE = re.compile(r"^\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z]*)\s*$")
+
+
+def parse_bytes(value: Any) -> int | None:
+    """`"16GB"`, `"1.5 GiB"`, `"512MB"` or a number of bytes -> bytes; None if it is none of
+    these. GB is 10^9 bytes and GiB 2^30, as on disks and in `free -h`."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if not isinstance(value, str):
+        return None
+    m = _BYTES_RE.match(value)
+    if m is None or m.group("unit").lower() not in _UNITS:
+        return None
+    n = float(m.group("n")) * _UNITS[m.group("unit").lower()]
+    return int(n) if n >= 1 else None
 
 
 class TargetError(ValueError):
@@ -58,6 +90,8 @@ class Target:
     timeout: float = DEFAULT_TIMEOUT_S
     memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB
     verify_max_params: int | None = None
+    memory_budget: int | None = None
+    """Bytes a real run of the model may use (OLX819); None: the machine's memory."""
     decl_path: Path | None = None
     decl_line: int = 1
     origin: str = "pyproject"  # or "marker"
@@ -206,6 +240,13 @@ def validate_target(raw: Mapping[str, Any], root: Path, index: int = 0) -> Targe
         raise TargetError(
             f"{where}: `{typed.get('memory_limit_mb')}` must be an integer >= 64, got {memory!r}"
         )
+    budget_raw = raw.get("memory_budget")
+    budget = None if budget_raw is None else parse_bytes(budget_raw)
+    if budget_raw is not None and budget is None:
+        raise TargetError(
+            f"{where}: `{typed.get('memory_budget')}` must be a size like \"16GB\", "
+            f'"512MB" or "1.5GiB" (or a number of bytes), got {budget_raw!r}'
+        )
     vmax = raw.get("verify_max_params")
     if vmax is not None and (isinstance(vmax, bool) or not isinstance(vmax, int) or vmax < 0):
         raise TargetError(
@@ -225,6 +266,7 @@ def validate_target(raw: Mapping[str, Any], root: Path, index: int = 0) -> Targe
         timeout=float(timeout),
         memory_limit_mb=memory,
         verify_max_params=vmax,
+        memory_budget=budget,
         decl_path=root / "pyproject.toml",
         decl_line=_pyproject_line(root / "pyproject.toml", name),
         origin="pyproject",
