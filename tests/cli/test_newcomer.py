@@ -140,7 +140,8 @@ def test_non_python_file_gets_one_line(cli, tmp_path: Path) -> None:
     r = cli("check", "notes.md", "--no-cache", cwd=tmp_path)
     assert r.returncode == 2
     assert r.stderr.strip() == (
-        "onnxlint: error: notes.md: not a Python file (onnxlint checks *.py and *.pyi); not checked"
+        "onnxlint: error: notes.md: not a Python file (onnxlint checks *.py, *.pyi and *.ipynb); "
+        "not checked"
     )
     assert "OLX000" not in r.stdout
     # A script without a suffix that runs Python is checked.
