@@ -13,6 +13,7 @@ target's declaration.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 import libcst as cst
@@ -32,15 +33,30 @@ def export_call_for_class(
     root: Path, class_qualname: str, class_file: str | None = None
 ) -> tuple[str, int] | None:
     """(path, 1-based line) of the first ONNX export call of an instance of the class."""
+    found = export_calls_for_class(root, class_qualname, class_file, _ONNX_KINDS, first=True)
+    return (found[0][0], found[0][1]) if found else None
+
+
+def export_calls_for_class(
+    root: Path,
+    class_qualname: str,
+    class_file: str | None = None,
+    kinds: frozenset[ExportKind] | set[ExportKind] = frozenset(ExportKind),
+    *,
+    first: bool = False,
+) -> list[tuple[str, int, ExportKind]]:
+    """(path, 1-based line, exporter) of the export calls (of the given kinds: ONNX, trace,
+    script...) whose model is an instance of the class, in file order."""
     simple = class_qualname.rsplit(".", 1)[-1]
     if not simple:
-        return None
+        return []
+    out: list[tuple[str, int, ExportKind]] = []
     for path in _project_files(root):
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        if "export" not in text or simple not in text:
+        if simple not in text or ("export" not in text and "jit" not in text):
             continue
         module = ".".join(path.relative_to(root).with_suffix("").parts)
         local = (
@@ -48,10 +64,11 @@ def export_call_for_class(
             if class_file
             else class_qualname == f"{module}.{simple}"
         )
-        found = _in_file(str(path), text, class_qualname, local)
-        if found is not None:
-            return str(path), found
-    return None
+        for line, kind in _in_file(str(path), text, class_qualname, local, kinds):
+            out.append((str(path), line, kind))
+            if first:
+                return out
+    return out
 
 
 def _project_files(root: Path) -> list[Path]:
@@ -74,7 +91,9 @@ def _project_files(root: Path) -> list[Path]:
     return out
 
 
-def _in_file(path: str, text: str, class_qualname: str, same_file: bool) -> int | None:
+def _in_file(
+    path: str, text: str, class_qualname: str, same_file: bool, kinds: Collection[ExportKind]
+) -> list[tuple[int, ExportKind]]:
     from onnxlint.exportflow import exported_model
     from onnxlint.positions import node_span
     from onnxlint.project.facts import file_context
@@ -82,9 +101,8 @@ def _in_file(path: str, text: str, class_qualname: str, same_file: bool) -> int 
     parsed = [b for b in split_blocks(text, ParseCache()) if b.module is not None]
     ctx = file_context(path, text, Config(), parsed)
     model = ctx.model
-    calls = [e for e in model.export_calls if e.kind in _ONNX_KINDS]
-    if not calls:
-        return None
+    calls = [e for e in model.export_calls if e.kind in kinds]
+    out: list[tuple[int, ExportKind]] = []
     simple = class_qualname.rsplit(".", 1)[-1]
     for call in calls:
         try:
@@ -106,8 +124,9 @@ def _in_file(path: str, text: str, class_qualname: str, same_file: bool) -> int 
         for b in parsed:
             span = node_span(b, call.node)
             if span is not None:
-                return span.line
-    return None
+                out.append((span.line, call.kind))
+                break
+    return out
 
 
 def _value(assign: cst.CSTNode) -> cst.BaseExpression | None:

@@ -26,7 +26,12 @@ KIND_TO_CODE: dict[str, str] = {
     wire.KIND_FAKE_MODE_LIMIT: "OLX816",
     wire.KIND_TORCH_UNSUPPORTED: "OLX817",
     wire.KIND_OUTPUT_DIM_SPECIALIZED: "OLX818",
+    wire.KIND_ORT_MEMORY_LEAK: "OLX820",
+    wire.KIND_ORT_MEMORY_OPTIONS: "OLX821",
 }
+
+RUN_MEMORY_OVER_BUDGET = "OLX819"
+"""Decided by onnxlint (the budget and the user's export call), not by the worker."""
 
 STATUS_TO_CODE: dict[str, str] = {
     wire.STATUS_CRASHED: "OLX813",
@@ -38,6 +43,8 @@ _FALLBACK_SEVERITY = {
     "OLX801": Severity.WARNING,
     "OLX816": Severity.WARNING,
     "OLX817": Severity.WARNING,
+    "OLX819": Severity.WARNING,
+    "OLX821": Severity.INFO,
 }
 
 

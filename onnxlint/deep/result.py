@@ -113,6 +113,8 @@ def outcome_of(r: DeepResult) -> str:
         return "exports, but with static dims that were asked to be dynamic"
     if codes_found & _VERIFY:
         return "exports, but onnxruntime disagrees with PyTorch"
+    if "OLX820" in codes_found:
+        return "exports, but onnxruntime's memory keeps growing"
     if "OLX817" in codes_found:
         return "incomplete (this torch lacks what some phases need)"
     if failed:
@@ -201,7 +203,8 @@ def chain_of(target: Target, f: dict[str, Any]) -> tuple[list[str], tuple[Relate
     return ["via: " + " -> ".join(links)], tuple(related)
 
 
-VERIFY_CODES = frozenset({"OLX810", "OLX811"})
+VERIFY_CODES = frozenset({"OLX810", "OLX811", "OLX820", "OLX821"})
+"""Findings of the real-weights run, which have no line of the model: at the export call."""
 
 
 def _export_call_site(target: Target, data: dict[str, Any]) -> tuple[str, int] | None:
@@ -233,6 +236,9 @@ def from_worker(target: Target, end: dict[str, Any], data: dict[str, Any] | None
     )
     if data:
         res.phases = dict(data.get("phases") or {})
+        mem = data.get("memory")
+        if isinstance(mem, dict) and not mem.get("analysis_peak_bytes") and res.peak_rss:
+            mem["analysis_peak_bytes"] = res.peak_rss  # not Linux: the worker's own figure
         call_sites: list[tuple[str, int] | None] = []  # looked up once, when first needed
         for f in data.get("findings") or []:
             code = codes.code_for_kind(str(f.get("kind")))
@@ -262,6 +268,9 @@ def from_worker(target: Target, end: dict[str, Any], data: dict[str, Any] | None
                     related=related,
                 )
             )
+        budget = _budget_finding(target, data)
+        if budget is not None:
+            res.violations.append(budget)
     if status in codes.STATUS_TO_CODE:
         notes = [
             "The analysis ran in a separate process; onnxlint and the editor are unaffected, "
@@ -303,6 +312,87 @@ def from_worker(target: Target, end: dict[str, Any], data: dict[str, Any] | None
         )
     res.violations.sort(key=Violation.sort_key)
     return res
+
+
+def gb(n: float) -> str:
+    """Bytes in decimal units, as memory budgets are written ("16GB")."""
+    if n >= 1e9:
+        return f"{n / 1e9:.2f} GB"
+    if n >= 1e6:
+        return f"{n / 1e6:.1f} MB"
+    return f"{n / 1e3:.0f} kB"
+
+
+def _budget_finding(target: Target, data: dict[str, Any]) -> Violation | None:
+    """OLX819 when one real run of the model needs more than the budget: an error at each
+    export call of the model's class that runs the model (TorchScript exporter, tracing),
+    else a warning at the target."""
+    mem = data.get("memory") or {}
+    peak = mem.get("run_peak_bytes")
+    if not isinstance(peak, int) or peak <= 0:
+        return None
+    budget = target.memory_budget or mem.get("machine_bytes")
+    if not isinstance(budget, int) or peak <= budget:
+        return None
+    whose = "the budget (`memory-budget`)" if target.memory_budget else "this machine's memory"
+    at = mem.get("run_peak_op") or {}
+    where = f" at `{at.get('op')}`" if at.get("op") else ""
+    if at.get("file") and at.get("line"):
+        where += f" ({Path(str(at['file'])).name}:{at['line']})"
+    analysis = mem.get("analysis_peak_bytes")
+    notes = [
+        f"weights {gb(int(mem.get('weights_bytes') or 0))}, inputs "
+        f"{gb(int(mem.get('inputs_bytes') or 0))}, the rest activations; the peak is{where}",
+        "The TorchScript exporter (dynamo=False) and torch.jit.trace run the model with real "
+        "weights to record it, so they need this memory; the dynamo exporter can capture it "
+        "under FakeTensorMode and apply the weights afterwards"
+        + (f" (this analysis, which does that, peaked at {gb(analysis)})" if analysis else "")
+        + ".",
+    ]
+    if mem.get("run_partial"):
+        notes.append(
+            f"the run stopped early on fake tensors ({mem['run_partial']}); the real peak may be "
+            "higher"
+        )
+    head = f"running the model once at the example inputs needs {gb(peak)} of tensor memory"
+    sites: list[tuple[str, int, Any]] = []
+    model = data.get("model") or {}
+    if model.get("class"):
+        try:
+            from onnxlint.deep.callsite import export_calls_for_class
+            from onnxlint.semantic import ExportKind
+
+            sites = export_calls_for_class(
+                target.root,
+                str(model["class"]),
+                (model.get("class_loc") or {}).get("file"),
+                {k for k in ExportKind if k.is_torchscript},
+                first=True,
+            )
+        except Exception:  # a static-analysis problem must never lose the finding
+            sites = []
+    if sites:
+        path, line, kind = sites[0]
+        how = "torch.jit.trace" if kind.value == "jit-trace" else "this TorchScript export"
+        return violation(
+            target,
+            codes.RUN_MEMORY_OVER_BUDGET,
+            f"{how} will not fit: {head}, over {whose} ({gb(budget)}); "
+            "`torch.onnx.export(..., dynamo=True)` will",
+            path,
+            line,
+            [*notes, f"measured by the deep analysis of target {target.name!r}"],
+            severity=Severity.ERROR,
+        )
+    return violation(
+        target,
+        codes.RUN_MEMORY_OVER_BUDGET,
+        f"{head}, over {whose} ({gb(budget)}): tracing or the TorchScript exporter will not "
+        "fit; the dynamo exporter (`torch.onnx.export(..., dynamo=True)`) will",
+        None,
+        None,
+        notes,
+    )
 
 
 _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')

@@ -244,7 +244,7 @@ def validate_target(raw: Mapping[str, Any], root: Path, index: int = 0) -> Targe
     budget = None if budget_raw is None else parse_bytes(budget_raw)
     if budget_raw is not None and budget is None:
         raise TargetError(
-            f"{where}: `{typed.get('memory_budget')}` must be a size like \"16GB\", "
+            f'{where}: `{typed.get("memory_budget")}` must be a size like "16GB", '
             f'"512MB" or "1.5GiB" (or a number of bytes), got {budget_raw!r}'
         )
     vmax = raw.get("verify_max_params")

@@ -47,7 +47,7 @@ def test_every_break_and_unsupported_op_at_the_users_line(project: Path, analyze
     assert all(v.path == str(models) and v.source == "deep" for v in res.violations)
     cdist = next(v for v in res.violations if "cdist" in v.message)
     assert any("unsqueeze" in n for n in cdist.notes)  # the workaround travels with it
-    assert progress[:4] == ["starting worker", "load", "explain", "export"]
+    assert progress[:5] == ["starting worker", "load", "memory", "explain", "export"]
     assert "translate" in res.data["skipped"]
     assert res.peak_rss and res.peak_rss < 2 * 2**30
 

@@ -30,5 +30,6 @@ def test_every_kind_and_status_has_a_deep_rule() -> None:
 def test_deep_codes_are_all_used() -> None:
     deep = {r.code for r in all_rules() if r.deep}
     used = set(codes.KIND_TO_CODE.values()) | set(codes.STATUS_TO_CODE.values())
+    used.add(codes.RUN_MEMORY_OVER_BUDGET)  # decided by onnxlint from the worker's figures
     assert deep == used
     assert all(c.startswith("OLX8") for c in deep)

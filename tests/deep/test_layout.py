@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 WORKER = Path(__file__).resolve().parents[2] / "onnxlint" / "deep" / "worker"
-PHASES = {"load", "explain", "export", "decompose", "translate", "verify"}
+PHASES = {"load", "memory", "explain", "export", "decompose", "translate", "verify"}
 
 
 def _local_imports(module: str) -> set[str]:

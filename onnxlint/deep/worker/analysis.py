@@ -1,7 +1,8 @@
 """One target's analysis, phase by phase, in a forked child of the warm worker.
 
 Phases, one module each, around the record in `record.py`: load (factory under
-fake mode) -> explain (graph breaks) -> export (non-strict torch.export,
+fake mode) -> memory (what one real run would need, counted on fake tensors)
+-> explain (graph breaks) -> export (non-strict torch.export,
 specialised dims) -> decompose (every node checked against the ONNX registry)
 -> translate (ONNX structure, checker, signature) -> verify (optional, real
 weights + onnxruntime). A phase that fails reports findings and the phases that
@@ -17,7 +18,18 @@ import time
 import traceback
 from typing import Any
 
-from . import decompose, explain, export, frames, load, torch_internals, translate, verify, wire
+from . import (
+    decompose,
+    explain,
+    export,
+    frames,
+    load,
+    memory,
+    torch_internals,
+    translate,
+    verify,
+    wire,
+)
 from .record import Analysis, Emit, finding, first_line
 
 __all__ = ["Analysis", "run", "warm_up"]
@@ -38,6 +50,8 @@ def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
     with _Phase(rec, "load", 0):
         ok = load.run(rec)
     if ok:
+        with _Phase(rec, "memory", 5):
+            memory.run(rec)
         with _Phase(rec, "explain", 10):
             explain.run(rec)
         with _Phase(rec, "export", 30):
@@ -48,6 +62,9 @@ def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
         if rec.decomposed is not None:
             with _Phase(rec, "translate", 75):
                 translate.run(rec)
+        if "memory" in rec.result:
+            # before verification, which allocates real weights
+            rec.result["memory"]["analysis_peak_bytes"] = memory.self_peak_rss()
         if rec.target.get("verify"):
             with _Phase(rec, "verify", 90):
                 verify.run(rec)
@@ -56,6 +73,7 @@ def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
 
 def warm_up(rec: Analysis) -> None:
     """The phases after load on a model the caller built (the zygote's warm-up)."""
+    memory.run(rec)
     explain.run(rec)
     export.run(rec)
     if rec.ep is not None:
@@ -74,7 +92,7 @@ def _finish(rec: Analysis) -> dict[str, Any]:
             and frames.is_project_file(f, rec.root)
         }
     )
-    for name in ("load", "explain", "export", "decompose", "translate", "verify"):
+    for name in ("load", "memory", "explain", "export", "decompose", "translate", "verify"):
         if name in rec.failed:
             rec.result["first_failed_phase"] = name
             break

@@ -8,11 +8,13 @@ weights, so `DEFAULT_VERIFY_MAX_PARAMS` bounds it.
 from __future__ import annotations
 
 import importlib
+import os
+import tempfile
 from typing import Any
 
 import torch
 
-from . import frames, wire
+from . import frames, ort_memory, wire
 from .record import Analysis, finding, first_line, resize_inputs
 
 ATOL = 1e-4
@@ -160,6 +162,139 @@ def _verify(a: Analysis) -> None:
                 f["op"] = first["eager_op"]
                 a.place_at(f, first["stack"])
             a.add(f)
+    try:
+        _memory_sweep(a, program, args, kwargs)
+    except Exception as e:  # the sweep must never cost the verification's findings
+        a.result["skipped"]["onnxruntime_memory"] = f"{type(e).__name__}: {first_line(str(e))}"
+
+
+_NUMPY_DTYPES = {
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.float16: "float16",
+    torch.int64: "int64",
+    torch.int32: "int32",
+    torch.int8: "int8",
+    torch.uint8: "uint8",
+    torch.bool: "bool",
+}
+
+
+def _memory_sweep(a: Analysis, program: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """ONNX Runtime's process memory over a sweep of every dynamic dim, twice, with the
+    default session options and the lean ones (`ort_memory`); findings for a leak and for
+    a high-water mark the lean options lower."""
+    dims = a.requested_dims()
+    if not dims:
+        a.result["skipped"]["onnxruntime_memory"] = "no dynamic dims to sweep"
+        return
+    leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+    tensors = [(i, t) for i, t in enumerate(leaves) if isinstance(t, torch.Tensor)]
+    graph_inputs = list(program.model.graph.inputs)
+    if len(graph_inputs) != len(tensors):
+        a.result["skipped"]["onnxruntime_memory"] = (
+            f"the ONNX model has {len(graph_inputs)} inputs for {len(tensors)} tensors"
+        )
+        return
+    specs = []
+    for _i, t in tensors:
+        name = _NUMPY_DTYPES.get(t.dtype)
+        if name is None:
+            a.result["skipped"]["onnxruntime_memory"] = f"no NumPy dtype for {t.dtype}"
+            return
+        specs.append({"dtype": name})
+    names = sorted({d[2] for d in dims})
+    act = int((a.result.get("memory") or {}).get("activations_peak_bytes") or 0)
+    ratio = 8.0
+    if act > 0:
+        ratio = min(ratio, (ort_memory.SWEEP_ACTIVATIONS / act) ** (1 / len(names)))
+    ratio = max(ratio, 2.0)
+    per_name: dict[str, list[int]] = {}
+    for name in names:
+        members = [d for d in dims if d[2] == name]
+        flat0, dim0 = members[0][0], members[0][1]
+        n = int(leaves[flat0].shape[dim0])
+        lo = hi = None
+        for f, d, _, _ in members:
+            b_lo, b_hi = a.dim_bounds.get((f, d), (None, None))
+            lo = b_lo if lo is None else max(lo, b_lo or lo)
+            hi = b_hi if hi is None else min(hi, b_hi or hi)
+        per_name[name] = ort_memory.sweep_sizes(n, lo, hi, max(round(n * ratio), n + 1))
+    count = min(len(v) for v in per_name.values())
+    steps: list[list[list[int]]] = []
+    labels: list[str] = []
+    for k in range(count):
+        shapes = {i: list(t.shape) for i, t in tensors}
+        chosen = {}
+        for name, sizes in per_name.items():
+            size = sizes[round(k * (len(sizes) - 1) / max(count - 1, 1))]
+            chosen[name] = size
+            for f, d, n2, _ in dims:
+                if n2 == name and f in shapes:
+                    shapes[f][d] = size
+        steps.append([shapes[i] for i, _ in tensors])
+        labels.append(", ".join(f"{n}={s}" for n, s in chosen.items()))
+    with tempfile.TemporaryDirectory(prefix="onnxlint-ort-") as tmp:
+        path = os.path.join(tmp, "model.onnx")
+        program.save(path)
+        runs = {
+            name: ort_memory.measure(path, specs, steps, name) for name in ort_memory.OPTION_SETS
+        }
+    verdict = ort_memory.judge(runs)
+    sweep = {
+        "sizes": labels,
+        "options": ort_memory.OPTION_SETS,
+        "runs": runs,
+        "verdict": verdict,
+    }
+    a.result.setdefault("memory", {})["ort_sweep"] = sweep
+    mb = 2**20
+    for name, v in verdict.items():
+        if not isinstance(v, dict) or not v.get("leak"):
+            continue
+        r = runs[name]
+        opts = ", ".join(f"{k}={val}" for k, val in ort_memory.OPTION_SETS[name].items())
+        a.add(
+            finding(
+                wire.KIND_ORT_MEMORY_LEAK,
+                f"onnxruntime's memory keeps growing when the same sizes are run again: "
+                f"+{v['second_pass_growth'] / mb:.0f} MB on the second pass over "
+                f"{labels[0]} .. {labels[-1]} (high-water {max(r['pass1']) / mb:.0f} MB after "
+                f"the first pass, {max(r['pass2']) / mb:.0f} MB after the second) with "
+                f"{opts or 'the default SessionOptions'}",
+                notes=[
+                    "An arena keeps its high-water mark, so a healthy session is flat on "
+                    "the second pass; growth there is memory that is never given back. "
+                    "Run the exported model in a loop over these sizes to confirm, and "
+                    "report it to ONNX Runtime with the model.",
+                    "process memory (MB) after each run, first pass: "
+                    + ", ".join(f"{x / mb:.0f}" for x in r["pass1"])
+                    + "; second pass: "
+                    + ", ".join(f"{x / mb:.0f}" for x in r["pass2"]),
+                ],
+            )
+        )
+    if verdict.get("lean_worth_it"):
+        d, lean = verdict["default"], verdict["lean"]
+        a.add(
+            finding(
+                wire.KIND_ORT_MEMORY_OPTIONS,
+                f"onnxruntime's memory over {labels[0]} .. {labels[-1]} peaks at "
+                f"{d['high_water'] / mb:.0f} MB with the default SessionOptions and at "
+                f"{lean['high_water'] / mb:.0f} MB with enable_mem_pattern=False and "
+                f"enable_cpu_mem_arena=False",
+                notes=[
+                    "With dynamic axes the CPU arena grows to the largest size run and "
+                    "keeps that memory; the memory pattern plans per shape. Set "
+                    "`so = onnxruntime.SessionOptions(); so.enable_mem_pattern = False; "
+                    "so.enable_cpu_mem_arena = False` where the model is served if memory "
+                    "matters more than a little speed.",
+                    f"second pass over the same sizes: default "
+                    f"+{d['second_pass_growth'] / mb:.0f} MB, lean "
+                    f"+{lean['second_pass_growth'] / mb:.0f} MB",
+                ],
+            )
+        )
 
 
 def first_differing_op(program: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

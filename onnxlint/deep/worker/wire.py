@@ -60,8 +60,10 @@ KIND_TARGET_ERROR = "target-error"
 KIND_FAKE_MODE_LIMIT = "fake-mode-limitation"
 KIND_TORCH_UNSUPPORTED = "torch-version-unsupported"
 KIND_OUTPUT_DIM_SPECIALIZED = "output-dim-specialized"
+KIND_ORT_MEMORY_LEAK = "onnxruntime-memory-leak"
+KIND_ORT_MEMORY_OPTIONS = "onnxruntime-memory-options"
 
-PHASES = ("load", "explain", "export", "decompose", "translate", "verify")
+PHASES = ("load", "memory", "explain", "export", "decompose", "translate", "verify")
 
 
 def encode(obj: dict[str, Any]) -> bytes:
