@@ -271,6 +271,8 @@ def _print_text(results: list[DeepResult], problems: list[Violation], root: Path
         if r.detail and not r.ok and r.detail not in r.outcome:
             head += f" ({r.detail})"
         print(f"{head}, {plural(len(r.violations), 'finding')}, {r.wall:.1f} s, peak {mem}")
+        for line in report.memory_lines(r):
+            print(f"  memory: {line}" if line.startswith("weights") else f"          {line}")
         for v in r.violations:
             print("  " + _line(v, root))
             for n in v.notes:

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from onnxlint.deep.result import DeepResult
+from onnxlint.deep.result import DeepResult, gb
 from onnxlint.violation import Violation
 
 
@@ -143,6 +143,7 @@ def _md_target(r: DeepResult) -> list[str]:
         for dtype, v in sorted((m.get("params_by_dtype") or {}).items()):
             out.append(f"  - {dtype}: {v['count']:,} ({_size(v['bytes'])})")
     out.append("")
+    out += _md_memory(r)
     if r.violations:
         out += ["### Findings", ""]
         for v in r.violations:
@@ -249,6 +250,7 @@ pre{background:#f6f8fa;padding:.5em;overflow-x:auto;margin:.3em 0}
 .sev-info{color:#0969da}.finding{border-left:3px solid #d0d7de;padding-left:.8em;margin:1em 0}
 .status-ok{color:#1a7f37}.status-bad{color:#cf222e}.note{color:#57606a;margin:.1em 0}
 .summary td:first-child{font-weight:600}
+.plot svg{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:100%;height:auto}
 """
 
 
@@ -311,6 +313,9 @@ def _html_target(r: DeepResult, index: int) -> str:
         f"<tr><td>worker peak memory</td><td>{_size(r.peak_rss)}</td></tr>"
         f"<tr><td>wall time</td><td>{r.wall:.2f} s</td></tr></table>"
     )
+    memory = _html_memory(r)
+    if memory:
+        out.append(memory)
     out.append(f"<h3>Findings ({len(r.violations)})</h3>")
     if not r.violations:
         out.append("<p>No findings.</p>")
@@ -449,3 +454,252 @@ def write_report(results: list[DeepResult], path: Path) -> None:
     text = to_html(results) if path.suffix.lower() in (".html", ".htm") else to_markdown(results)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+
+
+# ---------------------------------------------------------------------- memory
+
+RUN_PEAK_WHAT = "what tracing and the TorchScript exporter need"
+
+
+def _memory(r: DeepResult) -> dict[str, Any]:
+    mem = (r.data or {}).get("memory")
+    return mem if isinstance(mem, dict) else {}
+
+
+def _peak_where(mem: dict[str, Any], root: Path) -> str:
+    at = mem.get("run_peak_op") or {}
+    if not at.get("op"):
+        return ""
+    where = f" at {at['op']}"
+    if at.get("file") and at.get("line"):
+        where += f" ({_rel(str(at['file']), root)}:{at['line']})"
+    return where
+
+
+def memory_lines(r: DeepResult) -> list[str]:
+    """The memory figures in two lines of text (the CLI and the editor), or none."""
+    mem = _memory(r)
+    if not isinstance(mem.get("run_peak_bytes"), int):
+        return []
+    dtype = f" ({mem['weights_dtype']})" if mem.get("weights_dtype") else ""
+    first = (
+        f"weights {gb(int(mem.get('weights_bytes') or 0))}{dtype}   running it once at the "
+        f"example inputs: peak {gb(mem['run_peak_bytes'])}"
+        f"{_peak_where(mem, r.target.root)}"
+    )
+    second = f"({RUN_PEAK_WHAT})"
+    if mem.get("analysis_peak_bytes"):
+        second += f"   this analysis: {gb(int(mem['analysis_peak_bytes']))}"
+    if mem.get("run_partial"):
+        second += f"   (the run stopped early on fake tensors: {mem['run_partial']})"
+    return [first, second]
+
+
+def _md_memory(r: DeepResult) -> list[str]:
+    mem = _memory(r)
+    if not isinstance(mem.get("run_peak_bytes"), int):
+        return []
+    out = ["### Memory", "", "| | bytes | |", "|---|---|---|"]
+    for label, value, note in _memory_rows(r):
+        out.append(f"| {label} | {gb(value) if value else '?'} | {note} |")
+    out.append("")
+    sweep = mem.get("ort_sweep")
+    if isinstance(sweep, dict):
+        out += ["ONNX Runtime's process memory (MB) after each run over the sizes, twice:", ""]
+        out += ["| sizes | " + " | ".join(_SERIES_LABEL[k] for k in _series_keys(sweep)) + " |"]
+        out += ["|---" * (1 + len(_series_keys(sweep))) + "|"]
+        series = _series(sweep)
+        for i, label in enumerate(sweep.get("sizes") or []):
+            vals = [f"{s[i] / 1e6:.0f}" if i < len(s) else "" for _k, s in series]
+            out.append(f"| {label} | " + " | ".join(vals) + " |")
+        out.append("")
+    return out
+
+
+def _memory_rows(r: DeepResult) -> list[tuple[str, int | None, str]]:
+    mem = _memory(r)
+    dtype = f" ({mem['weights_dtype']})" if mem.get("weights_dtype") else ""
+    peak_note = RUN_PEAK_WHAT + _peak_where(mem, r.target.root)
+    if mem.get("run_partial"):
+        peak_note += f"; the run stopped early on fake tensors: {mem['run_partial']}"
+    return [
+        (f"weights{dtype}", mem.get("weights_bytes"), "parameters and buffers"),
+        ("running it once at the example inputs", mem.get("run_peak_bytes"), peak_note),
+        (
+            "this analysis",
+            mem.get("analysis_peak_bytes"),
+            "the worker's peak resident memory, fake tensors, before verification",
+        ),
+    ]
+
+
+_SERIES_LABEL = {
+    "default/1": "defaults, pass 1",
+    "default/2": "defaults, pass 2",
+    "lean/1": "no arena/pattern, pass 1",
+    "lean/2": "no arena/pattern, pass 2",
+}
+_SERIES_STYLE = {
+    "default/1": ("#cf222e", ""),
+    "default/2": ("#cf222e", ' stroke-dasharray="5 3"'),
+    "lean/1": ("#0969da", ""),
+    "lean/2": ("#0969da", ' stroke-dasharray="5 3"'),
+}
+
+
+def _series_keys(sweep: dict[str, Any]) -> list[str]:
+    return [k for k, _s in _series(sweep)]
+
+
+def _series(sweep: dict[str, Any]) -> list[tuple[str, list[int]]]:
+    runs = sweep.get("runs") or {}
+    out = []
+    for name in ("default", "lean"):
+        r = runs.get(name)
+        if isinstance(r, dict):
+            out.append((f"{name}/1", [int(x) for x in r.get("pass1") or []]))
+            out.append((f"{name}/2", [int(x) for x in r.get("pass2") or []]))
+    return out
+
+
+def _svg_bars(rows: list[tuple[str, int | None, str]]) -> str:
+    """Horizontal bars, one per figure, on one linear scale."""
+    width, label_w, bar_h, gap = 640, 150, 22, 10
+    plot_w = width - label_w - 90
+    top = max((v or 0) for _l, v, _n in rows) or 1
+    height = len(rows) * (bar_h + gap) + gap
+    colors = ["#8250df", "#cf222e", "#1a7f37"]
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="memory bars">'
+    ]
+    for i, (label, value, _note) in enumerate(rows):
+        y = gap + i * (bar_h + gap)
+        w = max(2.0, plot_w * (value or 0) / top)
+        parts.append(
+            f'<text x="{label_w - 8}" y="{y + bar_h * 0.7:.1f}" text-anchor="end" '
+            f'font-size="12">{_e(label)}</text>'
+            f'<rect x="{label_w}" y="{y}" width="{w:.1f}" height="{bar_h}" '
+            f'fill="{colors[i % len(colors)]}" rx="2"/>'
+            f'<text x="{label_w + w + 6:.1f}" y="{y + bar_h * 0.7:.1f}" font-size="12" '
+            f'font-weight="600">{_e(gb(value) if value else "?")}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _svg_sweep(sweep: dict[str, Any]) -> str:
+    """Process memory after each run, per option set and pass, over the sweep's sizes."""
+    series = _series(sweep)
+    sizes = list(sweep.get("sizes") or [])
+    n = max((len(s) for _k, s in series), default=0)
+    if n < 2 or not sizes:
+        return ""
+    width, height = 640, 300
+    left, right, top, bottom = 76, 16, 16, 92
+    pw, ph = width - left - right, height - top - bottom
+    values = [v for _k, s in series for v in s]
+    lo, hi = min(values) / 1e6, max(values) / 1e6
+    lo = max(0.0, lo - (hi - lo) * 0.1 - 1)
+    hi = hi + (hi - lo) * 0.05 + 1
+
+    def x(i: int) -> float:
+        return left + pw * i / (n - 1)
+
+    def y(v: float) -> float:
+        return top + ph * (1 - (v / 1e6 - lo) / (hi - lo))
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="onnxruntime memory sweep">',
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fff" stroke="#d0d7de"/>',
+    ]
+    for k in range(5):  # horizontal grid and MB ticks
+        v = lo + (hi - lo) * k / 4
+        yy = top + ph * (1 - k / 4)
+        parts.append(
+            f'<line x1="{left}" x2="{left + pw}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#eaeef2"/>'
+            f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end" font-size="11">'
+            f"{v:.0f}</text>"
+        )
+    parts.append(
+        f'<text x="14" y="{top + ph / 2:.0f}" font-size="11" text-anchor="middle" '
+        f'transform="rotate(-90 14 {top + ph / 2:.0f})">process memory (MB)</text>'
+    )
+    for i, label in enumerate(sizes[:n]):
+        parts.append(
+            f'<text x="{x(i):.1f}" y="{top + ph + 14}" font-size="10" text-anchor="end" '
+            f'transform="rotate(-30 {x(i):.1f} {top + ph + 14})">{_e(label)}</text>'
+        )
+    for key, s in series:
+        color, dash = _SERIES_STYLE[key]
+        pts = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(s))
+        parts.append(
+            f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="2"{dash}/>'
+        )
+        parts += [
+            f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="2.5" fill="{color}"/>'
+            for i, v in enumerate(s)
+        ]
+    for j, (key, _s) in enumerate(series):  # legend
+        color, dash = _SERIES_STYLE[key]
+        ly = height - 34 + (j // 2) * 16  # a row per option set, a column per pass
+        lx = left + (j % 2) * 220
+        parts.append(
+            f'<line x1="{lx}" x2="{lx + 24}" y1="{ly}" y2="{ly}" stroke="{color}" '
+            f'stroke-width="2"{dash}/><text x="{lx + 30}" y="{ly + 4}" font-size="11">'
+            f"{_e(_SERIES_LABEL[key])}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _html_memory(r: DeepResult) -> str:
+    mem = _memory(r)
+    if not isinstance(mem.get("run_peak_bytes"), int):
+        return ""
+    rows = _memory_rows(r)
+    short = ["weights", "one run, real weights", "this analysis"]
+    bars = [(short[i], v, n) for i, (_l, v, n) in enumerate(rows)]
+    out = ["<h3>Memory</h3>", '<div class="plot">', _svg_bars(bars), "</div>"]
+    out.append("<table><tr><th></th><th>size</th><th></th></tr>")
+    for label, value, note in rows:
+        out.append(
+            f"<tr><td>{_e(label)}</td><td><b>{_e(gb(value) if value else '?')}</b></td>"
+            f'<td class="note">{_inline_md(note)}</td></tr>'
+        )
+    out.append("</table>")
+    budget = r.target.memory_budget or mem.get("machine_bytes")
+    if isinstance(budget, int):
+        whose = "budget (memory-budget)" if r.target.memory_budget else "this machine's memory"
+        fits = mem["run_peak_bytes"] <= budget
+        out.append(
+            f'<p class="note">{_e(whose)}: {_e(gb(budget))}: a real run '
+            f"{'fits' if fits else '<b>does not fit</b> (OLX819)'}.</p>"
+        )
+    sweep = mem.get("ort_sweep")
+    if isinstance(sweep, dict):
+        verdict = sweep.get("verdict") or {}
+        out.append("<h4>ONNX Runtime over the dynamic sizes</h4>")
+        out.append(
+            '<p class="note">Process memory after each run of the exported model (real random '
+            "weights), over the sizes and then over the same sizes again (dashed), with the "
+            "default <code>SessionOptions</code> and with <code>enable_mem_pattern=False, "
+            "enable_cpu_mem_arena=False</code>; each in a fresh process.</p>"
+        )
+        out.append(f'<div class="plot">{_svg_sweep(sweep)}</div>')
+        cells = []
+        for name, label in (("default", "defaults"), ("lean", "no arena/pattern")):
+            v = verdict.get(name)
+            if isinstance(v, dict):
+                cells.append(
+                    f"<tr><td>{_e(label)}</td><td>{gb(v['high_water'])}</td>"
+                    f"<td>+{gb(v['second_pass_growth'])}</td>"
+                    f"<td>{'<b class=sev-error>leak</b>' if v.get('leak') else 'flat'}</td></tr>"
+                )
+        out.append(
+            "<table><tr><th>options</th><th>high-water</th><th>second pass</th><th></th></tr>"
+            + "".join(cells)
+            + "</table>"
+        )
+    return "\n".join(out)

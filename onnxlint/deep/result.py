@@ -334,7 +334,11 @@ def _budget_finding(target: Target, data: dict[str, Any]) -> Violation | None:
     budget = target.memory_budget or mem.get("machine_bytes")
     if not isinstance(budget, int) or peak <= budget:
         return None
-    whose = "the budget (`memory-budget`)" if target.memory_budget else "this machine's memory"
+    whose = (
+        f"the target's `memory-budget` of {gb(budget)}"
+        if target.memory_budget
+        else f"this machine's memory ({gb(budget)})"
+    )
     at = mem.get("run_peak_op") or {}
     where = f" at `{at.get('op')}`" if at.get("op") else ""
     if at.get("file") and at.get("line"):
@@ -377,8 +381,7 @@ def _budget_finding(target: Target, data: dict[str, Any]) -> Violation | None:
         return violation(
             target,
             codes.RUN_MEMORY_OVER_BUDGET,
-            f"{how} will not fit: {head}, over {whose} ({gb(budget)}); "
-            "`torch.onnx.export(..., dynamo=True)` will",
+            f"{how} will not fit: {head}, over {whose}; `torch.onnx.export(..., dynamo=True)` will",
             path,
             line,
             [*notes, f"measured by the deep analysis of target {target.name!r}"],
@@ -387,7 +390,7 @@ def _budget_finding(target: Target, data: dict[str, Any]) -> Violation | None:
     return violation(
         target,
         codes.RUN_MEMORY_OVER_BUDGET,
-        f"{head}, over {whose} ({gb(budget)}): tracing or the TorchScript exporter will not "
+        f"{head}, over {whose}: tracing or the TorchScript exporter will not "
         "fit; the dynamo exporter (`torch.onnx.export(..., dynamo=True)`) will",
         None,
         None,
