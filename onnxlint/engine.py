@@ -124,6 +124,9 @@ class Engine:
         ctx.project = self.project
         ctx.reach = reach
         model = ctx.model
+        called = self.project_model.forward_callers(path, model)
+        if called:  # helpers other files' forward code calls: forward code here too
+            model.reachable |= model.reachable_from(model.functions[n] for n in called)
         model.imported_return_kind = partial(self.project.return_kind, path)
         model.exported_dynamic_elsewhere = any(
             site.dynamic for sites in reach.roots.values() for site in sites

@@ -42,7 +42,7 @@ from onnxlint.output.text import (
     summary_line,
     use_color,
 )
-from onnxlint.project import ReachTable
+from onnxlint.project import ImportedNames, ReachTable
 from onnxlint.rules import all_rules
 from onnxlint.violation import Severity, Span, Violation
 
@@ -304,12 +304,12 @@ def _collection_paused() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _worker_init(table: ReachTable | None) -> None:
+def _worker_init(table: ReachTable | None, imported: ImportedNames | None = None) -> None:
     """A pool worker: the project model computed once by the parent (see `_check_files`)."""
     global _ENGINE
     _pause_collection()
     _ENGINE = Engine(cache_entries=0)
-    _ENGINE.project_model.use_table(table)
+    _ENGINE.project_model.use_table(table, imported)
 
 
 def _worker_check(job: tuple[str, str | None, Config, bool, bool, bool]) -> FileOutcome:
@@ -459,7 +459,9 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
     njobs = args.jobs or (os.cpu_count() or 1)
     if njobs > 1 and len(jobs) > 8:
         with ProcessPoolExecutor(
-            max_workers=min(njobs, len(jobs)), initializer=_worker_init, initargs=(table,)
+            max_workers=min(njobs, len(jobs)),
+            initializer=_worker_init,
+            initargs=(table, _ENGINE.project_model.imported if table is not None else None),
         ) as pool:
             results = list(
                 # Small chunks keep both workers busy to the end (files vary 100x in size).

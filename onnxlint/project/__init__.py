@@ -7,12 +7,14 @@ Layers, bottom up (each imports only those below it):
 - `index`: facts per file content; classes, functions and bases across files;
 - `exports`: every export site, the classes it exports, its exporter and dynamic dims;
 - `reach`: which functions each export reaches, submodule composition, parameter kinds;
+- `callers`: helpers that other files' forward code calls through imports;
 - `model`: the scan for export scripts and the reach table, kept current as files change.
 
 Rules never ask these directly: the engine puts each file's part (`FileReach`) on the
 rule `Context`.
 """
 
+from onnxlint.project.callers import ImportedNames
 from onnxlint.project.exports import ExportSite
 from onnxlint.project.index import ProjectIndex
 from onnxlint.project.model import ProjectModel
@@ -22,6 +24,7 @@ from onnxlint.project.resolve import Reader, read_disk
 __all__ = [
     "ExportSite",
     "FileReach",
+    "ImportedNames",
     "ProjectIndex",
     "ProjectModel",
     "ReachTable",

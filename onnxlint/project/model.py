@@ -17,11 +17,13 @@ import re
 
 from onnxlint.config import Config
 from onnxlint.files import content_key
+from onnxlint.project.callers import ImportedNames, forward_callers
 from onnxlint.project.exports import export_sites, target_sites
 from onnxlint.project.facts import FileFacts
 from onnxlint.project.index import ProjectIndex
 from onnxlint.project.reach import FileReach, ReachTable, compute_reach
 from onnxlint.project.resolve import project_files
+from onnxlint.semantic import FileModel
 
 # Text that can hold an export call: checked before a file is parsed for the scan.
 EXPORT_RE = re.compile(
@@ -54,12 +56,19 @@ class ProjectModel:
         self.pending: Config | None = None
         self._single_key: tuple[str, str] | None = None
         self._single_table: ReachTable | None = None
+        # Who imports what (`from x import name`), from the scan's texts: for helpers
+        # that other files' forward code calls (`callers`).
+        self.imported = ImportedNames()
+        self._imported_ready = False
 
     # -- inputs
 
-    def use_table(self, table: ReachTable | None) -> None:
-        """Use a table computed in another process (the CLI's pool workers)."""
+    def use_table(self, table: ReachTable | None, imported: ImportedNames | None = None) -> None:
+        """Use a table (and import index) computed in another process (the CLI's pool
+        workers)."""
         self._fixed = table
+        if imported is not None:
+            self.imported, self._imported_ready = imported, True
 
     def changed(self, path: str, text: str | None) -> None:
         """A file changed (or was created/deleted: `text` None when gone).
@@ -70,6 +79,8 @@ class ProjectModel:
         from the one it was built from (the facts cache is no reference for that: the
         reader may already have served the new text to it)."""
         path = os.path.abspath(path)
+        if self._imported_ready:
+            self.imported.record(path, text)
         digest = content_key(text) if text is not None else None
         old = self.index.cached(path)
         if old is None or old.digest != digest:
@@ -143,6 +154,13 @@ class ProjectModel:
                 self.changed(path, text)
         return self.table(config).for_file(path)
 
+    def forward_callers(self, path: str, model: FileModel) -> set[str]:
+        """The file's top-level functions that other files' forward code calls (empty
+        until the project has been scanned: never delays a deferred first check)."""
+        if not self._imported_ready:
+            return set()
+        return forward_callers(self.index, self.imported, os.path.abspath(path), model)
+
     def build_pending(self) -> bool:
         """Build the table a deferred check asked for; True when one was built."""
         config, self.pending = self.pending, None
@@ -186,6 +204,7 @@ class ProjectModel:
             h.update(f"{path}\0{digest}\n".encode())
         for path, dep in sorted(table.deps.items()):
             h.update(f"{path}\0{dep}\n".encode())
+        h.update(self.imported.digest().encode())
         return h.hexdigest()[:16]
 
     def _scan(self, root: str, config: Config) -> dict[str, str]:
@@ -201,10 +220,14 @@ class ProjectModel:
                 for n in os.listdir(root)
                 if n.endswith((".py", ".ipynb")) and os.path.isfile(os.path.join(root, n))
             )
+        self.imported = ImportedNames()
         for path in paths:
             text = self.index.read(path)
+            if text is not None:
+                self.imported.record(path, text)
             if text is not None and "torch" in text and EXPORT_RE.search(text):
                 found[path] = content_key(text)
+        self._imported_ready = True
         return found
 
     def _build(self, config: Config) -> ReachTable:

@@ -633,3 +633,47 @@ def test_an_imported_helpers_return_kind_crosses_files(tmp_path) -> None:
         },
     )
     assert codes(check(root), "pkg/head.py") == [(9, "OLX108")]
+
+
+def test_a_helper_another_files_forward_calls_is_forward_code(tmp_path) -> None:
+    """`count` in utils.py runs when `Head.forward` (head.py) runs: judged as forward code
+    although no export reaches it; a helper nobody's forward calls is not."""
+    root = project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/utils.py": """
+                import torch
+
+
+                def count(x):
+                    if x.sum().item() > 0:
+                        return x * 2
+                    return x
+
+
+                def unused(x):
+                    if x.sum().item() > 0:
+                        return x * 2
+                    return x
+            """,
+            "pkg/head.py": """
+                import torch
+
+                from .utils import count, unused
+
+
+                class Head(torch.nn.Module):
+                    def forward(self, x):
+                        return count(x)
+
+
+                def report(x):
+                    return unused(x)
+            """,
+        },
+    )
+    found = check(root)
+    assert codes(found, "pkg/utils.py") == [(5, "OLX102")]
+    [finding] = [f for f in found if f["path"] == "pkg/utils.py"]
+    assert "no export in this project reaches it" in finding["message"]

@@ -91,3 +91,48 @@ async def test_hover_on_a_model_class_lists_the_exports_that_reach_it(
     assert "dynamo exporter, dynamic: batch" in on_class
     on_forward = await hover(5, 9)
     assert "`Head.forward`" in on_forward
+
+
+UTILS = """import torch
+
+
+def count(x):
+    if x.sum().item() > 0:
+        return x * 2
+    return x
+"""
+HEAD = """import torch
+
+from .utils import count
+
+
+class Head(torch.nn.Module):
+    def forward(self, x):
+        return count(x)
+"""
+
+
+def _codes(client: Client, uri: str, code: str) -> list[int]:
+    for p in reversed(client.publishes):
+        if p.uri == uri:
+            return [d.range.start.line for d in p.diagnostics if d.code == code]
+    return []
+
+
+async def test_a_helper_is_judged_while_another_files_forward_calls_it(
+    lsp: Client, tmp_path: Path
+) -> None:
+    await start(lsp, "neovim", folders=[tmp_path])
+    (tmp_path / "pyproject.toml").write_text("[tool.onnxlint]\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "utils.py").write_text(UTILS)
+    (tmp_path / "pkg" / "head.py").write_text(HEAD)
+    utils, head = uri_of(tmp_path / "pkg" / "utils.py"), uri_of(tmp_path / "pkg" / "head.py")
+    open_doc(lsp, utils, UTILS)
+    # Once the project is scanned, `count` is forward code: Head.forward calls it.
+    await wait_for(lambda: _codes(lsp, utils, "OLX102") == [4], what="OLX102 in utils.py")
+    # head.py, opened and edited (unsaved), stops calling it: not forward code any more.
+    open_doc(lsp, head, HEAD)
+    change_doc(lsp, head, HEAD.replace("return count(x)", "return x"))
+    await wait_for(lambda: not _codes(lsp, utils, "OLX102"), what="OLX102 gone from utils.py")

@@ -1,0 +1,105 @@
+"""Helpers that other files' `forward` code calls: forward code too, exported or not.
+
+A file judged alone knows only its own modules: `count(x)` in `utils.py` is forward code
+when `head.py` does `from .utils import count` and calls it from `Head.forward`, even
+when no export of the project reaches `Head`. `ImportedNames` lists, from the text the
+project scan reads anyway, which files import a name (`from x import a, b`); for the
+few files that import one of a file's helpers, `forward_callers` parses them (cached
+facts) and asks whether the imported name is called from forward-reachable code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from onnxlint.project.index import ProjectIndex
+from onnxlint.semantic import FileModel
+
+# `from pkg.utils import a, b as c` and the parenthesised multi-line form.
+_FROM_IMPORT = re.compile(
+    r"^[ \t]*from[ \t]+[.\w]+[ \t]+import[ \t]+(\([^)]*\)|[^\n#]*)", re.MULTILINE
+)
+_NAME = re.compile(r"\b([A-Za-z_]\w*)\b(?:\s+as\s+\w+)?")
+
+
+def imported_names(text: str) -> frozenset[str]:
+    """The names a module's text imports with `from ... import` (their original names)."""
+    out: set[str] = set()
+    for m in _FROM_IMPORT.finditer(text):
+        for n in _NAME.finditer(m.group(1).strip("()")):
+            out.add(n.group(1))
+    out.discard("as")
+    return frozenset(out)
+
+
+class ImportedNames:
+    """name -> the project files that import it (`from ... import name`)."""
+
+    def __init__(self) -> None:
+        self._per_file: dict[str, frozenset[str]] = {}
+        self._by_name: dict[str, set[str]] | None = None
+
+    def record(self, path: str, text: str | None) -> bool:
+        """Record a file's text (None: gone); True when its imported names changed."""
+        new = imported_names(text) if text is not None and "import" in text else frozenset()
+        old = self._per_file.get(path, frozenset())
+        if new == old:
+            return False
+        if new:
+            self._per_file[path] = new
+        else:
+            self._per_file.pop(path, None)
+        self._by_name = None
+        return True
+
+    def importers(self, name: str) -> set[str]:
+        if self._by_name is None:
+            by: dict[str, set[str]] = {}
+            for path, names in self._per_file.items():
+                for n in names:
+                    by.setdefault(n, set()).add(path)
+            self._by_name = by
+        return self._by_name.get(name, set())
+
+    def digest(self) -> str:
+        """Changes when any file's imported names change (the CLI results cache key)."""
+        h = hashlib.sha256()
+        for path, names in sorted(self._per_file.items()):
+            h.update(f"{path}\0{','.join(sorted(names))}\n".encode())
+        return h.hexdigest()[:16]
+
+
+def forward_callers(
+    index: ProjectIndex, names: ImportedNames, path: str, model: FileModel
+) -> set[str]:
+    """The top-level functions of `path` (not reachable from its own modules) that a
+    forward-reachable function of another project file calls through an import."""
+    out: set[str] = set()
+    for fname, func in model.functions.items():
+        if model.is_reachable(func):
+            continue
+        for importer in sorted(names.importers(fname) - {path}):
+            if _calls_from_forward(index, importer, path, fname):
+                out.add(fname)
+                break
+    return out
+
+
+def _calls_from_forward(index: ProjectIndex, importer: str, path: str, fname: str) -> bool:
+    facts = index.facts(importer)
+    if facts is None:
+        return False
+    model = facts.model
+    bound = [b for b, q in model.imports.items() if q.rsplit(".", 1)[-1] == fname]
+    if not bound:
+        return False
+    found = index.find_function(importer, model.imports[bound[0]])
+    if found is None or found[0].path != path:
+        return False
+    for key in model.reachable:
+        cls, name = key
+        func = model.functions.get(name) if cls is None else model.find_method(cls, name)
+        if func is not None and any(b in func.name_calls for b in bound):
+            return True
+    return False
