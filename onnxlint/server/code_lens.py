@@ -139,11 +139,28 @@ async def code_lens(ls: OnnxlintServer, params: types.CodeLensParams) -> list[ty
             types.CodeLens(
                 range=types.Range(pos, pos),
                 command=types.Command(
-                    title=lens.title, command=lens.command, arguments=[uri, lens.argument]
+                    title=lens.title,
+                    command=lens.command,
+                    arguments=[uri, lens.argument],
+                    tooltip=_memory_tooltip(ls, lens),
                 ),
             )
         )
     return out
+
+
+def _memory_tooltip(ls: OnnxlintServer, lens: Lens) -> str | None:
+    """The memory figures of the target's last analysis (the lens's hover), if any."""
+    if ls.deep is None or lens.command != ANALYZE:
+        return None
+    name = lens.argument.get("target")
+    result = next((r for r in reversed(ls.deep.results) if r.target.name == name), None)
+    if result is None:
+        return None
+    from onnxlint.deep.report import memory_lines
+
+    found = memory_lines(result)
+    return f"{name}: " + "\n".join(found) if found else None
 
 
 def register(server: OnnxlintServer) -> None:

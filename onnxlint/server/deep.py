@@ -257,6 +257,8 @@ class DeepService:
             ls.window_show_message(types.ShowMessageParams(type=kind, message=finished["message"]))
         self._file(result, versions)
         self.results = [r for r in self.results if r.target.name != target.name] + [result]
+        if result.status == "ok" and self._can_refresh_lenses():  # tooltips: memory figures
+            ls.workspace_code_lens_refresh(None)
         return {
             "status": result.status,
             "target": target.name,
@@ -264,6 +266,12 @@ class DeepService:
             "cached": bool(getattr(result, "cached", False)),
             "detail": result.detail,
         }
+
+    def _can_refresh_lenses(self) -> bool:
+        caps = self.server.client_capabilities
+        workspace = caps.workspace if caps is not None else None
+        lens = workspace.code_lens if workspace is not None else None
+        return bool(lens is not None and lens.refresh_support)
 
     def _with_editor_timeout(self, uri: str, target: Any) -> Any:
         """`deep.timeout` applies to targets that do not set their own `timeout`."""

@@ -61,6 +61,10 @@ def _analysis_state(client: Client, params: Any) -> None:
     client.notifications.append(("onnxlint/analysisState", params))
 
 
+def _code_lens_refresh(client: Client, params: Any) -> None:
+    client.notifications.append((types.WORKSPACE_CODE_LENS_REFRESH, params))
+
+
 def _register_capability(client: Client, params: types.RegistrationParams) -> None:
     client.registrations.extend(params.registrations)
 
@@ -74,6 +78,7 @@ def make_client() -> Client:
     features[types.WORKSPACE_APPLY_EDIT] = _apply_edit
     features["onnxlint/analysisState"] = _analysis_state
     features[types.CLIENT_REGISTER_CAPABILITY] = _register_capability
+    features[types.WORKSPACE_CODE_LENS_REFRESH] = _code_lens_refresh
     register_lsp_features(client, features)
     return client
 

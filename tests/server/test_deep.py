@@ -87,6 +87,13 @@ async def test_analyze_export_from_a_code_lens(lsp: Client, project: Path) -> No
     assert out["status"] == "ok", out
     assert out["target"] == "classifier"
     assert states() == ["started", "finished"] * 3
+    # the lens's hover (tooltip) now carries the memory figures of that analysis (issue 17)
+    assert any(n == types.WORKSPACE_CODE_LENS_REFRESH for n, _ in lsp.notifications)
+    lenses = await lsp.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri))
+    )
+    tips = [lens.command.tooltip for lens in lenses if lens.command is not None]
+    assert any(t and "weights" in t and "running it once" in t for t in tips), tips
     merged = await diagnostics_for(lsp, uri, 1, after=n)
     # deep findings: OLX8xx ones, and static ones the deep analysis confirmed (one per cause)
     deep = [d for d in merged if str(d.code).startswith("OLX8")]
