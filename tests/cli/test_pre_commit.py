@@ -59,3 +59,31 @@ def test_hook_fails_on_a_staged_bad_file_then_passes_after_the_fix(
     _run(["git", "add", "export_model.py"], repo, env)
     second = _run([*pc, "onnxlint", "--files", "export_model.py"], repo, env)
     assert second.returncode == 0, second.stdout + second.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_hook_checks_a_staged_notebook(tmp_path: Path, repo_root: Path) -> None:
+    import json
+
+    repo = tmp_path / "user-repo"
+    repo.mkdir()
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "NO_COLOR": "1"}
+    _run(["git", "init", "-q"], repo, env)
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": []}
+    nb = {
+        "cells": [{**cell, "source": BAD}],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (repo / "export.ipynb").write_text(json.dumps(nb, indent=1) + "\n")
+    _run(["git", "add", "export.ipynb"], repo, env)
+    run = _run(
+        ["python", "-m", "pre_commit", "try-repo", str(repo_root), "onnxlint", "--all-files"],
+        repo,
+        env,
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out
+    assert "export.ipynb:cell 1:6:" in out and "OLX405" in out, out
