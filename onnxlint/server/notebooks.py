@@ -227,10 +227,16 @@ def register(server: OnnxlintServer) -> None:
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def did_close(ls: OnnxlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        from onnxlint.server.server import UnknownDocument
+
         uri = params.notebook_document.uri
         st = ls.docs.pop(uri, None)
-        if st is not None and st.timer is not None:
-            st.timer.cancel()
+        if st is not None:
+            if st.timer is not None:
+                st.timer.cancel()
+            for w in st.waiters:  # requests waiting for a result get an answer
+                if not w.done():
+                    w.set_exception(UnknownDocument(f"the notebook was closed: {uri}"))
         if not ls.pull_diagnostics:
             for cell in params.cell_text_documents:
                 ls.clear(cell.uri)
