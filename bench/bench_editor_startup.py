@@ -72,7 +72,7 @@ def main() -> None:
             runs.append(one_run(Path(tmp)))
         print(f"run {i + 1}: " + ", ".join(f"{k} +{v} ms" for k, v in runs[-1].items()))
     print()
-    print("ms after the file was opened (median of %d runs):" % len(runs))
+    print(f"ms after the file was opened (median of {len(runs)} runs):")
     for name, words in PHASES:
         values = [r[name] for r in runs if name in r]
         if values:
