@@ -152,6 +152,7 @@ def notebook_module_text(text: str) -> str | None:
     """The module text of a notebook file's text (None when it is no readable notebook):
     what other files' analyses read for a notebook."""
     try:
-        return cell_module(read_notebook(text).cells).text
+        notebook = read_notebook(text)
     except NotebookError:
         return None
+    return cell_module(notebook.cells).text if notebook.is_python else None

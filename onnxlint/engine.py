@@ -71,6 +71,8 @@ class Engine:
                 notebook = read_notebook(text)
             except NotebookError as exc:
                 return [_file_error(path, str(exc), exc.line, exc.column)]
+            if not notebook.is_python:
+                return []
             return self.check_cells(path, notebook.cells, config)
         return self.check_module(path, text, config)
 

@@ -58,6 +58,19 @@ class Notebook:
     def code_cells(self) -> list[Cell]:
         return [c for c in self.cells if c.kind == "code"]
 
+    @property
+    def is_python(self) -> bool:
+        """False for a notebook of another language (an R or Julia kernel): its code cells
+        are not Python and are not checked (as ruff does)."""
+        metadata = self.data.get("metadata")
+        if not isinstance(metadata, dict):
+            return True
+        for key, field_name in (("language_info", "name"), ("kernelspec", "language")):
+            section = metadata.get(key)
+            if isinstance(section, dict) and isinstance(section.get(field_name), str):
+                return str(section[field_name]).lower() == "python"
+        return True
+
 
 def read_notebook(text: str) -> Notebook:
     """The notebook in `text`, or a NotebookError."""

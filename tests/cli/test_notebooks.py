@@ -267,3 +267,15 @@ def test_a_cell_that_does_not_parse_is_reported_in_it(cli, tmp_path: Path) -> No
     r = cli("check", str(write(tmp_path / "nb.ipynb", nb)), "--no-cache", "--format", "json")
     found = [(v["code"], v["cell"], v["line"]) for v in json.loads(r.stdout)]
     assert ("OLX000", 2, 1) in found and ("OLX401", 3, 1) in found, found
+
+
+def test_a_notebook_of_another_language_is_not_checked(cli, tmp_path: Path) -> None:
+    nb = json.loads(notebook(code(IMPORTS, 1), code(EXPORT_BAD, 2)))
+    f = tmp_path / "nb.ipynb"
+    f.write_text(json.dumps(nb))
+    assert cli("check", str(f), "--no-cache").returncode == 1  # Python: checked
+    nb["metadata"]["language_info"] = {"name": "R"}
+    nb["metadata"]["kernelspec"] = {"name": "ir", "display_name": "R", "language": "R"}
+    f.write_text(json.dumps(nb))
+    r = cli("check", str(f), "--no-cache")
+    assert r.returncode == 0 and "All checks passed" in r.stdout, r.stdout
