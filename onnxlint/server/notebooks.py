@@ -237,6 +237,7 @@ def register(server: OnnxlintServer) -> None:
             for w in st.waiters:  # requests waiting for a result get an answer
                 if not w.done():
                     w.set_exception(UnknownDocument(f"the notebook was closed: {uri}"))
-        if not ls.pull_diagnostics:
-            for cell in params.cell_text_documents:
+        for cell in params.cell_text_documents:
+            ls.docs.pop(cell.uri, None)  # the fix caches code actions kept per cell
+            if not ls.pull_diagnostics:
                 ls.clear(cell.uri)
