@@ -50,6 +50,8 @@ class Cell:
 
 @dataclass
 class Notebook:
+    """A notebook as read: the file's text (for writing back in place), its JSON, its cells."""
+
     text: str  # the file's text (line endings as `fixes.read_source` gives them)
     data: dict[str, Any]
     cells: list[Cell]
