@@ -613,6 +613,13 @@ async function scenarioQuickFix(ctx: Ctx): Promise<void> {
         return now < before ? now : undefined;
     }, 30_000, () => describeState(ctx));
     await ctx.shot('quickfix');
+    // Fix all says what it did (the file still has the safe dynamo_export fix to apply).
+    await runCommand(page, 'onnxlint: Fix all');
+    const said = toastWith(page, /onnxlint: (\d+ fix(es)? applied|nothing to fix)/);
+    await said.waitFor({ state: 'visible', timeout: 30_000 }).catch(async () => {
+        throw new Error(`Fix all did not say what it did\n${await describeState(ctx)}`);
+    });
+    ctx.detail.push(`Fix all: ${(await said.innerText()).replace(/\s+/g, ' ')}`);
 }
 
 /**
@@ -745,6 +752,21 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
         throw new Error(`the report does not show the detector: ${heading.slice(0, 500)}`);
     }
     await ctx.shot('deep-report');
+
+    // Cancelled from the notification: another target, whose result is not cached yet.
+    await runCommand(page, 'View: Close Editor'); // the report, in its own group
+    await openFile(page, 'vision/classifier.py');
+    const other = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'Analyze export (classifier)' }).first();
+    await other.waitFor({ state: 'visible', timeout: 60_000 });
+    await other.click();
+    const running = toastWith(page, 'analyzing classifier');
+    await running.waitFor({ state: 'visible', timeout: 60_000 });
+    await running.locator('.monaco-button', { hasText: 'Cancel' }).first().click();
+    const cancelled = toastWith(page, 'onnxlint: classifier: cancelled');
+    await cancelled.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
+        throw new Error(`no "cancelled" after Cancel in the progress notification\n${await describeState(ctx)}`);
+    });
+    ctx.detail.push(`after Cancel: ${(await cancelled.innerText()).replace(/\s+/g, ' ')}`);
 }
 
 /** Restricted Mode: static diagnostics still appear, and deep analysis is refused with a clear message. */
