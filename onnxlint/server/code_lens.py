@@ -113,7 +113,7 @@ def lenses_for(ls: OnnxlintServer, uri: str, text: str) -> list[Lens]:
                 out.append(
                     Lens(
                         site.line,
-                        f"Create an analysis target for {c.name}",
+                        f"No analysis target builds {c.name}: create one",
                         CREATE_TARGET,
                         {"line": site.line, "class": c.name, "path": f.path},
                     )

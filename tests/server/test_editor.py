@@ -56,7 +56,7 @@ async def test_export_call_lens_runs_the_target_that_builds_the_exported_class(
     assert by_line[_line_of(export, "torch.onnx.export(")] == "Analyze export (detector)"
     for _, title, args in lenses:  # every lens says what it analyses
         assert title != "Analyze export"
-        assert "(" in title or title.startswith("Create an analysis target")
+        assert "(" in title or title.startswith("No analysis target builds")
         if title.startswith("Analyze export"):
             assert isinstance(args[1], dict) and args[1]["target"] in title
     classifier = project / "vision" / "classifier.py"
@@ -83,7 +83,7 @@ async def test_export_of_a_class_no_target_builds_offers_to_create_one(
     lenses = await _lenses(lsp, export)
     line = _line_of(export, "tox.export(")
     (lens,) = [x for x in lenses if x[0] == line]
-    assert lens[1] == "Create an analysis target for DetectorHead"
+    assert lens[1] == "No analysis target builds DetectorHead: create one"
     n = len(lsp.applied)
     out = await lsp.workspace_execute_command_async(
         types.ExecuteCommandParams(command="onnxlint.createTarget", arguments=lens[2])
