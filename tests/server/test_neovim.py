@@ -139,3 +139,42 @@ def test_neovim_applies_the_suppress_comment(tmp_path: Path) -> None:
     ca = r["codeaction"]
     assert "# onnxlint: ignore[OLX402]" in ca["buffer_text"]
     assert ca["codes_after"] == ["OLX401"]
+
+
+@pytest.mark.editor
+@pytest.mark.slow
+def test_neovim_lenses_name_the_target_of_each_export_and_the_hover_is_short(
+    tmp_path: Path,
+) -> None:
+    """Issue 15 through an editor none of us wrote: over `tox.export(` in examples/export.py
+    (which exports DetectorHead) the lens runs `detector`, although `classifier` is declared
+    in the same module; every lens names its target; the hover is the rule's short summary."""
+    import shutil as sh
+
+    project = tmp_path / "examples"
+    sh.copytree(REPO / "examples", project, ignore=sh.ignore_patterns(".onnxlint_cache"))
+    export = project / "export.py"
+    lines = export.read_text(encoding="utf-8").splitlines()
+    call = next(i for i, line in enumerate(lines, 1) if "tox.export(" in line)
+    r = probe(
+        tmp_path,
+        "--file",
+        str(export),
+        "--root",
+        str(project),
+        "--mode",
+        "codelens,hover",
+        "--code",
+        "^OLX401$",
+    )
+    lenses = r["codelens"]["lenses"]
+    assert {
+        "line": call,
+        "title": "Analyze export (detector)",
+        "command": "onnxlint.analyzeExport",
+    } in (lenses)
+    assert lenses and all(x["title"].endswith(")") for x in lenses), lenses
+    assert not [x for x in lenses if "classifier" in x["title"]]
+    hover = r["hover"]["value"]
+    assert hover.startswith("**OLX401** `legacy-torchscript-exporter`")
+    assert len(hover) < 900 and "**Use instead:**" in hover
