@@ -4,6 +4,9 @@
     python bench/bench_deep.py highresnet [--ref]   # peak memory vs the exporters (<= 0.15 x TS)
     python bench/bench_deep.py llama                # LLaMA-7B-shaped: <= 1 GB, <= 150 s warm
     python bench/bench_deep.py latency              # static edits while an analysis runs
+    python bench/bench_deep.py memory --runs 3 --ref-runs 2   # issue 17: predicted run peak
+        # vs the measured no-grad forward and TorchScript exporter (HighResNet and three
+        # models of other shapes), then the LLaMA-7B-shaped decoder's weights_bytes
     python bench/bench_deep.py all --ref
 
 `latency` drives `onnxlint server` over stdio (bench_server.py's client): one-line edits of
@@ -63,6 +66,45 @@ PROJECT = {
             model = LlamaForCausalLM(config).eval()
             return model, (torch.randint(0, 32000, (2, 16)),)
     """,
+    "benchproj/shapes.py": """
+        import torch
+        from monai.networks.nets import DenseNet121
+
+
+        def encoder():
+            layer = torch.nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True)
+            model = torch.nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
+            return model.eval(), (torch.randn(8, 1024, 512),)
+
+
+        def cnn():
+            model = DenseNet121(spatial_dims=2, in_channels=3, out_channels=10)
+            return model.eval(), (torch.randn(32, 3, 224, 224),)
+
+
+        class MoE(torch.nn.Module):
+            # dense mixture of experts (every expert runs; top-2 gates weight them)
+            def __init__(self, dim=1024, hidden=4096, experts=8):
+                super().__init__()
+                self.router = torch.nn.Linear(dim, experts)
+                self.up = torch.nn.ModuleList(torch.nn.Linear(dim, hidden) for _ in range(experts))
+                self.down = torch.nn.ModuleList(
+                    torch.nn.Linear(hidden, dim) for _ in range(experts)
+                )
+
+            def forward(self, x):
+                gates = self.router(x).softmax(-1)
+                top, idx = gates.topk(2, dim=-1)
+                weights = torch.zeros_like(gates).scatter(-1, idx, top)
+                outs = torch.stack(
+                    [d(torch.nn.functional.gelu(u(x))) for u, d in zip(self.up, self.down)], -1
+                )
+                return (outs * weights.unsqueeze(-2)).sum(-1)
+
+
+        def moe():
+            return MoE().eval(), (torch.randn(4096, 1024),)
+    """,
     "benchproj/small.py": """
         import torch
 
@@ -103,6 +145,109 @@ CALLS = {
 }
 
 
+RUN_REFERENCE = """
+import resource, sys, os, tempfile, time
+sys.path.insert(0, {root!r})
+sys.path.insert(0, {repo!r})
+import torch, monai
+if {what!r} == "baseline":
+    print("wall", 0.0)
+    raise SystemExit(0)
+from benchproj.{module} import {func} as make
+model, args = make()
+out = os.path.join(tempfile.mkdtemp(), "m.onnx")
+t = time.perf_counter()
+with torch.no_grad():
+    if {what!r} == "forward":
+        # the same counter as the analysis, here on real tensors
+        from onnxlint.deep.worker.memory import RunMemory
+        counter = RunMemory()
+        counter.track_all([*model.parameters(), *model.buffers(), *args])
+        with counter:
+            model(*args)
+        print("tensor_peak", counter.peak)
+    else:
+        torch.onnx.export(model, args, out, dynamo=False)
+print("wall", time.perf_counter() - t)
+"""
+
+
+def run_measured(root: Path, factory: str, what: str) -> tuple[float, float, float]:
+    """Peak RSS (bytes), wall (s) and, for "forward", the tensor peak counted on the real
+    tensors, of one process: `import torch, monai` alone ("baseline"), a no-grad forward
+    with real weights ("forward"), or the TorchScript exporter ("torchscript")."""
+    module, _, func = factory.partition(":")
+    code = RUN_REFERENCE.format(
+        root=str(root), repo=str(REPO), module=module.rpartition(".")[2], func=func, what=what
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    start = time.perf_counter()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    out = proc.stdout.read() if proc.stdout else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        print(f"  {factory} {what}: failed (exit {os.waitstatus_to_exitcode(status)})")
+        return float("nan"), wall, float("nan")
+    fields = {x.split()[0]: float(x.split()[1]) for x in out.splitlines() if len(x.split()) == 2}
+    return usage.ru_maxrss * 1024.0, fields.get("wall", wall), fields.get("tensor_peak", 0.0)
+
+
+MEMORY_MODELS = [
+    # (label, factory, runs of the TorchScript exporter: it takes minutes on the 3D net)
+    ("HighResNet 3D (30, 1, 48, 48, 48)", "benchproj.highres:make"),
+    ("Transformer encoder 6x512, (8, 1024, 512)", "benchproj.shapes:encoder"),
+    ("DenseNet121 2D, (32, 3, 224, 224)", "benchproj.shapes:cnn"),
+    ("dense MoE 8 experts 1024->4096, (4096, 1024)", "benchproj.shapes:moe"),
+]
+
+
+def bench_memory(a: DeepAnalyzer, root: Path, runs: int, ref_runs: int) -> None:
+    """Predicted `run_peak_bytes` against measured peaks (each minus the import baseline)."""
+    print("\n== predicted run peak (fake tensors) vs measured, minus `import torch, monai` ==")
+    base = [run_measured(root, "benchproj.highres:make", "baseline")[0] for _ in range(runs)]
+    baseline = statistics.median(base)
+    print(f"baseline `import torch, monai`: {gb10(baseline)} (median of {runs})")
+    header = (
+        f"{'model':46} {'weights':>9} {'predicted':>10} {'real tensors':>12} {'forward':>9} "
+        f"{'pred/fwd':>8} {'TS export':>10} {'pred/TS':>8} {'analysis':>9}"
+    )
+    print(header)
+    for label, factory in MEMORY_MODELS:
+        target = Target(label, factory, root, timeout=1800)
+        results = [analyze(a, target) for _ in range(runs)]
+        mem = results[-1].data.get("memory") or {}
+        predicted = float(mem.get("run_peak_bytes") or 0)
+        analysis = statistics.median(
+            float((r.data.get("memory") or {}).get("analysis_peak_bytes") or 0) for r in results
+        )
+        fwd = [run_measured(root, factory, "forward") for _ in range(runs)]
+        fwd_peak = statistics.median(f[0] for f in fwd) - baseline
+        ts = [run_measured(root, factory, "torchscript") for _ in range(ref_runs)]
+        ts_peak = statistics.median(t[0] for t in ts) - baseline
+        real_tensors = statistics.median(f[2] for f in fwd)
+        print(
+            f"{label:46} {gb10(mem.get('weights_bytes')):>9} {gb10(predicted):>10} "
+            f"{gb10(real_tensors):>12} {gb10(fwd_peak):>9} {predicted / fwd_peak:>8.2f} "
+            f"{gb10(ts_peak):>10} {predicted / ts_peak:>8.2f} {gb10(analysis):>9}"
+        )
+        at = mem.get("run_peak_op") or {}
+        print(
+            f"    peak at {at.get('op')} ({Path(str(at.get('file'))).name}:{at.get('line')}); "
+            f"forward {statistics.median(f[1] for f in fwd):.1f} s, TorchScript export "
+            f"{statistics.median(t[1] for t in ts):.1f} s, analysis "
+            f"{statistics.median(r.wall for r in results):.1f} s "
+            f"(memory phase {results[-1].phases.get('memory', 0):.2f} s)"
+        )
+    print(
+        "predicted: run_peak_bytes on fake tensors; real tensors: the same counter in the "
+        "forward process; forward / TS export: process RSS high-water (ru_maxrss) minus the "
+        "baseline; analysis: analysis_peak_bytes (worker RSS, torch included); medians of "
+        "--runs (TorchScript exporter: --ref-runs)"
+    )
+
+
 def ensure(module: str) -> None:
     if importlib.util.find_spec(module) is not None:
         return
@@ -128,6 +273,11 @@ def write_project(root: Path) -> Path:
 
 def gb(n: float | None) -> str:
     return "?" if not n else f"{n / 2**30:.2f} GB"
+
+
+def gb10(n: float | None) -> str:
+    """Decimal GB (10^9 bytes), as onnxlint's memory figures."""
+    return "?" if not n else f"{n / 1e9:.2f} GB"
 
 
 def run_reference(root: Path, label: str) -> tuple[float, float]:
@@ -215,9 +365,13 @@ def bench_llama(a: DeepAnalyzer, root: Path) -> None:
     res = analyze(a, target)
     wall = time.perf_counter() - t
     model = res.data.get("model", {})
+    mem = res.data.get("memory") or {}
     print(
-        f"parameters {model.get('params', 0):,}; real weights would take "
-        f"{gb(model.get('weight_bytes'))}"
+        f"parameters {model.get('params', 0):,}; weights_bytes {mem.get('weights_bytes', 0):,} "
+        f"= {(mem.get('weights_bytes') or 0) / 1e9:.2f} GB (10^9); predicted run peak "
+        f"{(mem.get('run_peak_bytes') or 0) / 1e9:.2f} GB; analysis_peak_bytes "
+        f"{(mem.get('analysis_peak_bytes') or 0) / 1e9:.2f} GB (target < 1 GB: "
+        f"{'OK' if (mem.get('analysis_peak_bytes') or 2**31) < 1e9 else 'MISSED'})"
     )
     print(
         f"full analysis in the warm worker: {wall:.1f} s (target <= 150 s: "
@@ -321,12 +475,14 @@ def bench_latency(root: Path, runs: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("which", choices=("warm", "highresnet", "llama", "latency", "all"))
+    parser.add_argument(
+        "which", choices=("warm", "highresnet", "llama", "latency", "memory", "all")
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--ref", action="store_true", help="run the reference exporters too")
     parser.add_argument("--ref-runs", type=int, default=1)
     args = parser.parse_args()
-    if args.which in ("highresnet", "all"):
+    if args.which in ("highresnet", "memory", "all"):
         ensure("monai")
     if args.which in ("llama", "latency", "all"):
         ensure("transformers")
@@ -349,7 +505,9 @@ def main() -> int:
                 bench_warm(a, root, args.runs, cold)
             if args.which in ("highresnet", "all"):
                 bench_highresnet(a, root, args.runs, args.ref, args.ref_runs)
-            if args.which in ("llama", "all"):
+            if args.which in ("memory", "all"):
+                bench_memory(a, root, args.runs, args.ref_runs)
+            if args.which in ("llama", "memory", "all"):
                 bench_llama(a, root)
     return 0
 

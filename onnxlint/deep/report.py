@@ -492,6 +492,8 @@ def memory_lines(r: DeepResult) -> list[str]:
         second += f"   this analysis: {gb(int(mem['analysis_peak_bytes']))}"
     if mem.get("run_partial"):
         second += f"   (the run stopped early on fake tensors: {mem['run_partial']})"
+    if mem.get("uncounted_kernels"):
+        second += f"   (under-counted: fused {', '.join(mem['uncounted_kernels'])})"
     return [first, second]
 
 
@@ -519,7 +521,16 @@ def _md_memory(r: DeepResult) -> list[str]:
 def _memory_rows(r: DeepResult) -> list[tuple[str, int | None, str]]:
     mem = _memory(r)
     dtype = f" ({mem['weights_dtype']})" if mem.get("weights_dtype") else ""
-    peak_note = RUN_PEAK_WHAT + _peak_where(mem, r.target.root)
+    peak_note = (
+        RUN_PEAK_WHAT
+        + _peak_where(mem, r.target.root)
+        + "; tensors only: kernel scratch space and the allocator come on top"
+    )
+    if mem.get("uncounted_kernels"):
+        peak_note += (
+            "; **under-counted**: the run goes through fused kernels whose internal buffers "
+            "are not tensors (" + ", ".join(f"`{k}`" for k in mem["uncounted_kernels"]) + ")"
+        )
     if mem.get("run_partial"):
         peak_note += f"; the run stopped early on fake tensors: {mem['run_partial']}"
     return [
