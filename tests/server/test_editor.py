@@ -154,7 +154,8 @@ async def test_a_deep_finding_confirming_a_static_one_is_one_diagnostic_in_plain
     assert isinstance(end, types.WorkDoneProgressEnd)
     # the end: counts and one sentence, in the state notification and (this client does
     # not show it itself) a message
-    finished = [p for name, p in lsp.notifications if p.state == "finished"][-1]
+    states = [p for name, p in lsp.notifications if name == "onnxlint/analysisState"]
+    finished = [p for p in states if p.state == "finished"][-1]
     assert finished.errors >= 1 and finished.findings >= finished.errors
     assert finished.message.startswith("onnxlint: net:net: fails at step 1/3")
     assert f"{finished.errors} error" in finished.message
