@@ -16,7 +16,7 @@ from typing import Any
 
 from onnxlint.deep import report
 from onnxlint.deep.analyzer import DeepAnalyzer
-from onnxlint.deep.result import DeepResult, line_span
+from onnxlint.deep.result import DeepResult, gb, line_span
 from onnxlint.deep.targets import (
     Target,
     TargetError,
@@ -266,7 +266,7 @@ def _print_text(results: list[DeepResult], problems: list[Violation], root: Path
     for v in problems:
         print(_line(v, root))
     for r in results:
-        mem = f"{r.peak_rss / 2**20:.0f} MB" if r.peak_rss else "?"
+        mem = gb(r.peak_rss) if r.peak_rss else "?"
         head = f"{r.target.name}: {r.outcome}{' (cached)' if r.cached else ''}"
         if r.detail and not r.ok and r.detail not in r.outcome:
             head += f" ({r.detail})"

@@ -19,13 +19,10 @@ from onnxlint.violation import Violation
 
 
 def _size(n: float | None) -> str:
+    """Bytes in decimal units (kB, MB, GB), as every memory figure of the reports."""
     if n is None:
         return "?"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1024 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
-    return f"{n:.2f} TB"
+    return f"{n:.0f} B" if n < 1000 else gb(n)
 
 
 def _excerpt(path: str, line: int, context: int = 2) -> list[tuple[int, str, bool]]:
@@ -501,7 +498,7 @@ def _md_memory(r: DeepResult) -> list[str]:
     mem = _memory(r)
     if not isinstance(mem.get("run_peak_bytes"), int):
         return []
-    out = ["### Memory", "", "| | bytes | |", "|---|---|---|"]
+    out = ["### Memory", "", "| | size | |", "|---|---|---|"]
     for label, value, note in _memory_rows(r):
         out.append(f"| {label} | {gb(value) if value else '?'} | {note} |")
     out.append("")

@@ -320,7 +320,9 @@ def gb(n: float) -> str:
         return f"{n / 1e9:.2f} GB"
     if n >= 1e6:
         return f"{n / 1e6:.1f} MB"
-    return f"{n / 1e3:.0f} kB"
+    if n >= 1e3:
+        return f"{n / 1e3:.0f} kB"
+    return f"{n:.0f} B"
 
 
 def _budget_finding(target: Target, data: dict[str, Any]) -> Violation | None:
