@@ -255,6 +255,24 @@ def test_onnxruntime_sweep_grows_with_the_defaults_and_not_without_the_arena(
     assert not [v for v in res.violations if v.code == "OLX820"]
 
 
+def test_onnxruntime_memory_findings_are_at_the_export_call(memproj: Path, results: Any) -> None:
+    res = results["conv"]
+    script = memproj / "export_conv.py"
+    script.write_text(
+        "import torch\n\nfrom memproj.models import Conv\n\n"
+        'torch.onnx.export(Conv().eval(), (torch.randn(1, 3, 64, 64),), "conv.onnx",\n'
+        '                  dynamic_shapes=({2: "h", 3: "w"},))\n'
+    )
+    try:
+        end = {"status": "ok", "peak_rss": res.peak_rss, "wall": res.wall}
+        again = from_worker(res.target, end, json.loads(json.dumps(res.data)))
+    finally:
+        script.unlink()
+    (v,) = [v for v in again.violations if v.code == "OLX821"]
+    assert (v.path, v.line) == (str(script), 5)
+    assert any("found by verifying target 'conv'" in n for n in v.notes)
+
+
 def test_onnxruntime_sweep_flat_model_has_no_finding(results: Any) -> None:
     res = results["flat"]
     sweep = _mem(res)["ort_sweep"]
