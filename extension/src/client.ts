@@ -1,5 +1,5 @@
 // Owns the language client: finds the interpreter, checks onnxlint is there, starts and restarts the server.
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as readline from 'node:readline';
@@ -17,6 +17,7 @@ import {
 } from 'vscode-languageclient/node';
 import { Coalescer } from './coalesce';
 import { SHOW_ANALYSIS_RESULT, TRUST_MESSAGE } from './commands';
+import { type EarlyServer, launch, launchOf, sameLaunch, type ServerLaunch } from './early';
 import {
     type CheckOutcome,
     checkArgs,
@@ -25,7 +26,6 @@ import {
     type Interpreter,
     parseCheck,
     resolveInterpreter,
-    serverArgs,
     which,
 } from './interpreter';
 import { handleServerProgress } from './progress';
@@ -138,6 +138,8 @@ export class Controller implements vscode.Disposable {
     /** What the running client registered besides itself (the progress handler). */
     private clientDisposables: { dispose(): unknown }[] = [];
     private client: LanguageClient | undefined;
+    /** The server process of the running client. */
+    private serverProcess: ChildProcess | undefined;
     private settings: ServerSettings;
     private interpreter: Interpreter | undefined;
     /** Why the server is not running, for the fallback commands. */
@@ -152,9 +154,12 @@ export class Controller implements vscode.Disposable {
     constructor(
         private readonly context: vscode.ExtensionContext,
         activated = Date.now(),
+        loaded = activated,
+        private early?: EarlyServer,
     ) {
         this.output = vscode.window.createOutputChannel('onnxlint', { log: true });
         this.timing = new Timing(this.output);
+        this.timing.mark('loaded', loaded);
         this.timing.mark('activated', activated);
         this.status = new Status();
         this.settings = currentSettings();
@@ -246,6 +251,29 @@ export class Controller implements vscode.Disposable {
         } catch (error) {
             this.output.debug(`disposing the stopped client: ${String(error)}`);
         }
+        // The process is ours (the client got it from a function): a server that did not exit
+        // on `exit` is stopped here.
+        const server = this.serverProcess;
+        this.serverProcess = undefined;
+        if (server?.exitCode === null && server.signalCode === null) {
+            server.kill();
+        }
+    }
+
+    /** The process started at activation, if it runs the same command as this start would. */
+    private takeEarly(spec: ServerLaunch): ChildProcess | undefined {
+        const early = this.early;
+        this.early = undefined;
+        if (early === undefined) {
+            return undefined;
+        }
+        const alive = early.process.exitCode === null && early.process.signalCode === null;
+        if (alive && sameLaunch(early.launch, spec)) {
+            this.output.info(`using the server process started at activation (${early.what})`);
+            return early.process;
+        }
+        early.process.kill();
+        return undefined;
     }
 
     /** Stops the server if it runs, then starts it with the current settings. */
@@ -285,12 +313,16 @@ export class Controller implements vscode.Disposable {
 
         // No separate install check before the start (it cost a Python start-up of its own on the way
         // to the first diagnostics): the check runs only when the server fails, to say why.
-        const serverOptions: ServerOptions = {
-            command: interpreter.command,
-            args: serverArgs(interpreter, this.settings.args),
-            // No `transport`: with TransportKind.stdio the client appends `--stdio`, which is not in the
-            // contract (`-m onnxlint server` speaks stdio by default).
-            options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+        // `-m onnxlint server` speaks stdio (no `--stdio`, which vscode-languageclient's
+        // TransportKind.stdio would append). The process is started here (or was at activation,
+        // early.ts) and handed to the client; a restart after a crash starts a new one.
+        const spec = launchOf(interpreter, this.settings.args, cwd);
+        let first = this.takeEarly(spec);
+        const serverOptions: ServerOptions = () => {
+            const child = first ?? launch(spec);
+            first = undefined;
+            this.serverProcess = child;
+            return Promise.resolve(child);
         };
         let running = false;
         const stops: number[] = [];
@@ -730,6 +762,8 @@ export class Controller implements vscode.Disposable {
     }
 
     async stop(): Promise<void> {
+        this.early?.process.kill();
+        this.early = undefined;
         this.restarts.dispose();
         this.generation += 1;
         await this.stopClient();
