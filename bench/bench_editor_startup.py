@@ -25,8 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PHASES = [
     ("activated", "extension activated"),
-    ("interpreter", "interpreter resolved"),
-    ("initialized", "server started + initialize answered"),
+    ("interpreter", "client loaded, interpreter resolved"),
+    ("initialized", "initialize answered (server spawned at activation)"),
     ("diagnostics", "first diagnostics received"),
     ("squiggles", "first squiggles drawn"),
 ]

@@ -112,7 +112,7 @@ class Timing {
         const span = (from: string, to: string): string =>
             m[from] !== undefined && m[to] !== undefined ? `${m[to] - m[from]} ms` : '?';
         this.output.info(
-            `timing: interpreter ${span('activated', 'interpreter')}, server start and initialize ` +
+            `timing: client loaded and interpreter resolved ${span('activated', 'interpreter')}, server initialized ` +
                 `${span('interpreter', 'initialized')}, first diagnostics ${span('initialized', 'diagnostics')}; ` +
                 `${span('activated', 'diagnostics')} from activation`,
         );

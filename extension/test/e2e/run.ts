@@ -549,7 +549,7 @@ async function scenarioStatic(ctx: Ctx): Promise<void> {
     fs.writeFileSync(path.join(ctx.opts.artifacts, 'timing.json'), JSON.stringify(timing, null, 2));
     const after = (t: number | undefined): string => (t !== undefined ? `+${t - opened} ms` : '?');
     ctx.detail.push(
-        `start-up from opening the file: extension activated ${after(m.activated)}, interpreter resolved ${after(m.interpreter)}, ` +
+        `start-up from opening the file: extension activated ${after(m.activated)}, client loaded and interpreter resolved ${after(m.interpreter)}, ` +
             `server initialized ${after(m.initialized)}, first diagnostics ${after(m.diagnostics)}, squiggles visible ${after(seen)}`,
     );
 
