@@ -480,6 +480,10 @@ class FileModel:
     # -- modules
 
     def _mark_modules(self) -> None:
+        # ClassInfo objects live with their block (reused while its text is unchanged),
+        # but whether a class is a module depends on other blocks (its imports, its bases).
+        for c in self.classes.values():
+            c.is_module, c.module_reason = False, ""
         changed = True
         while changed:
             changed = False

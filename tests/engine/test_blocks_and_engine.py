@@ -292,3 +292,21 @@ def test_a_helpers_return_kind_is_used_and_its_edit_rechecks_the_caller() -> Non
     as_list = text.replace("return torch.sigmoid(x)", "return [torch.sigmoid(x)]")
     assert engine.check("m.py", as_list, cfg) == []
     assert [v.line for v in engine.check("m.py", text, cfg)] == [10]
+
+
+def test_removing_the_import_that_made_a_class_a_module_is_seen_by_its_unchanged_block() -> None:
+    """The class block is unchanged (its cached index is reused), but without `nn` it is
+    no longer a torch module: its forward is not judged any more."""
+    from onnxlint.config import parse_table
+    from onnxlint.engine import Engine
+
+    text = (
+        "import torch\nfrom torch import nn\n\n\n"
+        "class M(nn.Module):\n    def forward(self, x):\n"
+        "        if x.sum() > 0:\n            return x\n        return x\n"
+    )
+    cfg = parse_table({"select": ["OLX101"]}, None)
+    engine = Engine()
+    assert [v.line for v in engine.check("m.py", text, cfg)] == [7]
+    assert engine.check("m.py", text.replace("from torch import nn\n", ""), cfg) == []
+    assert [v.line for v in engine.check("m.py", text, cfg)] == [7]
