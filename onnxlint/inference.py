@@ -165,6 +165,8 @@ def _is_runtime_wrapper(ctx: Context, cls: str) -> bool:
     if info is None:
         return False
     backend = any(full.split(".", 1)[0] in RUNTIME_BACKENDS for full in ctx.model.imports.values())
+    if not backend and not (".numpy()" in ctx.text and ".predict" in ctx.text):
+        return False  # the common case, without walking the class
     to_numpy = predictor = False
     for node in iter_descendants(info.node):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
