@@ -27,6 +27,11 @@ class RunMemoryOverBudget(Rule):
     under fake tensors and needs a fraction of it: MONAI's HighResNet at batch 30 needs about
     3 GB to export with the TorchScript exporter and under 0.5 GB with the dynamo exporter.
 
+    The figure counts tensors only: kernel scratch space and the allocator come on top, and
+    the TorchScript exporter needs more again to copy the weights into the ONNX file, so the
+    real need is higher (`bench/README.md` has measured ratios): the figure is a lower bound,
+    so a run over the budget will not fit, and one a little under it may not either.
+
     ## Example
     ```python
     torch.onnx.export(model, (torch.randn(30, 1, 48, 48, 48),), "net.onnx", dynamo=False)
