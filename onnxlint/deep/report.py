@@ -518,9 +518,10 @@ def _md_memory(r: DeepResult) -> list[str]:
 def _memory_rows(r: DeepResult) -> list[tuple[str, int | None, str]]:
     mem = _memory(r)
     dtype = f" ({mem['weights_dtype']})" if mem.get("weights_dtype") else ""
+    where = _peak_where(mem, r.target.root)
     peak_note = (
         RUN_PEAK_WHAT
-        + _peak_where(mem, r.target.root)
+        + (f"; the peak is{where}" if where else "")
         + "; tensors only: kernel scratch space and the allocator come on top"
     )
     if mem.get("uncounted_kernels"):
