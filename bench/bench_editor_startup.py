@@ -76,7 +76,7 @@ def main() -> None:
     for name, words in PHASES:
         values = [r[name] for r in runs if name in r]
         if values:
-            print(f"  {words:<40} {statistics.median(values):>7.0f}")
+            print(f"  {words:<52} {statistics.median(values):>7.0f}")
     print("(negative: before the file was opened; the extension activates with the window when")
     print(" the workspace holds Python files, so the server is ready when the first file opens)")
 
