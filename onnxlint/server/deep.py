@@ -246,9 +246,10 @@ class DeepService:
             )
         finally:
             self.running = None
-            progress.end("cancelled" if job.cancel.is_set() else "done")
             if result is not None:
                 finished.update(summary(result))
+            done = "cancelled" if job.cancel.is_set() else "done"
+            progress.end(str(finished.get("message", done)))
             ls.protocol.notify(ANALYSIS_STATE, finished)
         if result is None:
             return {"status": "error", "target": target.name}

@@ -159,6 +159,7 @@ async def test_a_deep_finding_confirming_a_static_one_is_one_diagnostic_in_plain
     assert finished.errors >= 1 and finished.findings >= finished.errors
     assert finished.message.startswith("onnxlint: net:net: fails at step 1/3")
     assert f"{finished.errors} error" in finished.message
+    assert end.message == finished.message  # the progress ends with the same sentence
     await wait_for(lambda: any(m.message == finished.message for m in lsp.messages), 10)
     on_if = [d for d in merged if d.range.start.line == 6]
     assert len(on_if) == 1, [(d.code, d.message) for d in on_if]
