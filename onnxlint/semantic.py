@@ -1145,13 +1145,40 @@ def still_returns(model: FileModel, used: Collection[tuple[str | None, str, Kind
     return True
 
 
-def _returns(node: cst.CSTNode) -> Iterator[cst.Return]:
+def _returns(node: cst.CSTNode) -> list[cst.Return]:
     """The `return` statements of a function body (not of nested defs or lambdas)."""
-    for child in node.children:
-        if type(child) is cst.Return:
-            yield child
-        elif type(child) not in (cst.FunctionDef, cst.Lambda, cst.ClassDef):
-            yield from _returns(child)
+    from onnxlint.walker import iter_children
+
+    out: list[cst.Return] = []
+    stack = [node]
+    while stack:
+        for child in iter_children(stack.pop()):
+            t = type(child)
+            if t is cst.Return:
+                out.append(child)  # type: ignore[arg-type]
+            elif t is not cst.FunctionDef and t is not cst.Lambda and t is not cst.ClassDef:
+                if t not in _EXPRESSION_LEAVES:
+                    stack.append(child)
+    return out
+
+
+# Nodes no statement hides in: the walk for `return` does not descend into them.
+_EXPRESSION_LEAVES = frozenset(
+    {
+        cst.Call,
+        cst.Attribute,
+        cst.Name,
+        cst.Subscript,
+        cst.BinaryOperation,
+        cst.Comparison,
+        cst.SimpleString,
+        cst.Integer,
+        cst.Float,
+        cst.Tuple,
+        cst.List,
+        cst.Dict,
+    }
+)
 
 
 _CONVERTERS = frozenset({"builtins.int", "builtins.float", "builtins.bool"})
