@@ -1156,15 +1156,18 @@ def _returns(node: cst.CSTNode) -> list[cst.Return]:
             t = type(child)
             if t is cst.Return:
                 out.append(child)  # type: ignore[arg-type]
-            elif t is not cst.FunctionDef and t is not cst.Lambda and t is not cst.ClassDef:
-                if t not in _EXPRESSION_LEAVES:
-                    stack.append(child)
+            elif t not in _NO_RETURN_INSIDE:
+                stack.append(child)
     return out
 
 
-# Nodes no statement hides in: the walk for `return` does not descend into them.
-_EXPRESSION_LEAVES = frozenset(
+# Nodes the walk for a function's `return`s does not descend into: nested scopes, and
+# expressions (no statement hides in them).
+_NO_RETURN_INSIDE = frozenset(
     {
+        cst.FunctionDef,
+        cst.Lambda,
+        cst.ClassDef,
         cst.Call,
         cst.Attribute,
         cst.Name,
