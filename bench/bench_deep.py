@@ -194,7 +194,11 @@ def run_measured(root: Path, factory: str, what: str) -> tuple[float, float, flo
         # the exporter ran the model before it failed: its peak still counts
         why = tail[0][:160] if tail else f"exit {os.waitstatus_to_exitcode(status)}"
         print(f"    ({factory} {what} failed: {why})")
-    fields = {x.split()[0]: float(x.split()[1]) for x in out.splitlines() if len(x.split()) == 2}
+    fields = {  # the exporter prints its graph on stdout too: only our two lines
+        x.split()[0]: float(x.split()[1])
+        for x in out.splitlines()
+        if x.startswith(("wall ", "tensor_peak ")) and len(x.split()) == 2
+    }
     return usage.ru_maxrss * 1024.0, fields.get("wall", wall), fields.get("tensor_peak", 0.0)
 
 
