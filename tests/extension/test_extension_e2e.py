@@ -88,7 +88,16 @@ def e2e_results(npm: NpmRunner, vsix: Path) -> dict[str, Any]:
     ]
     if os.environ.get("ONNXLINT_UPDATE_SCREENSHOT") == "1":
         command += ["--screenshot", str(SCREENSHOT)]
-    run = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    # stdin from /dev/null: under pytest-xdist the worker's stdin is its channel to the
+    # controller, which code-server and its children must not inherit.
+    run = subprocess.run(
+        command,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     print(run.stdout)
     print(run.stderr, file=sys.stderr)
     results_file = ARTIFACTS / "results.json"

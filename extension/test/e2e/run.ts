@@ -249,13 +249,30 @@ function codeServerEnv(nodeBin: string): NodeJS.ProcessEnv {
 
 function installExtension(opts: Options, extensionsDir: string): void {
     const { bin, nodeBin } = codeServerBin(opts);
-    const out = execFileSync(
-        bin,
-        ['--extensions-dir', extensionsDir, '--user-data-dir', path.join(extensionsDir, '..', 'install-user-data'), '--install-extension', opts.vsix, '--force'],
-        { env: codeServerEnv(nodeBin), encoding: 'utf8' },
-    );
-    if (!/successfully installed/i.test(out)) {
-        throw new Error(`installing ${opts.vsix} failed:\n${out}`);
+    const userData = path.join(extensionsDir, '..', 'install-user-data');
+    // code-server's installer now and then fails to scan the folder it has just extracted
+    // ("ScanningExtension: Cannot read the extension") when the machine is busy; the same
+    // install then succeeds. Two more tries from an empty folder, each failure logged.
+    for (let attempt = 1; ; attempt++) {
+        try {
+            const out = execFileSync(
+                bin,
+                ['--extensions-dir', extensionsDir, '--user-data-dir', userData, '--install-extension', opts.vsix, '--force'],
+                { env: codeServerEnv(nodeBin), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+            );
+            if (!/successfully installed/i.test(out)) {
+                throw new Error(`installing ${opts.vsix} failed:\n${out}`);
+            }
+            return;
+        } catch (err) {
+            if (attempt >= 3) {
+                throw err;
+            }
+            console.error(`install attempt ${attempt} failed, retrying: ${String(err).slice(0, 400)}`);
+            fs.rmSync(extensionsDir, { recursive: true, force: true });
+            fs.rmSync(userData, { recursive: true, force: true });
+            execFileSync('sleep', ['2']);
+        }
     }
 }
 
