@@ -4,16 +4,21 @@ A file judged alone knows only its own modules: `count(x)` in `utils.py` is forw
 when `head.py` does `from .utils import count` and calls it from `Head.forward`, even
 when no export of the project reaches `Head`. `ImportedNames` lists, from the text the
 project scan reads anyway, which files import a name (`from x import a, b`); for the
-few files that import one of a file's helpers, `forward_callers` parses them (cached
-facts) and asks whether the imported name is called from forward-reachable code.
+few files that import one of a file's helpers, `forward_callers` reads their text and ast
+summary: the name imported from this file and called by a class that has `forward`.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import os
 import re
 
+from onnxlint.files import content_key
 from onnxlint.project.index import ProjectIndex
+from onnxlint.project.resolve import candidates
+from onnxlint.project.summary import summarise
 from onnxlint.semantic import FileModel
 
 # `from pkg.utils import a, b as c` and the parenthesised multi-line form.
@@ -87,19 +92,39 @@ def forward_callers(
 
 
 def _calls_from_forward(index: ProjectIndex, importer: str, path: str, fname: str) -> bool:
-    facts = index.facts(importer)
-    if facts is None:
+    """Whether `importer` imports `fname` from `path` and calls it in a module class (one
+    with `forward`). Read with `ast`, never a libcst parse (in a corpus such as
+    transformers a helper is imported by dozens of files)."""
+    text = index.read(importer)
+    if text is None:
         return False
-    model = facts.model
-    bound = [b for b, q in model.imports.items() if q.rsplit(".", 1)[-1] == fname]
-    if not bound:
+    index.deps.setdefault(importer, content_key(text))
+    if f"{fname}(" not in text or "def forward" not in text:
         return False
-    found = index.find_function(importer, model.imports[bound[0]])
-    if found is None or found[0].path != path:
+    summary = summarise(text, content_key(text))
+    if summary is None:
         return False
-    for key in model.reachable:
-        cls, name = key
-        func = model.functions.get(name) if cls is None else model.find_method(cls, name)
-        if func is not None and any(b in func.name_calls for b in bound):
-            return True
+    for bound, qualified in summary.imports.items():
+        module, _, name = qualified.rpartition(".")
+        if name == fname and f"{bound}(" in text and module:
+            here = os.path.abspath(path)
+            if any(os.path.abspath(c) == here for c in candidates(importer, module, index.root)):
+                return bound in _called_in_module_classes(text)
     return False
+
+
+def _called_in_module_classes(text: str) -> set[str]:
+    """Names called by the methods of the classes that define `forward` (ast, not libcst)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any(
+            isinstance(m, ast.FunctionDef) and m.name == "forward" for m in node.body
+        ):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name):
+                    out.add(inner.func.id)
+    return out
