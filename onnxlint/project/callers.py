@@ -98,10 +98,11 @@ def _calls_from_forward(index: ProjectIndex, importer: str, path: str, fname: st
     text = index.read(importer)
     if text is None:
         return False
-    index.deps.setdefault(importer, content_key(text))
+    digest = content_key(text)
+    index.deps.setdefault(importer, digest)
     if f"{fname}(" not in text or "def forward" not in text:
         return False
-    summary = summarise(text, content_key(text))
+    summary = summarise(text, digest)
     if summary is None:
         return False
     for bound, qualified in summary.imports.items():

@@ -190,25 +190,14 @@ class ProjectIndex:
     def return_kind(self, importer: str, qualname: str) -> str | None:
         """What the project function `qualname` (as imported in `importer`) returns:
         "tensor", "other" or None (unknown, or not a project function). Read from module
-        summaries, following re-exports."""
-        hops = MAX_HOPS
-        while hops > 0:
-            hops -= 1
-            split = split_qualname(qualname)
-            if split is None:
-                return None
-            module_name, name = split
-            found = self._summary_module(importer, module_name)
-            if found is None:
-                return None
-            path, summary = found
-            if name in summary.returns or name in summary.defines:
-                return summary.returns.get(name)
-            target = summary.imports.get(name)
-            if target is None:
-                return None
-            importer, qualname = path, target
-        return None
+        summaries, following re-exports; memoised per check."""
+        key = (importer, qualname)
+        if key not in self._return_memo:
+            found = self._summary_definition(
+                importer, qualname, MAX_HOPS, lambda s, n: n in s.returns or n in s.defines
+            )
+            self._return_memo[key] = None if found is None else found[1].returns.get(found[2])
+        return self._return_memo[key]
 
     def is_module(self, importer: str, qualname: str) -> bool | None:
         """Whether the class `qualname` (as imported in `importer`) is a torch module:
@@ -259,6 +248,17 @@ class ProjectIndex:
         self, importer: str, qualname: str, hops: int
     ) -> tuple[str, ModuleSummary, str] | None:
         """(path, summary, class name) of the module defining the class, via re-exports."""
+        return self._summary_definition(importer, qualname, hops, lambda s, n: n in s.classes)
+
+    def _summary_definition(
+        self,
+        importer: str,
+        qualname: str,
+        hops: int,
+        defines: Callable[[ModuleSummary, str], bool],
+    ) -> tuple[str, ModuleSummary, str] | None:
+        """(path, summary, name) of the module where `defines` finds the name `qualname`
+        names in `importer`, following re-exports (`from .x import Net`) `hops` deep."""
         while hops > 0:
             hops -= 1
             split = split_qualname(qualname)
@@ -269,7 +269,7 @@ class ProjectIndex:
             if found is None:
                 return None
             path, summary = found
-            if name in summary.classes:
+            if defines(summary, name):
                 return path, summary, name
             target = summary.imports.get(name)
             if target is None:

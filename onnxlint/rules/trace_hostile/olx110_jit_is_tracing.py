@@ -291,9 +291,9 @@ class JitIsTracing(Rule):
             child = anc
         return None
 
-    def _hostile(self, code: cst.CSTNode) -> str | None:
-        """A call in `code` (or in a method of this class it calls) that fails under the
-        dynamo exporter: NumPy, or a tensor turned into Python data."""
+    def _hostile(self, code: cst.CSTNode, into_methods: bool = True) -> str | None:
+        """A call in `code` (and, `into_methods`, in a method of this class it calls) that
+        fails under the dynamo exporter: NumPy, or a tensor turned into Python data."""
         cls = self.ctx.class_info
         here = self.ctx.function
         for n in iter_descendants(code):
@@ -306,22 +306,18 @@ class JitIsTracing(Rule):
                 attr = n.func.attr.value
                 if attr in _TO_PYTHON and not n.args:
                     return f".{attr}()"
-                if cls is not None and dotted(n.func.value) == "self" and attr in cls.methods:
+                if (
+                    into_methods
+                    and cls is not None
+                    and dotted(n.func.value) == "self"
+                    and attr in cls.methods
+                ):
                     inner = cls.methods[attr].node
-                    if (here is None or inner is not here.node) and self._hostile_flat(inner.body):
+                    if (here is None or inner is not here.node) and self._hostile(
+                        inner.body, into_methods=False
+                    ):
                         return f"self.{attr}(...)"
         return None
-
-    def _hostile_flat(self, code: cst.CSTNode) -> bool:
-        for n in iter_descendants(code):
-            if isinstance(n, cst.Call):
-                q = self.ctx.qualname(n.func) or ""
-                if q.split(".", 1)[0] == "numpy":
-                    return True
-                attr = n.func.attr.value if isinstance(n.func, cst.Attribute) else ""
-                if attr in _TO_PYTHON and not n.args:
-                    return True
-        return False
 
     def _dynamo_guarded(self, node: cst.Call) -> bool:
         """Whether the boolean expression holding the call (`is_tracing() or
