@@ -49,6 +49,8 @@ class Config:
     # deprecated snake_case), values by onnxlint.deep.targets.
     targets: tuple[dict[str, Any], ...] = ()
     deep: dict[str, Any] = field(default_factory=dict)  # [tool.onnxlint.deep] worker options
+    # [[tool.onnxlint.scripts]]: export scripts the deep analysis runs, with their `argv`
+    scripts: tuple[dict[str, Any], ...] = ()
     root: Path | None = None  # the folder of the pyproject.toml it came from
     source: Path | None = None  # the pyproject.toml it came from
     # What the user should change but that still works (deprecated spellings); front ends
@@ -137,6 +139,7 @@ _KEYS = {
     "unreached",
     "targets",
     "deep",
+    "scripts",
 }
 
 
@@ -154,7 +157,8 @@ TARGET_KEYS = (
     "verify-max-params",
 )
 TARGET_EXPORTER_KEYS = ("opset", "translation-table")
-DEEP_KEYS = ("python",)
+DEEP_KEYS = ("python", "scripts")
+SCRIPT_KEYS = ("path", "argv")
 
 
 def did_you_mean(word: str, known: Any) -> str:
@@ -284,13 +288,41 @@ def parse_table(table: dict[str, Any], source: Path | None) -> Config:
             raise ConfigError(
                 f"{where}: unknown key `deep.{unknown[0]}`{did_you_mean(unknown[0], DEEP_KEYS)}"
             )
+        if not isinstance(table["deep"].get("scripts", True), bool):
+            raise ConfigError(f"{where}: `deep.scripts` must be true or false")
         kw["deep"] = dict(table["deep"])
+    if "scripts" in table:
+        kw["scripts"] = _check_scripts(table["scripts"], where)
     return Config(
         root=source.parent.resolve() if source else None,
         source=source,
         warnings=tuple(warnings),
         **kw,
     )
+
+
+def _check_scripts(scripts: Any, where: str) -> tuple[dict[str, Any], ...]:
+    """[[tool.onnxlint.scripts]]: `path` (a .py file) and `argv` (a list of strings)."""
+    if not isinstance(scripts, list) or not all(isinstance(t, dict) for t in scripts):
+        raise ConfigError(
+            f"{where}: `scripts` must be an array of tables [[tool.onnxlint.scripts]]"
+        )
+    for i, entry in enumerate(scripts):
+        label = f"{where} [[tool.onnxlint.scripts]] #{i + 1}"
+        unknown = sorted(set(entry) - set(SCRIPT_KEYS))
+        if unknown:
+            raise ConfigError(
+                f"{label}: unknown key `{unknown[0]}`{did_you_mean(unknown[0], SCRIPT_KEYS)}"
+            )
+        path = entry.get("path")
+        if not isinstance(path, str) or not path.endswith(".py"):
+            raise ConfigError(f"{label}: `path` must be the script's path, a .py file")
+        argv = entry.get("argv", [])
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            raise ConfigError(
+                f'{label}: `argv` must be a list of strings, e.g. ["--weights", "x.pt"]'
+            )
+    return tuple(dict(e) for e in scripts)
 
 
 def _check_keys(

@@ -176,6 +176,8 @@ def _deep_violations(paths: list[str], config: Config, args: argparse.Namespace)
         verify=args.verify,
         use_cache=not args.no_cache,
         messages=messages,
+        scripts=list(config.scripts),
+        run_scripts=bool(config.deep.get("scripts", True)),
     )
     for m in messages:
         warn(m)

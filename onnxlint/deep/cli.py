@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import shlex
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -38,7 +40,15 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
         "targets",
         nargs="*",
         metavar="TARGET",
-        help="target names ([[tool.onnxlint.targets]] or module:function); default: all",
+        help="target names ([[tool.onnxlint.targets]] or module:function), or export scripts "
+        "(SCRIPT.py: every export call it makes; SCRIPT.py:LINE: the call on that line); "
+        "default: all targets",
+    )
+    parser.add_argument(
+        "--argv",
+        metavar="ARGS",
+        help="command-line arguments for the export scripts analysed (one string, split "
+        "like a shell; default: [[tool.onnxlint.scripts]] `argv`, else none)",
     )
     parser.add_argument(
         "--report", metavar="FILE", type=Path, help="write a report (.html, else Markdown)"
@@ -86,6 +96,9 @@ def collect_targets(
     found = discover_targets(paths, root, unusable)
     for path, line, message in unusable:
         problems.append(_invalid_target(path, line, message))
+    from onnxlint.deep.scripts import exportable_targets
+
+    found += exportable_targets(paths, root)
     for t in found:
         # A marked function that a [[tool.onnxlint.targets]] entry already declares is
         # the same target (the declaration, with its options, wins).
@@ -162,7 +175,7 @@ def targets_under(targets: Sequence[Target], paths: Sequence[str | Path]) -> lis
         loc = factory_location(t)
         if loc is not None:
             files.append(loc[0])
-        if t.decl_path is not None and t.origin == "marker":
+        if t.decl_path is not None and t.origin in ("marker", "exportable", "script"):
             files.append(t.decl_path)
         # A factory that cannot be located (an installed package) belongs to the project.
         if any(under(f) for f in files) or (not files and under(t.root)):
@@ -180,13 +193,27 @@ def deep_check(
     *,
     use_cache: bool = True,
     messages: list[str] | None = None,
+    scripts: Sequence[dict[str, Any]] = (),
+    run_scripts: bool = True,
 ) -> list[Violation]:
     """OLX8xx findings for the declared targets and the `# onnxlint: target` functions whose
-    factory or model lives under `paths`. `messages` gets what the user should know (no
-    targets)."""
+    factory or model lives under `paths`; when the project declares none, for the export
+    calls of the scripts under `paths` (unless `run_scripts` is off). `messages` gets what
+    the user should know (no targets, scripts analysed instead)."""
     root = Path(root)
     targets, problems = collect_targets(raw_targets, root, [Path(p) for p in paths])
     chosen = targets_under(targets, paths)
+    if not targets and run_scripts:
+        from onnxlint.deep.scripts import project_scripts
+
+        chosen = project_scripts([Path(p) for p in paths], scripts, root)
+        if chosen and messages is not None:
+            files = len({t.script for t in chosen})
+            messages.append(
+                f"no deep-analysis targets declared: analysing the "
+                f"{plural(len(chosen), 'export call')} of {plural(files, 'script')} "
+                "(set `scripts = false` in [tool.onnxlint.deep] to turn this off)"
+            )
     if not chosen and not problems and messages is not None:
         if targets:
             names = ", ".join(t.name for t in targets)
@@ -214,7 +241,14 @@ def run_analyze(args: argparse.Namespace, config: Any) -> int:
         by_name = {t.name: t for t in targets}
         chosen = []
         for w in wanted:
-            if w in by_name:
+            script = _script_spec(w)
+            if script is not None:
+                found = _script_targets(script, root, config, getattr(args, "argv", None))
+                if isinstance(found, str):
+                    print(f"onnxlint: {found}", file=sys.stderr)
+                    return EXIT_USAGE
+                chosen += found
+            elif w in by_name:
                 chosen.append(by_name[w])
             elif ":" in w:
                 chosen.append(Target(name=w, factory=w, root=root, origin="cli"))
@@ -262,6 +296,37 @@ def run_analyze(args: argparse.Namespace, config: Any) -> int:
     return EXIT_FINDINGS if violations else EXIT_CLEAN
 
 
+_SCRIPT_SPEC = re.compile(r"^(?P<path>.+\.py)(?::(?P<line>\d+))?$")
+
+
+def _script_spec(spec: str) -> tuple[Path, int | None] | None:
+    """`export.py` or `export.py:42` -> (path, line); None for a target name."""
+    m = _SCRIPT_SPEC.match(spec)
+    if m is None:
+        return None
+    return Path(m.group("path")), int(m.group("line")) if m.group("line") else None
+
+
+def _script_targets(
+    spec: tuple[Path, int | None], root: Path, config: Any, argv: str | None
+) -> list[Target] | str:
+    """The script targets of `analyze SCRIPT.py[:LINE]`, or what is wrong with the spec."""
+    from dataclasses import replace
+
+    from onnxlint.deep.scripts import export_call_lines, script_targets
+
+    path, line = spec
+    if not path.is_file():
+        return f"no such script: {path}"
+    if line is not None and not 1 <= line <= len(path.read_text(errors="replace").splitlines()):
+        known = ", ".join(map(str, export_call_lines(path))) or "none found"
+        return f"{path}:{line}: the script has no such line (export calls: {known})"
+    found = script_targets(path, root, line, getattr(config, "scripts", ()) or ())
+    if argv is not None:
+        found = [replace(t, argv=tuple(shlex.split(argv))) for t in found]
+    return found
+
+
 def _print_text(results: list[DeepResult], problems: list[Violation], root: Path) -> None:
     for v in problems:
         print(_line(v, root))
@@ -271,6 +336,9 @@ def _print_text(results: list[DeepResult], problems: list[Violation], root: Path
         if r.detail and not r.ok and r.detail not in r.outcome:
             head += f" ({r.detail})"
         print(f"{head}, {plural(len(r.violations), 'finding')}, {r.wall:.1f} s, peak {mem}")
+        skipped = script_skipped(r, root)
+        if skipped:
+            print(f"  skipped (weights and devices do not matter here): {skipped}")
         for line in report.memory_lines(r):
             print(f"  memory: {line}" if line.startswith("weights") else f"          {line}")
         for v in r.violations:
@@ -278,6 +346,20 @@ def _print_text(results: list[DeepResult], problems: list[Violation], root: Path
             for n in v.notes:
                 first = n.splitlines()[0] if n else n
                 print(f"      {first}")
+
+
+def script_skipped(r: DeepResult, root: Path) -> str:
+    """What a script target's run faked, short: `torch.load (export.py:25), .cuda() (:26)`."""
+    items = (r.data or {}).get("script_skipped") or []
+    out = []
+    for item in items:
+        what = str(item.get("what", "")).split(" (")[0]
+        try:
+            where = str(Path(item["file"]).resolve().relative_to(root.resolve()))
+        except (KeyError, ValueError):
+            where = str(item.get("file", ""))
+        out.append(f"{what} ({where}:{item.get('line')})")
+    return ", ".join(out)
 
 
 def plural(n: int, word: str) -> str:

@@ -94,8 +94,12 @@ class Target:
     """Bytes a real run of the model may use (OLX819); None: the machine's memory."""
     decl_path: Path | None = None
     decl_line: int = 1
-    origin: str = "pyproject"  # or "marker"
+    origin: str = "pyproject"  # or "marker", "script", "exportable", "cli"
     extra: Mapping[str, Any] = field(default_factory=dict)
+    script: Path | None = None
+    """An export script the worker runs up to its export call (`onnxlint.deep.scripts`)."""
+    script_line: int | None = None  # the export call's line; None: the first one reached
+    argv: tuple[str, ...] = ()
 
     @property
     def module(self) -> str:
@@ -113,6 +117,15 @@ class Target:
             "strict": self.strict,
             "verify": self.verify if verify is None else verify,
             "verify_max_params": self.verify_max_params,
+            **(
+                {
+                    "script": str(self.script),
+                    "script_line": self.script_line,
+                    "argv": list(self.argv),
+                }
+                if self.script is not None
+                else {}
+            ),
         }
 
     def key(self) -> str:
@@ -427,7 +440,10 @@ def _python_files(paths: Iterable[Path]) -> Iterable[Path]:
 
 
 def factory_location(target: Target) -> tuple[Path, int] | None:
-    """Where the factory function is defined, found without importing anything."""
+    """Where the factory function is defined, found without importing anything (for a
+    script target, its export call)."""
+    if target.script is not None:
+        return target.script.resolve(), target.script_line or 1
     mod_path = _module_path(target.module, target.root)
     if mod_path is None:
         return None

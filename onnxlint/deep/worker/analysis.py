@@ -91,6 +91,8 @@ def _finish(rec: Analysis) -> dict[str, Any]:
             and os.path.isabs(f)
             and frames.is_project_file(f, rec.root)
         }
+        # a script target's own file is no module, and its edits change the analysis
+        | ({os.path.realpath(rec.target["script"])} if rec.target.get("script") else set())
     )
     for name in ("load", "memory", "explain", "export", "decompose", "translate", "verify"):
         if name in rec.failed:

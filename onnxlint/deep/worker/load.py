@@ -24,6 +24,10 @@ from .record import Analysis, finding, first_line, place, source_loc
 
 
 def run(rec: Analysis) -> bool:
+    if rec.target.get("script"):
+        from . import script
+
+        return script.run(rec)
     factory = str(rec.target.get("factory") or "")
     name = rec.target.get("name") or factory
     for p in [rec.root, *rec.target.get("sys_path", [])]:
@@ -77,6 +81,8 @@ def run(rec: Analysis) -> bool:
         rec.failed["load"] = "no factory"
         return False
     rec.result["factory_loc"] = source_loc(fn)
+    if isinstance(fn, type) and issubclass(fn, torch.onnx.ExportableModule):
+        fn = _exportable(fn)
     table_ref = rec.target.get("translation_table")
     if table_ref:
         rec.translation_table = _load_table(rec, str(table_ref), name)
@@ -100,7 +106,7 @@ def run(rec: Analysis) -> bool:
             # past the values fake tensors lack, the factory's own error (if any) shows
             _factory_failed(rec, e if torch_internals.is_fake_limitation(e2) else e2, name, factory)
             return False
-    problem = _unpack(rec, out)
+    problem = unpack(rec, out)
     if problem:
         rec.add(
             place(
@@ -116,8 +122,20 @@ def run(rec: Analysis) -> bool:
             line = made.get(id(leaf))
             if line is not None:
                 rec.input_lines[i] = {"file": loc["file"], "line": line, "name": loc["name"]}
-    rec.result["model"] = _summary(rec)
+    rec.result["model"] = summary(rec)
     return True
+
+
+def _exportable(cls: type[Any]) -> Any:
+    """A `torch.onnx.ExportableModule` is its own factory: built with no arguments, it says
+    its example arguments and dynamic shapes."""
+
+    def build() -> tuple[Any, Any, Any, Any]:
+        model = cls()
+        args, kwargs = model.example_arguments()
+        return model, args, kwargs, model.dynamic_shapes()
+
+    return build
 
 
 MAX_ASSUMED_VALUES = 10_000
@@ -145,7 +163,7 @@ def _build(rec: Analysis, fn: Any, made: dict[int, int], *, assume: bool) -> Any
     with contextlib.ExitStack() as stack:
         stack.enter_context(rec.fake_mode)
         stack.enter_context(fake_safe_init())
-        stack.enter_context(_ExampleLines(getattr(fn, "__code__", None), made))
+        stack.enter_context(ExampleLines(getattr(fn, "__code__", None), made))
         if assume:
             rec.fake_mode.on_answer = answered
             stack.enter_context(torch_internals.lenient_scalars(rec.fake_mode))
@@ -199,14 +217,15 @@ def _factory_failed(rec: Analysis, e: BaseException, name: str, factory: str) ->
     rec.failed["load"] = "factory raised"
 
 
-class _ExampleLines(torch.overrides.TorchFunctionMode):
+class ExampleLines(torch.overrides.TorchFunctionMode):
     """Record, for each tensor a torch function returns while the factory runs, the
     factory's line that made it: the example inputs' lines (blame for size-1 examples)."""
 
-    def __init__(self, code: Any, made: dict[int, int]) -> None:
+    def __init__(self, code: Any, made: dict[int, int], file: str | None = None) -> None:
         super().__init__()
         self.code = code
         self.made = made
+        self.file = file  # a script: any of its functions makes example inputs
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
@@ -214,7 +233,7 @@ class _ExampleLines(torch.overrides.TorchFunctionMode):
             f: Any = sys._getframe(1)
             depth = 0
             while f is not None and depth < 6:
-                if f.f_code is self.code:
+                if f.f_code is self.code or (self.file and f.f_code.co_filename == self.file):
                     self.made[id(out)] = f.f_lineno
                     break
                 f = f.f_back
@@ -277,7 +296,7 @@ def _load_table(rec: Analysis, ref: str, name: str) -> dict[Any, Any] | None:
     return table
 
 
-def _unpack(rec: Analysis, out: Any) -> str | None:
+def unpack(rec: Analysis, out: Any) -> str | None:
     """Accept (model, args), (model, args, kwargs) or (model, args, kwargs, dynamic_shapes)."""
     if not isinstance(out, (tuple, list)) or not 2 <= len(out) <= 4:
         return (
@@ -300,7 +319,7 @@ def _unpack(rec: Analysis, out: Any) -> str | None:
     return None
 
 
-def _summary(rec: Analysis) -> dict[str, Any]:
+def summary(rec: Analysis) -> dict[str, Any]:
     by_dtype: dict[str, dict[str, int]] = {}
     if isinstance(rec.model, torch.nn.Module):
         seen: set[int] = set()

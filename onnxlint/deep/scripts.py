@@ -1,0 +1,182 @@
+"""Export scripts as deep-analysis targets: the user's own export code, no factory to write.
+
+A script target names an export script and one export call in it (by line); the worker
+(`worker/script.py`) runs the script under fake tensors up to that call and analyses what
+the call exports. This module finds, without importing or running anything, which files
+are scripts and which export calls they make (the static engine's export calls), and makes
+the targets, with the `argv` a `[[tool.onnxlint.scripts]]` entry gives.
+
+Modules that subclass `torch.onnx.ExportableModule` are targets by themselves: they say
+their example arguments and dynamic shapes (`exportable_targets`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from onnxlint.deep.targets import Target, module_name_for
+
+
+def export_call_lines(path: Path, text: str | None = None) -> list[int]:
+    """The lines of the export calls the file makes (any exporter), in order."""
+    from onnxlint.blocks import ParseCache
+    from onnxlint.project.exports import call_line
+    from onnxlint.project.index import ProjectIndex
+
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return []
+    if "export" not in text and "jit" not in text:
+        return []
+    index = ProjectIndex(ParseCache())
+    facts = index.facts(str(path.resolve()), text)
+    if facts is None:
+        return []
+    lines = {call_line(facts, e.node) for e in facts.model.export_calls}
+    return sorted(line for line in lines if line is not None)
+
+
+def is_script(text: str) -> bool:
+    """A file run as a program: an `if __name__ == "__main__":` block, or statements at
+    module level that call something (not only definitions and imports)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            return True
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            return True
+    return False
+
+
+def script_argv(path: Path, root: Path, scripts: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The `argv` of the [[tool.onnxlint.scripts]] entry for this script, else none."""
+    want = path.resolve()
+    for entry in scripts:
+        p = Path(str(entry.get("path", "")))
+        if (p if p.is_absolute() else root / p).resolve() == want:
+            return tuple(str(a) for a in entry.get("argv") or ())
+    return ()
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def script_target(
+    path: Path, line: int | None, root: Path, argv: Sequence[str] = (), origin: str = "script"
+) -> Target:
+    """The target that runs `path` up to its export call at `line` (None: the first reached)."""
+    rel = _rel(path, root)
+    name = f"{rel}:{line}" if line else rel
+    return Target(
+        name=name,
+        factory=name,
+        root=root,
+        decl_path=path.resolve(),
+        decl_line=line or 1,
+        origin=origin,
+        script=path.resolve(),
+        script_line=line,
+        argv=tuple(argv),
+    )
+
+
+def script_targets(
+    path: Path,
+    root: Path,
+    line: int | None = None,
+    scripts: Iterable[Mapping[str, Any]] = (),
+) -> list[Target]:
+    """One target per export call of the script (or the one on `line`); a script whose
+    export calls the static engine does not see (they are in an imported helper) gets one
+    target for the first export call it reaches."""
+    argv = script_argv(path, root, scripts)
+    if line is not None:
+        return [script_target(path, line, root, argv)]
+    lines = export_call_lines(path)
+    if not lines:
+        return [script_target(path, None, root, argv)]
+    return [script_target(path, n, root, argv) for n in lines]
+
+
+def project_scripts(
+    paths: Iterable[Path], scripts: Iterable[Mapping[str, Any]], root: Path
+) -> list[Target]:
+    """Script targets for every export call of every script under `paths` (what
+    `check --deep` analyses when the project declares no targets)."""
+    from onnxlint.deep.targets import _python_files
+
+    entries = list(scripts)
+    out: list[Target] = []
+    for path in _python_files(paths):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if "export" not in text and "jit" not in text:
+            continue
+        lines = export_call_lines(path, text)
+        if not lines or not is_script(text):
+            continue
+        argv = script_argv(path, root, entries)
+        out += [script_target(path, n, root, argv) for n in lines]
+    return out
+
+
+EXPORTABLE_BASES = {"ExportableModule", "onnx.ExportableModule", "torch.onnx.ExportableModule"}
+
+
+def exportable_classes(text: str) -> list[tuple[str, int]]:
+    """(class name, line) of the module-level classes that subclass
+    `torch.onnx.ExportableModule`."""
+    if "ExportableModule" not in text:
+        return []
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    return [
+        (node.name, node.lineno)
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        and any(ast.unparse(b) in EXPORTABLE_BASES for b in node.bases)
+    ]
+
+
+def exportable_targets(paths: Iterable[Path], root: Path) -> list[Target]:
+    """A target for each `torch.onnx.ExportableModule` subclass under `paths`: the class
+    line is its declaration, and the worker builds it with no arguments."""
+    from onnxlint.deep.targets import _python_files
+
+    out: list[Target] = []
+    for path in _python_files(paths):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        mod = module_name_for(path, root)
+        if mod is None:
+            continue
+        for cls, line in exportable_classes(text):
+            out.append(
+                Target(
+                    name=f"{mod}:{cls}",
+                    factory=f"{mod}:{cls}",
+                    root=root,
+                    decl_path=path.resolve(),
+                    decl_line=line,
+                    origin="exportable",
+                )
+            )
+    return out

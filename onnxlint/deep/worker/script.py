@@ -1,0 +1,377 @@
+"""Phase 1 for a script target: run the user's export script up to its export call.
+
+Most people who export a model already have the code a factory would hold: the export
+script. The script runs here as `__main__` (its folder and the project root on `sys.path`,
+the project root as working directory, `sys.argv` from the target), under fake tensors so
+that no real weights are allocated. The export functions are replaced for the run by a
+capture: the call the target names (its line in the script, or the first one reached)
+records what it would export (model, args, kwargs, dynamic shapes, options) and ends the
+script; export calls reached before it are skipped (they return an inert stand-in).
+
+What does not matter to the analysis is faked and listed in the result (`script_skipped`):
+`torch.load` (an empty checkpoint), `load_state_dict`, `from_pretrained` of transformers
+models (built from their config), `.cuda()` / `.to("cuda")` (kept on the CPU). What cannot
+be faked (a missing dataset, a required command-line argument, a download, a value read
+from tensor data) stops the run with a finding at the line that stopped it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import inspect
+import os
+import socket
+import sys
+import types
+import warnings
+from typing import Any
+
+import torch
+
+from . import load, torch_internals, wire
+from .record import Analysis, finding, first_line, place
+from .script_fakes import (
+    Captured,
+    CpuOnly,
+    Inert,
+    ScriptRun,
+    ScriptStop,
+    captures,
+    fakes,
+    no_network,
+    quiet_stdio,
+)
+
+
+def run(rec: Analysis) -> bool:
+    """Run the script to its export call and put what the call exports on the record."""
+    script = os.path.realpath(str(rec.target["script"]))
+    line = rec.target.get("script_line")
+    name = rec.target.get("name") or script
+    state = ScriptRun(script=script, line=int(line) if line else None)
+    rec.result["factory_loc"] = {"file": script, "line": int(line or 1), "name": "<script>"}
+    try:
+        with open(script, encoding="utf-8") as fh:
+            source = fh.read()
+        code = compile(source, script, "exec")
+    except (OSError, UnicodeDecodeError, SyntaxError) as e:
+        at = getattr(e, "lineno", None) or 1
+        rec.add(
+            place(
+                finding(
+                    wire.KIND_TARGET_ERROR,
+                    f"target {name!r}: cannot read the script: {type(e).__name__}: "
+                    f"{first_line(str(e))}",
+                ),
+                {"file": script, "line": at},
+            )
+        )
+        rec.failed["load"] = "script unreadable"
+        return False
+    made: dict[int, int] = {}
+    stop: ScriptStop | None = None
+    error: BaseException | None = None
+    exit_code: Any = None
+    for assume in (False, True):
+        made.clear()
+        state.passed.clear()
+        state.skipped.clear()
+        stop, error, exit_code = _run_once(rec, state, code, made, assume=assume)
+        if error is None or not torch_internals.is_fake_limitation(error):
+            break
+        # A value computed in __init__ from tensor data (drop-path rates from
+        # torch.linspace(...).tolist()) does not exist on fake tensors: run again with
+        # placeholders for such values, as a factory's build does.
+    rec.result["script_skipped"] = [
+        {"what": what, "file": file, "line": ln, "count": n}
+        for (what, file, ln), n in state.skipped.items()
+    ]
+    rec.result["script_passed"] = [
+        {"kind": c.kind, "file": c.file, "line": c.line} for c in state.passed
+    ]
+    if stop is not None:
+        return _take(rec, state, stop.call, made, name)
+    _stopped(rec, state, name, error, exit_code)
+    return False
+
+
+def _run_once(
+    rec: Analysis, state: ScriptRun, code: types.CodeType, made: dict[int, int], *, assume: bool
+) -> tuple[ScriptStop | None, BaseException | None, Any]:
+    """One run of the script: (the capture, or the error that stopped it, or the exit code)."""
+    rec.fake_mode = torch_internals.fake_mode_class()(allow_non_fake_inputs=True)
+    module = types.ModuleType("__main__")
+    module.__dict__.update(
+        {"__file__": state.script, "__builtins__": builtins, "__spec__": None, "__package__": None}
+    )
+    saved_argv, saved_path = list(sys.argv), list(sys.path)
+    sys.argv = [state.script, *map(str, rec.target.get("argv") or ())]
+    for p in reversed([os.path.dirname(state.script), rec.root]):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    sys.modules["__main__"] = module
+    with contextlib.suppress(OSError):
+        os.chdir(rec.root)
+    os.environ["ONNXLINT_DEEP"] = "1"
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(captures(state))
+            stack.enter_context(fakes(state))
+            stack.enter_context(no_network())
+            stack.enter_context(quiet_stdio(state))
+            stack.enter_context(rec.fake_mode)
+            stack.enter_context(load.fake_safe_init())
+            stack.enter_context(load.ExampleLines(code, made, state.script))
+            stack.enter_context(CpuOnly(state))
+            if assume:
+                stack.enter_context(torch_internals.lenient_scalars(rec.fake_mode))
+            exec(code, module.__dict__)
+    except ScriptStop as s:
+        return s, None, None
+    except SystemExit as e:
+        return None, None, e
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:
+        return None, e, None
+    finally:
+        # the script stays `__main__`: its classes' source is found through it
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    return None, None, None
+
+
+def _take(rec: Analysis, state: ScriptRun, call: Captured, made: dict[int, int], name: str) -> bool:
+    """Turn the captured call into the model and inputs the later phases analyse."""
+    rec.result["factory_loc"] = {"file": call.file, "line": call.line, "name": "<script>"}
+    rec.result["script_call"] = {
+        "kind": call.kind,
+        "name": call.name,
+        "file": call.file,
+        "line": call.line,
+    }
+    problem = _unpack_call(rec, call)
+    if problem:
+        rec.add(
+            place(
+                finding(wire.KIND_TARGET_ERROR, f"target {name!r}: {problem}"),
+                {"file": call.file, "line": call.line},
+            )
+        )
+        rec.failed["load"] = "export call not analysable"
+        return False
+    for i, leaf in enumerate(torch.utils._pytree.tree_leaves((rec.args, rec.kwargs))):
+        at = made.get(id(leaf))
+        if at is not None:
+            rec.input_lines[i] = {"file": state.script, "line": at, "name": "<script>"}
+    rec.result["model"] = load.summary(rec)
+    return True
+
+
+def _bind(call: Captured) -> dict[str, Any]:
+    """The call's arguments by parameter name (the real function's signature)."""
+    if call.original is not None:
+        try:
+            bound = inspect.signature(call.original).bind_partial(*call.args, **call.kwargs)
+            out = dict(bound.arguments)
+            extra = out.pop("kwargs", None) if "kwargs" not in call.kwargs else None
+            if isinstance(extra, dict) and call.kind != "onnx":
+                out.update(extra)
+            elif extra is not None:
+                out["kwargs"] = extra
+            return out
+        except (TypeError, ValueError):
+            pass
+    names = {
+        "onnx": ["model", "args", "f"],
+        "dynamo_export": ["model", "args"],
+        "torch.export": ["mod", "args", "kwargs"],
+        "trace": ["func", "example_inputs"],
+        "script": ["obj"],
+    }[call.kind]
+    out = dict(zip(names, call.args, strict=False))
+    out.update(call.kwargs)
+    return out
+
+
+def _unpack_call(rec: Analysis, call: Captured) -> str | None:
+    """Model, args, kwargs, dynamic shapes and options of the captured call, or why not."""
+    a = _bind(call)
+    kwargs: dict[str, Any] = {}
+    shapes: Any = None
+    if call.kind in ("onnx", "dynamo_export"):
+        model = a.get("model")
+        args = a.get("args", ())
+        kwargs = dict(a.get("kwargs") or {})
+        if call.kind == "dynamo_export":
+            args = tuple(a.get("model_args") or a.get("args") or ())
+            kwargs = dict(a.get("model_kwargs") or {})
+        shapes = a.get("dynamic_shapes")
+        opset = a.get("opset_version")
+        if isinstance(opset, int) and not rec.opset:
+            rec.opset = opset
+        if a.get("dynamo") is False:
+            rec.result["script_exporter"] = "the TorchScript exporter (dynamo=False)"
+    elif call.kind == "torch.export":
+        model = a.get("mod")
+        args = a.get("args", ())
+        kwargs = dict(a.get("kwargs") or {})
+        shapes = a.get("dynamic_shapes")
+        if a.get("strict"):
+            rec.target["strict"] = True
+    elif call.kind == "trace":
+        model = a.get("func")
+        args = a.get("example_inputs", ())
+        kwargs = dict(a.get("example_kwarg_inputs") or {})
+    else:
+        return (
+            "`torch.jit.script` takes no example inputs, so the analysis has nothing to run "
+            "the model on; declare a factory that returns (model, args) (`# onnxlint: target`)"
+        )
+    pending = model._call if isinstance(model, Inert) else None
+    if pending is not None and pending.kind == "torch.export":
+        # torch.onnx.export(ep) of an ExportedProgram the script made before: analyse the
+        # module it was made from, with its inputs and dynamic shapes.
+        inner = _bind(pending)
+        model, args = inner.get("mod"), inner.get("args", ())
+        kwargs = dict(inner.get("kwargs") or {})
+        shapes = shapes or inner.get("dynamic_shapes")
+    if isinstance(model, torch.onnx.ExportableModule):
+        ex_args, ex_kwargs = model.example_arguments()
+        args = args or ex_args
+        kwargs = kwargs or dict(ex_kwargs or {})
+        shapes = shapes or model.dynamic_shapes()
+    if isinstance(model, torch.export.ExportedProgram):
+        model = model.module()
+    if isinstance(args, torch.Tensor):
+        args = (args,)
+    if isinstance(args, list):
+        args = tuple(args)
+    if isinstance(args, tuple) and args and isinstance(args[-1], dict) and not kwargs:
+        # torch.onnx.export's old convention: a trailing dict in args holds the kwargs
+        args, kwargs = args[:-1], dict(args[-1])
+    axes = a.get("dynamic_axes")
+    if shapes is None and axes and call.kind == "onnx" and isinstance(args, tuple):
+        shapes, args, kwargs = _from_axes(model, args, kwargs, axes, a)
+    if model is None or not callable(model):
+        return f"the export call at line {call.line} exports no model the analysis can run"
+    return load.unpack(rec, (model, args, kwargs, shapes))
+
+
+def _from_axes(
+    model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], axes: Any, a: dict[str, Any]
+) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """`dynamic_axes` as the dynamo exporter reads them (torch's own conversion)."""
+    try:
+        from torch.onnx._internal.exporter._dynamic_shapes import (
+            from_dynamic_axes_to_dynamic_shapes,
+        )
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            shapes, args2, kwargs2 = from_dynamic_axes_to_dynamic_shapes(
+                model,
+                args,
+                kwargs,
+                dynamic_axes=axes,
+                output_names=set(a.get("output_names") or ()),
+                input_names=a.get("input_names"),
+            )
+        return shapes, tuple(args2), dict(kwargs2 or {})
+    except Exception:
+        return None, args, kwargs
+
+
+def _stopped(
+    rec: Analysis, state: ScriptRun, name: str, error: BaseException | None, exit_code: Any
+) -> None:
+    """The script ended before the export call: one finding at the line that stopped it."""
+    where = f"the export call at line {state.line}" if state.line else "an export call"
+    if error is None and exit_code is None:
+        at = {"file": state.script, "line": state.line or 1}
+        msg = f"the script ran to its end without reaching {where}"
+        notes = []
+        if state.passed:
+            lines = ", ".join(str(c.line) for c in state.passed)
+            notes.append(f"it reached the export calls at lines {lines} (skipped)")
+        notes.append(
+            "If the call runs only with some command-line arguments, set them as `argv` in a "
+            "[[tool.onnxlint.scripts]] entry for this script."
+        )
+        rec.add(place(finding(wire.KIND_TARGET_ERROR, f"target {name!r}: {msg}", notes=notes), at))
+        rec.failed["load"] = "export call not reached"
+        return
+    if exit_code is not None:
+        code = exit_code.code
+        said = state.stderr.getvalue().strip().splitlines()
+        usage = next((ln for ln in reversed(said) if "error:" in ln), said[-1] if said else "")
+        msg = f"the script exited (exit code {code}) before {where}"
+        notes = []
+        if usage:
+            msg += f": {usage.strip()}"
+        if code not in (0, None) or "argument" in usage:
+            notes.append(
+                "The script needs command-line arguments: set them as `argv` in a "
+                f'[[tool.onnxlint.scripts]] entry (path = "{_rel(state.script, rec.root)}"), '
+                "or declare a factory (`# onnxlint: target`)."
+            )
+        f = finding(wire.KIND_TARGET_ERROR, f"target {name!r}: {msg}", notes=notes)
+        fr, chain = rec.locate(rec.exception_frames(exit_code))
+        rec.add(place(f, fr or {"file": state.script, "line": 1}, chain))
+        rec.failed["load"] = "the script exited"
+        return
+    assert error is not None
+    if torch_internals.is_fake_limitation(error):
+        f = finding(
+            wire.KIND_FAKE_MODE_LIMIT,
+            f"target {name!r}: the script needs real tensor values here, which the analysis "
+            f"does not have: {type(error).__name__}: {first_line(str(error))}",
+            notes=[
+                "The script runs on fake tensors (shapes, no data) so that no weights are "
+                "loaded; this line reads tensor data. Skip it when the environment variable "
+                "ONNXLINT_DEEP is set, or declare a factory (`# onnxlint: target`)."
+            ],
+        )
+    else:
+        f = finding(
+            wire.KIND_TARGET_ERROR,
+            f"target {name!r}: the script stopped before {where}: "
+            f"{type(error).__name__}: {first_line(str(error))}",
+            notes=_advice(error),
+        )
+    fr, chain = rec.locate(rec.exception_frames(error))
+    rec.add(place(f, fr or {"file": state.script, "line": 1}, chain))
+    rec.failed["load"] = "the script stopped"
+
+
+def _advice(error: BaseException) -> list[str]:
+    text = str(error)
+    if isinstance(error, ModuleNotFoundError):
+        return [
+            f"Install {error.name!r} in the interpreter that runs the analysis, or declare a "
+            "factory that does not need it."
+        ]
+    if "network access" in text or isinstance(error, (ConnectionError, socket.gaierror)):
+        return [
+            "The script downloads something; the analysis runs without network. Point it at "
+            "a local copy, or declare a factory (`# onnxlint: target`)."
+        ]
+    if isinstance(error, (FileNotFoundError, IsADirectoryError, NotADirectoryError)):
+        return [
+            "The script reads a file that is not here (a dataset, an image, a config). Set "
+            "`argv` in a [[tool.onnxlint.scripts]] entry to point it at one, skip the read "
+            "when ONNXLINT_DEEP is set, or declare a factory (`# onnxlint: target`)."
+        ]
+    return [
+        "Declare a factory that builds the model and its example inputs "
+        "(`# onnxlint: target`) if the script cannot run here."
+    ]
+
+
+def _rel(path: str, root: str) -> str:
+    try:
+        return os.path.relpath(path, root)
+    except ValueError:
+        return path

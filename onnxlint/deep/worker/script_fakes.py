@@ -1,0 +1,405 @@
+"""What a script run replaces, and the run's state: the export capture, weights, devices,
+network and stdin.
+
+`worker/script.py` runs the user's export script; everything here is undone when the run
+ends. Each faked step is recorded (`ScriptRun.skip`) at the user's line that asked for it,
+so that the report can say what did not matter to the analysis.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib
+import importlib.abc
+import importlib.machinery
+import io
+import os
+import socket
+import sys
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+EXPORT_FUNCTIONS: tuple[tuple[str, str, str], ...] = (
+    # (module, attribute, kind)
+    ("torch.onnx", "export", "onnx"),
+    ("torch.onnx.utils", "export", "onnx"),
+    ("torch.onnx", "_export", "onnx"),
+    ("torch.onnx", "dynamo_export", "dynamo_export"),
+    ("torch.export", "export", "torch.export"),
+    ("torch.jit", "trace", "trace"),
+    ("torch.jit", "script", "script"),
+)
+"""What the capture replaces. `torch.onnx._export` and `dynamo_export` are gone from
+torch 2.13; they are put back for the run so that scripts written for older torch are
+still analysed."""
+
+
+class ScriptStop(BaseException):
+    """Raised at the captured export call: ends the user's script (a BaseException so
+    that the script's own `except Exception:` cannot swallow it)."""
+
+    def __init__(self, call: Captured) -> None:
+        super().__init__("onnxlint: export call captured")
+        self.call = call
+
+
+@dataclass
+class Captured:
+    """One export call the script made: which function, where, and its arguments."""
+
+    kind: str
+    name: str
+    file: str
+    line: int
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    original: Callable[..., Any] | None
+
+
+@dataclass
+class ScriptRun:
+    """The script run's state: what it is looking for and what it skipped."""
+
+    script: str
+    line: int | None
+    passed: list[Captured] = field(default_factory=list)
+    skipped: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    stderr: io.StringIO = field(default_factory=io.StringIO)
+
+    def skip(self, what: str) -> None:
+        """Record a faked step at the script-side line that asked for it."""
+        file, line = self.user_line(sys._getframe(2))
+        key = (what, file, line)
+        self.skipped[key] = self.skipped.get(key, 0) + 1
+
+    def user_line(self, frame: types.FrameType | None) -> tuple[str, int]:
+        """The innermost frame outside torch and onnxlint: where the user's code asked."""
+        from . import frames
+
+        while frame is not None:
+            file = frame.f_code.co_filename
+            if frames.classify(file) != "internal":
+                return os.path.realpath(file), frame.f_lineno
+            frame = frame.f_back
+        return self.script, 0
+
+    def wanted(self, frame: types.FrameType | None) -> bool:
+        """Whether the export call made from `frame` is the one the target names: with no
+        line, the first one reached; else the call whose expression in the script spans the
+        line (the script's own call, or the script line that calls a function that exports)."""
+        if self.line is None:
+            return True
+        while frame is not None:
+            if os.path.realpath(frame.f_code.co_filename) == self.script:
+                start, end = _call_lines(frame)
+                if start is not None and start <= self.line <= (end or start):
+                    return True
+            frame = frame.f_back
+        return False
+
+
+def _call_lines(frame: types.FrameType) -> tuple[int | None, int | None]:
+    """The first and last line of the expression the frame is executing (a call that spans
+    several lines is matched by any of them)."""
+    try:
+        positions = list(frame.f_code.co_positions())  # type: ignore[attr-defined]
+        start, end, _c0, _c1 = positions[frame.f_lasti // 2]
+    except (AttributeError, IndexError, ValueError):
+        return frame.f_lineno, frame.f_lineno
+    return start, end
+
+
+class Inert:
+    """What a skipped export call returns (an ONNX program, an ExportedProgram, a traced
+    module the script saves): every attribute is a no-op that returns the stand-in again."""
+
+    def __init__(self, call: Captured | None = None) -> None:
+        self._call = call
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Inert:
+        return self
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(())
+
+    def __bool__(self) -> bool:
+        return True
+
+
+class EmptyCheckpoint(dict[str, Any]):
+    """What `torch.load` returns during a script run: weights do not matter to the analysis.
+    Any key reads another empty checkpoint; used as a model, it says what to do."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__()
+        self._source = source
+
+    def __missing__(self, key: str) -> EmptyCheckpoint:
+        return EmptyCheckpoint(self._source)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return EmptyCheckpoint(self._source)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise RuntimeError(
+            f"torch.load({self._source}) returns a whole pickled model here, not a state dict: "
+            "the analysis does not load weights, so it cannot build this model; declare a "
+            "factory that builds the model from its class (`# onnxlint: target`)"
+        )
+
+
+@contextlib.contextmanager
+def _patched(obj: Any, attr: str, value: Any) -> Iterator[None]:
+    missing = object()
+    old = obj.__dict__.get(attr, missing) if isinstance(obj, type) else getattr(obj, attr, missing)
+    setattr(obj, attr, value)
+    try:
+        yield
+    finally:
+        if old is missing:
+            with contextlib.suppress(AttributeError):
+                delattr(obj, attr)
+        else:
+            setattr(obj, attr, old)
+
+
+@contextlib.contextmanager
+def captures(state: ScriptRun) -> Iterator[None]:
+    """Every export function records its call; the wanted one ends the script."""
+    with contextlib.ExitStack() as stack:
+        for mod_name, attr, kind in EXPORT_FUNCTIONS:
+            try:
+                mod = __import__(mod_name, fromlist=["_"])
+            except ImportError:
+                continue
+            original = getattr(mod, attr, None)
+            stack.enter_context(
+                _patched(mod, attr, _capture(state, kind, f"{mod_name}.{attr}", original))
+            )
+        yield
+
+
+def _capture(
+    state: ScriptRun, kind: str, name: str, original: Callable[..., Any] | None
+) -> Callable[..., Any]:
+    def capture(*args: Any, **kwargs: Any) -> Any:
+        caller = sys._getframe(1)
+        file, line = state.user_line(caller)
+        call = Captured(kind, name, file, line, args, dict(kwargs), original)
+        if state.wanted(caller):
+            raise ScriptStop(call)
+        state.passed.append(call)
+        return Inert(call)
+
+    capture.__name__ = name.rpartition(".")[2]
+    capture.__doc__ = f"onnxlint: captures {name} while a script runs"
+    return capture
+
+
+@contextlib.contextmanager
+def fakes(state: ScriptRun) -> Iterator[None]:
+    """Weights and devices do not matter to the analysis: fake them, and say so."""
+
+    def torch_load(f: Any, *args: Any, **kwargs: Any) -> Any:
+        state.skip("torch.load (an empty checkpoint instead)")
+        return EmptyCheckpoint(repr(f) if isinstance(f, str) else type(f).__name__)
+
+    def load_state_dict(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
+        state.skip("load_state_dict (weights not loaded)")
+        from torch.nn.modules.module import _IncompatibleKeys
+
+        return _IncompatibleKeys([], [])
+
+    def noop(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    module_to = torch.nn.Module.to
+
+    def module_cuda(self: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.nn.Module:
+        state.skip(".cuda() (kept on the CPU)")
+        return self
+
+    def to(self: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.nn.Module:
+        if any(_is_cuda(a) for a in (*args, kwargs.get("device"))):
+            state.skip('.to("cuda") (kept on the CPU)')
+            args = tuple(a for a in args if not _is_cuda(a))
+            kwargs.pop("device", None)
+            if not args and not kwargs:
+                return self
+        return module_to(self, *args, **kwargs)
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_patched(torch.nn.Module, "cuda", module_cuda))
+        stack.enter_context(_patched(torch.nn.Module, "to", to))
+        stack.enter_context(_patched(torch, "load", torch_load))
+        stack.enter_context(_patched(torch.nn.Module, "load_state_dict", load_state_dict))
+        for attr in ("synchronize", "empty_cache", "set_device", "manual_seed_all"):
+            stack.enter_context(_patched(torch.cuda, attr, noop))
+        stack.enter_context(_patched(builtins, "input", _no_input))
+        stack.enter_context(_after_import("transformers.modeling_utils", _transformers(state)))
+        with contextlib.suppress(ImportError):
+            st = importlib.import_module("safetensors.torch")
+            stack.enter_context(_patched(st, "load_file", lambda f, *a, **k: torch_load(f)))
+        yield
+
+
+def _no_input(prompt: Any = "") -> str:
+    raise EOFError("onnxlint: the script asked for input on stdin, which the analysis has none of")
+
+
+def _transformers(state: ScriptRun) -> Callable[[types.ModuleType], Callable[[], None]]:
+    """`PreTrainedModel.from_pretrained` builds the model from its config, no weights."""
+
+    def patch(mu: types.ModuleType) -> Callable[[], None]:
+        base = mu.PreTrainedModel
+        original = base.__dict__["from_pretrained"]
+
+        def from_pretrained(cls: Any, name_or_path: Any, *args: Any, **kwargs: Any) -> Any:
+            state.skip("from_pretrained (built from its config, weights not loaded)")
+            config = kwargs.pop("config", None)
+            if config is None or isinstance(config, (str, os.PathLike)):
+                config = cls.config_class.from_pretrained(config or name_or_path)
+            keep = {
+                k: kwargs[k] for k in ("dtype", "torch_dtype", "attn_implementation") if k in kwargs
+            }
+            return cls._from_config(config, **keep)
+
+        base.from_pretrained = classmethod(from_pretrained)
+
+        def undo() -> None:
+            base.from_pretrained = original
+
+        return undo
+
+    return patch
+
+
+@contextlib.contextmanager
+def _after_import(
+    name: str, patch: Callable[[types.ModuleType], Callable[[], None]]
+) -> Iterator[None]:
+    """Apply `patch` to module `name` now if it is imported, else as soon as it is."""
+    undo: list[Callable[[], None]] = []
+    if name in sys.modules:
+        undo.append(patch(sys.modules[name]))
+        yield
+    else:
+        finder = _PatchOnImport(name, patch, undo)
+        sys.meta_path.insert(0, finder)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(ValueError):
+                sys.meta_path.remove(finder)
+    for u in undo:
+        u()
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    def __init__(
+        self,
+        name: str,
+        patch: Callable[[types.ModuleType], Callable[[], None]],
+        undo: list[Callable[[], None]],
+    ) -> None:
+        self.name, self.patch, self.undo = name, patch, undo
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        exec_module = loader.exec_module
+        outer = self
+
+        def exec_and_patch(module: types.ModuleType) -> None:
+            exec_module(module)
+            outer.undo.append(outer.patch(module))
+
+        loader.exec_module = exec_and_patch  # type: ignore[method-assign]
+        return spec
+
+
+@contextlib.contextmanager
+def no_network() -> Iterator[None]:
+    """A download would hang or fail slowly on a closed network: fail at once, clearly."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionRefusedError(
+            "onnxlint: network access is off while the script runs under the analysis"
+        )
+
+    with _patched(socket.socket, "connect", refuse), _patched(socket, "create_connection", refuse):
+        yield
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, inner: Any, copy: io.StringIO) -> None:
+        self.inner, self.copy = inner, copy
+
+    def write(self, s: str) -> int:
+        self.copy.write(s)
+        with contextlib.suppress(Exception):
+            self.inner.write(s)
+        return len(s)
+
+    def flush(self) -> None:
+        with contextlib.suppress(Exception):
+            self.inner.flush()
+
+
+@contextlib.contextmanager
+def quiet_stdio(state: ScriptRun) -> Iterator[None]:
+    """No stdin (the worker's requests come there), and stderr kept to explain an exit."""
+    saved = sys.stdin, sys.stderr
+    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - closed below
+    sys.stderr = _Tee(sys.stderr, state.stderr)
+    try:
+        yield
+    finally:
+        sys.stdin.close()
+        sys.stdin, sys.stderr = saved
+
+
+def _is_cuda(v: Any) -> bool:
+    if isinstance(v, torch.device):
+        return v.type == "cuda"
+    if isinstance(v, str):
+        return v.startswith("cuda")
+    return False
+
+
+class CpuOnly(torch.overrides.TorchFunctionMode):
+    """`.cuda()`, `.to("cuda")` and `device="cuda"` stay on the CPU (no GPU is needed to
+    analyse what the export would see; dtypes and shapes are kept)."""
+
+    def __init__(self, state: ScriptRun) -> None:
+        super().__init__()
+        self.state = state
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func is torch.Tensor.cuda:
+            self.state.skip(".cuda() (kept on the CPU)")
+            return args[0]
+        if _is_cuda(kwargs.get("device")):
+            self.state.skip('device="cuda" (kept on the CPU)')
+            kwargs["device"] = "cpu"
+        if func is torch.Tensor.to and any(_is_cuda(a) for a in args[1:]):
+            self.state.skip('.to("cuda") (kept on the CPU)')
+            args = (args[0], *("cpu" if _is_cuda(a) else a for a in args[1:]))
+        return func(*args, **kwargs)
