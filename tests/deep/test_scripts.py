@@ -1,0 +1,330 @@
+"""Analyze an export call with no set-up (issue 18): the user's own export script is run
+under fake tensors up to its export call, in the real worker with real torch."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.deep.conftest import line_of
+
+pytest.importorskip("torch")
+pytestmark = [pytest.mark.deep]
+
+NET = """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = self.conv(x).mean((2, 3))
+        if y.sum() > 0:  # data-dependent
+            y = y * 2
+        return self.fc(y)
+"""
+
+ARGPARSE_DEFAULTS = """
+import argparse
+
+import torch
+
+from nets import Net
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--weights", default="runs/best.pt")
+    p.add_argument("--out", default="net.onnx")
+    a = p.parse_args()
+    torch.manual_seed(0)
+    model = Net()
+    model.load_state_dict(torch.load(a.weights, map_location="cpu")["model"])
+    model = model.cuda().eval()
+    x = torch.randn(2, 3, 32, 32).to("cuda")
+    torch.onnx.export(model, (x,), a.out, input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+REQUIRED_ARG = """
+import argparse
+
+import torch
+
+from nets import Net
+
+p = argparse.ArgumentParser()
+p.add_argument("--checkpoint", required=True)
+a = p.parse_args()
+model = Net().eval()
+torch.onnx.export(model, (torch.randn(2, 3, 16, 16),), "out.onnx")
+"""
+
+TWO_CALLS = """
+import torch
+
+from nets import Net
+
+if __name__ == "__main__":
+    model = Net().eval()
+    x = torch.randn(2, 3, 16, 16)
+    torch.onnx.export(model, (x,), "a.onnx", dynamo=True)
+    traced = torch.jit.trace(model, (x,))
+    traced.save("a.pt")
+"""
+
+EP_THEN_ONNX = """
+import torch
+from torch.export import Dim
+
+from nets import Net
+
+model = Net().eval()
+x = torch.randn(4, 3, 16, 16)
+ep = torch.export.export(model, (x,), dynamic_shapes=({0: Dim("batch")},))
+torch.onnx.export(ep, f="net.onnx")
+"""
+
+DATASET_FIRST = """
+import os
+
+import torch
+
+from nets import Net
+
+images = sorted(os.listdir("data/calibration"))
+model = Net().eval()
+torch.onnx.export(model, (torch.randn(2, 3, 16, 16),), "net.onnx")
+"""
+
+DOWNLOAD = """
+import urllib.request
+
+import torch
+
+from nets import Net
+
+urllib.request.urlretrieve("http://example.invalid/weights.pt", "weights.pt")
+torch.onnx.export(Net().eval(), (torch.randn(2, 3, 16, 16),), "net.onnx")
+"""
+
+EXPORTABLE = """
+import torch
+
+
+class Exportable(torch.onnx.ExportableModule):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.proj(x).view(2, 4)
+
+    def example_arguments(self):
+        return (torch.randn(2, 4),), None
+
+    def dynamic_shapes(self):
+        return ({0: "batch"},)
+"""
+
+
+def _project(tmp_path: Path, scripts: dict[str, str]) -> Path:
+    root = tmp_path / "proj"
+    (root / "tools").mkdir(parents=True)
+    (root / "nets.py").write_text(textwrap.dedent(NET).lstrip())
+    for name, text in scripts.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text).lstrip())
+    return root
+
+
+def _analyze(analyzer: Any, root: Path, script: str, line: int | None, argv: tuple[str, ...] = ()):
+    from onnxlint.deep.scripts import script_target
+
+    target = script_target(root / script, line, root, argv)
+    return analyzer.analyze(target, use_cache=False)
+
+
+def _codes(result: Any) -> set[str]:
+    return {v.code for v in result.violations}
+
+
+def test_argparse_defaults_missing_checkpoint_and_cuda_are_no_obstacle(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    root = _project(tmp_path, {"tools/export.py": ARGPARSE_DEFAULTS})
+    script = root / "tools" / "export.py"
+    call = line_of(script, "torch.onnx.export(")
+    res = _analyze(analyzer, root, "tools/export.py", call)
+    data = res.data or {}
+    assert "load" not in (data.get("failed") or {}), res.violations
+    skipped = {s["what"].split(" (")[0] for s in data["script_skipped"]}
+    assert {"torch.load", "load_state_dict", ".cuda()", '.to("cuda")'} <= skipped, skipped
+    # the model's own problem is found at its line, and the dynamic_axes became a dynamic dim
+    nets = root / "nets.py"
+    at = {(Path(v.path).name, v.line) for v in res.violations if v.code == "OLX802"}
+    assert ("nets.py", line_of(nets, "if y.sum() > 0")) in at, res.violations
+    assert data["script_call"]["line"] == call
+
+
+def test_required_argument_stops_at_parse_args_and_argv_fixes_it(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    root = _project(tmp_path, {"export.py": REQUIRED_ARG})
+    script = root / "export.py"
+    call = line_of(script, "torch.onnx.export(")
+    res = _analyze(analyzer, root, "export.py", call)
+    stop = [v for v in res.violations if v.code == "OLX812"]
+    assert len(stop) == 1, res.violations
+    assert stop[0].line == line_of(script, "p.parse_args()")
+    assert "--checkpoint" in stop[0].message and "argv" in " ".join(stop[0].notes)
+    res = _analyze(analyzer, root, "export.py", call, ("--checkpoint", "missing.pt"))
+    assert "load" not in ((res.data or {}).get("failed") or {}), res.violations
+    assert "OLX802" in _codes(res)
+
+
+def test_two_export_calls_each_analysed_and_the_first_is_skipped_for_the_second(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    from onnxlint.deep.scripts import script_targets
+
+    root = _project(tmp_path, {"two.py": TWO_CALLS})
+    script = root / "two.py"
+    targets = script_targets(script, root)
+    lines = [t.script_line for t in targets]
+    assert lines == [line_of(script, "torch.onnx.export("), line_of(script, "torch.jit.trace(")]
+    results = [analyzer.analyze(t, use_cache=False) for t in targets]
+    for r in results:
+        assert "load" not in ((r.data or {}).get("failed") or {}), r.violations
+    second = results[1].data or {}
+    assert second["script_call"]["name"] == "torch.jit.trace"
+    assert [c["line"] for c in second["script_passed"]] == [lines[0]]
+
+
+def test_torch_export_then_onnx_export_of_the_program(analyzer: Any, tmp_path: Path) -> None:
+    root = _project(tmp_path, {"ep.py": EP_THEN_ONNX})
+    script = root / "ep.py"
+    res = _analyze(analyzer, root, "ep.py", line_of(script, "torch.onnx.export("))
+    data = res.data or {}
+    assert "load" not in (data.get("failed") or {}), res.violations
+    # the module behind the ExportedProgram, with the program's dynamic batch
+    assert data["model"]["class"].endswith("Net")
+    assert data["model"]["inputs"] == ["Tensor[float32](4, 3, 16, 16)"]
+    assert "OLX802" in _codes(res)
+
+
+def test_dataset_read_stops_at_its_line_with_what_to_do(analyzer: Any, tmp_path: Path) -> None:
+    root = _project(tmp_path, {"calib.py": DATASET_FIRST})
+    script = root / "calib.py"
+    res = _analyze(analyzer, root, "calib.py", line_of(script, "torch.onnx.export("))
+    stop = [v for v in res.violations if v.code == "OLX812"]
+    assert len(stop) == 1 and stop[0].line == line_of(script, "os.listdir"), res.violations
+    assert "FileNotFoundError" in stop[0].message
+    assert "argv" in " ".join(stop[0].notes)
+
+
+def test_a_download_fails_at_once_with_a_clear_message(analyzer: Any, tmp_path: Path) -> None:
+    root = _project(tmp_path, {"dl.py": DOWNLOAD})
+    script = root / "dl.py"
+    res = _analyze(analyzer, root, "dl.py", line_of(script, "torch.onnx.export("))
+    stop = [v for v in res.violations if v.code == "OLX812"]
+    assert len(stop) == 1 and stop[0].line == line_of(script, "urlretrieve"), res.violations
+    assert res.wall < 60
+    assert "network" in (stop[0].message + " ".join(stop[0].notes))
+
+
+def test_a_call_the_script_never_reaches_is_said_at_its_line(analyzer: Any, tmp_path: Path) -> None:
+    text = TWO_CALLS.replace('if __name__ == "__main__":', "if False:")
+    root = _project(tmp_path, {"never.py": text})
+    script = root / "never.py"
+    call = line_of(script, "torch.onnx.export(")
+    res = _analyze(analyzer, root, "never.py", call)
+    stop = [v for v in res.violations if v.code == "OLX812"]
+    assert len(stop) == 1 and stop[0].line == call
+    assert "without reaching" in stop[0].message
+
+
+def test_from_pretrained_of_a_local_folder_builds_from_its_config(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    transformers = pytest.importorskip("transformers")
+    root = _project(tmp_path, {})
+    folder = root / "checkpoints" / "tiny-bert"
+    transformers.BertConfig(
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+    ).save_pretrained(folder)  # a config and no weights: they do not matter here
+    (root / "bert_export.py").write_text(
+        textwrap.dedent(
+            """
+            import torch
+            from transformers import AutoModel
+
+            model = AutoModel.from_pretrained("checkpoints/tiny-bert").eval()
+            ids = torch.ones(2, 8, dtype=torch.long)
+            torch.onnx.export(model, (ids,), "bert.onnx", dynamic_axes={"input_ids": {0: "b"}})
+            """
+        ).lstrip()
+    )
+    res = _analyze(analyzer, root, "bert_export.py", 6)
+    data = res.data or {}
+    assert "load" not in (data.get("failed") or {}), res.violations
+    assert data["model"]["class"].endswith("BertModel")
+    assert any(s["what"].startswith("from_pretrained") for s in data["script_skipped"])
+
+
+def test_exportable_module_is_a_target_by_itself(analyzer: Any, tmp_path: Path) -> None:
+    from onnxlint.deep.cli import collect_targets
+
+    root = _project(tmp_path, {"exportable.py": EXPORTABLE})
+    targets, problems = collect_targets([], root, [root])
+    assert not problems
+    (t,) = [t for t in targets if t.origin == "exportable"]
+    assert t.name == "exportable:Exportable"
+    assert t.decl_line == line_of(root / "exportable.py", "class Exportable")
+    res = analyzer.analyze(t, use_cache=False)
+    data = res.data or {}
+    assert "load" not in (data.get("failed") or {}), res.violations
+    # `.view(2, 4)` pins the dim that dynamic_shapes() declares dynamic
+    assert "OLX804" in _codes(res) or "OLX818" in _codes(res), res.violations
+
+
+@pytest.mark.slow
+def test_cli_analyze_script_and_check_deep_without_targets(cli: Any, tmp_path: Path) -> None:
+    root = _project(tmp_path, {"two.py": TWO_CALLS})
+    (root / "pyproject.toml").write_text('[project]\nname = "proj"\n')
+    r = cli("analyze", "two.py", "--format", "json", "--no-cache", cwd=root)
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    onnx, trace = line_of(root / "two.py", "onnx.export("), line_of(root / "two.py", "jit.trace(")
+    assert [t["target"] for t in out["targets"]] == [f"two.py:{onnx}", f"two.py:{trace}"]
+    r = cli("analyze", f"two.py:{trace}", "--no-cache", cwd=root)
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.startswith(f"two.py:{trace}:"), r.stdout
+    r = cli("analyze", "missing.py", cwd=root)
+    assert r.returncode == 2 and "no such script" in r.stderr
+    r = cli("check", "--deep", "--no-cache", "--format", "json", ".", cwd=root)
+    assert "analysing the 2 export calls of 1 script" in r.stderr, r.stderr
+    rows = json.loads(r.stdout)
+    assert any(row["code"] == "OLX802" and row["path"] == "nets.py" for row in rows), rows
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "proj"\n\n[tool.onnxlint.deep]\nscripts = false\n'
+    )
+    r = cli("check", "--deep", "--no-cache", "--format", "json", ".", cwd=root)
+    assert "analysing" not in r.stderr
+    assert not [row for row in json.loads(r.stdout) if row["source"] == "deep"]
