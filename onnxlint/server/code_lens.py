@@ -4,8 +4,9 @@ Which target a lens runs is decided by what the static engine knows, never by na
 text: the project index's export sites (`onnxlint.project.exports.export_sites`) say which
 class each export call exports, and `returned_classes` says which classes each declared deep
 target (`onnxlint.deep.targets`) builds. A lens runs the target whose model is the class the
-call exports; over an export call that no target builds, the lens offers to create one
-(`onnxlint.createTarget`). Each lens names what it analyses.
+call exports; over an export call that no target builds, in a script, the lens runs the
+script itself up to that call (`onnxlint.deep.scripts`: no set-up), and a second lens offers
+to create a target (`onnxlint.createTarget`). Each lens names what it analyses.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def _class_line(facts: Any, cls: Any) -> int | None:
 
 def lenses_for(ls: OnnxlintServer, uri: str, text: str) -> list[Lens]:
     """On the engine thread: the file's lenses, sorted by line."""
+    from onnxlint.deep.scripts import is_script
     from onnxlint.deep.targets import factory_location
     from onnxlint.project.exports import export_sites
 
@@ -95,6 +97,8 @@ def lenses_for(ls: OnnxlintServer, uri: str, text: str) -> list[Lens]:
 
         for t in targets:
             loc = factory_location(t)
+            if t.origin == "exportable" and t.decl_path is not None:
+                loc = (t.decl_path, t.decl_line)  # the class is its own target
             if loc is not None and _real(loc[0]) == here:
                 out.append(analyze(loc[1], t.name))
         for cls in facts.model.module_classes():
@@ -103,17 +107,35 @@ def lenses_for(ls: OnnxlintServer, uri: str, text: str) -> list[Lens]:
             for t in targets:
                 if line is not None and key in builds[t.name]:
                     out.append(analyze(line, t.name))
+        script = is_script(text) and ls.is_file(uri)
         for site, classes in export_sites(index, facts):
             keys = {(_real(f.path), c.name) for f, c in classes}
             chosen = [t.name for t in targets if keys & builds[t.name]]
             for name in chosen:
                 out.append(analyze(site.line, name))
-            if not chosen and classes:
-                f, c = classes[0]
+            if chosen:
+                continue
+            what = classes[0][1].name if classes else f"line {site.line}"
+            if script:  # no set-up: the lens runs this script up to this call
                 out.append(
                     Lens(
                         site.line,
-                        f"No analysis target builds {c.name}: create one",
+                        f"Analyze export ({what}, runs this script)",
+                        ANALYZE,
+                        {"line": site.line, "script": here},
+                    )
+                )
+            if classes:
+                f, c = classes[0]
+                title = (
+                    f"Create a target for {c.name}"
+                    if script
+                    else f"No analysis target builds {c.name}: create one"
+                )
+                out.append(
+                    Lens(
+                        site.line,
+                        title,
                         CREATE_TARGET,
                         {"line": site.line, "class": c.name, "path": f.path},
                     )

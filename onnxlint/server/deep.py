@@ -168,6 +168,9 @@ class DeepService:
 
     def resolve_target(self, uri: str, spec: dict[str, Any]) -> Any:
         """The target a code lens / command argument names, or DeepUnavailable."""
+        script = spec.get("script")
+        if isinstance(script, str) and isinstance(spec.get("line"), int):
+            return self._script_target(uri, Path(script), spec["line"])
         targets, problems = self.targets(uri)
         by_name = {t.name: t for t in targets}
         name = spec.get("target")
@@ -175,12 +178,9 @@ class DeepService:
             if name in by_name:
                 return by_name[name]
             raise DeepUnavailable(f"onnxlint: no analysis target named {name!r}")
-        if not targets:
-            extra = f" ({problems[0].message})" if problems else ""
-            raise DeepUnavailable(f"onnxlint: no analysis target found{extra}: {NO_TARGET_HELP}")
         # No target named (a bare "Analyze export" from a client without code lenses): the
         # target of the file's lens at `line`, else its first one; the lenses choose the
-        # target by the class each export exports (see code_lens).
+        # target by the class each export exports (see code_lens), or run the script.
         from onnxlint.server.code_lens import ANALYZE, lenses_for
 
         doc = self.server.workspace.text_documents.get(uri)
@@ -189,10 +189,25 @@ class DeepService:
         line = spec.get("line")
         at_line = [x for x in lenses if x.line == line]
         for lens in at_line or lenses:
+            if "script" in lens.argument:
+                return self._script_target(uri, Path(lens.argument["script"]), lens.line)
             return by_name[lens.argument["target"]]
+        if not targets:
+            extra = f" ({problems[0].message})" if problems else ""
+            raise DeepUnavailable(f"onnxlint: no analysis target found{extra}: {NO_TARGET_HELP}")
         raise DeepUnavailable(
             f"onnxlint: no analysis target builds a model of this file; {NO_TARGET_HELP}"
         )
+
+    def _script_target(self, uri: str, script: Path, line: int) -> Any:
+        """The target that runs an export script up to its call at `line` (no set-up)."""
+        from onnxlint.deep.scripts import script_argv, script_target
+
+        cfg, _, _ = self.server.config_for(uri)
+        root = self._root(uri)
+        if not script.is_file():
+            raise DeepUnavailable(f"onnxlint: {script} is not a file on disk; save it first")
+        return script_target(script, line, root, script_argv(script, root, cfg.scripts))
 
     # ------------------------------------------------------------------ running
 

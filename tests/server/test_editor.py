@@ -82,8 +82,13 @@ async def test_export_of_a_class_no_target_builds_offers_to_create_one(
     export = project / "export.py"
     lenses = await _lenses(lsp, export)
     line = _line_of(export, "tox.export(")
-    (lens,) = [x for x in lenses if x[0] == line]
-    assert lens[1] == "No analysis target builds DetectorHead: create one"
+    at_line = {title: args for at, title, args in lenses if at == line}
+    # export.py is a script: one lens runs it up to this call, one creates a target
+    assert set(at_line) == {
+        "Analyze export (DetectorHead, runs this script)",
+        "Create a target for DetectorHead",
+    }
+    lens = (line, "Create a target for DetectorHead", at_line["Create a target for DetectorHead"])
     n = len(lsp.applied)
     out = await lsp.workspace_execute_command_async(
         types.ExecuteCommandParams(command="onnxlint.createTarget", arguments=lens[2])
@@ -95,6 +100,58 @@ async def test_export_of_a_class_no_target_builds_offers_to_create_one(
     assert "model = DetectorHead().eval()" in text
     compile(text, "export.py", "exec")
     assert text.splitlines()[out["line"] - 1] == "def detector_head():"
+
+
+SCRIPT = """import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x * 2
+        return x - 1
+
+
+if __name__ == "__main__":
+    model = Net()
+    model.load_state_dict(torch.load("weights/net.pt"))
+    torch.onnx.export(model.eval(), (torch.randn(2, 3),), "net.onnx")
+"""
+
+
+@pytest.mark.deep
+@pytest.mark.slow
+async def test_the_lens_over_an_export_call_analyses_the_script_with_no_set_up(
+    lsp: Client, tmp_path: Path
+) -> None:
+    """No target declared: the lens above the export call runs the script up to that call
+    (the checkpoint it loads is missing: it does not matter) and the deep findings appear."""
+    pytest.importorskip("torch")
+    (tmp_path / "pyproject.toml").write_text("[tool.onnxlint]\n")
+    path = tmp_path / "export_net.py"
+    path.write_text(SCRIPT)
+    await start(lsp, "vscode", folders=[tmp_path])
+    uri = uri_of(path)
+    lenses = await _lenses(lsp, path)
+    call = _line_of(path, "torch.onnx.export(")
+    (lens,) = [x for x in lenses if x[0] == call and x[1].startswith("Analyze export")]
+    assert lens[1] == "Analyze export (Net, runs this script)"
+    n = len(lsp.publishes)
+    out = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="onnxlint.analyzeExport", arguments=lens[2])
+    )
+    assert out["status"] != "error", out
+
+    def deep_published() -> list[types.Diagnostic] | None:
+        for p in lsp.publishes[n:]:
+            if p.uri == uri and any("deep analysis" in d.message for d in p.diagnostics):
+                return list(p.diagnostics)
+        return None
+
+    merged = await wait_for(deep_published, 90, "the deep findings")
+    on_if = [d for d in merged if d.range.start.line == _line_of(path, "if x.sum()") - 1]
+    assert len(on_if) == 1 and "confirmed by the deep analysis" in on_if[0].message, merged
 
 
 DATA_DEPENDENT = """import torch
