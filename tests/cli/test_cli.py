@@ -304,6 +304,9 @@ def test_missing_path_is_a_usage_error(cli, tmp_path: Path) -> None:
         ("[tool.onnxlint]\nexporter = 'tensorflow'\n", "`exporter` must be one of"),
         ("[tool.onnxlint]\ntarget-torch = 'latest'\n", "`target-torch`"),
         ("[tool.onnxlint]\nseverity = { OLX401 = 'fatal' }\n", "severity.OLX401"),
+        ("[[tool.onnxlint.scripts]]\npath = 'export.py'\nargv = '--x'\n", "`argv` must be a list"),
+        ("[[tool.onnxlint.scripts]]\npaht = 'export.py'\n", "did you mean 'path'"),
+        ("[tool.onnxlint.deep]\nscripts = 'no'\n", "`deep.scripts` must be true or false"),
     ],
 )
 def test_bad_config_names_the_problem(cli, tmp_path: Path, toml: str, expect: str) -> None:
