@@ -336,7 +336,7 @@ def _print_text(results: list[DeepResult], problems: list[Violation], root: Path
         if r.detail and not r.ok and r.detail not in r.outcome:
             head += f" ({r.detail})"
         print(f"{head}, {plural(len(r.violations), 'finding')}, {r.wall:.1f} s, peak {mem}")
-        skipped = script_skipped(r, root)
+        skipped = report.script_skipped(r, root)
         if skipped:
             print(f"  skipped (weights and devices do not matter here): {skipped}")
         for line in report.memory_lines(r):
@@ -346,20 +346,6 @@ def _print_text(results: list[DeepResult], problems: list[Violation], root: Path
             for n in v.notes:
                 first = n.splitlines()[0] if n else n
                 print(f"      {first}")
-
-
-def script_skipped(r: DeepResult, root: Path) -> str:
-    """What a script target's run faked, short: `torch.load (export.py:25), .cuda() (:26)`."""
-    items = (r.data or {}).get("script_skipped") or []
-    out = []
-    for item in items:
-        what = str(item.get("what", "")).split(" (")[0]
-        try:
-            where = str(Path(item["file"]).resolve().relative_to(root.resolve()))
-        except (KeyError, ValueError):
-            where = str(item.get("file", ""))
-        out.append(f"{what} ({where}:{item.get('line')})")
-    return ", ".join(out)
 
 
 def plural(n: int, word: str) -> str:

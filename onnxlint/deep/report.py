@@ -130,7 +130,7 @@ def _md_target(r: DeepResult) -> list[str]:
     )
     n = len(r.violations)
     out.append(f"- findings: {n} finding{'s' * (n != 1)} ({_counts(r)})")
-    out.append(f"- factory: `{r.target.factory}`; torch {r.data.get('torch', '?')}")
+    out.append(f"- {_source_md(r)}; torch {r.data.get('torch', '?')}")
     m = s["model"]
     if m:
         out.append(
@@ -202,6 +202,38 @@ def _md_target(r: DeepResult) -> list[str]:
     out += [f"| {k} | {v:.2f} |" for k, v in r.phases.items()]
     out += ["", f"Worker peak memory: {_size(r.peak_rss)}; wall time {r.wall:.2f} s.", ""]
     return out
+
+
+def script_skipped(r: DeepResult, root: Path) -> str:
+    """What a script target's run faked, short: `torch.load (export.py:25), .cuda() (:26)`."""
+    items = (r.data or {}).get("script_skipped") or []
+    out = []
+    for item in items:
+        what = str(item.get("what", "")).split(" (")[0]
+        try:
+            where = str(Path(item["file"]).resolve().relative_to(root.resolve()))
+        except (KeyError, ValueError):
+            where = str(item.get("file", ""))
+        out.append(f"{what} ({where}:{item.get('line')})")
+    return ", ".join(out)
+
+
+def _script_words(r: DeepResult) -> str:
+    """A script target in words: which call it ran to, and what it faked on the way."""
+    call = (r.data or {}).get("script_call") or {}
+    text = f"ran `{r.target.name.rpartition(':')[0] or r.target.name}` up to its export call"
+    if call:
+        text += f" `{call.get('name')}` on line {call.get('line')}"
+    skipped = script_skipped(r, r.target.root)
+    if skipped:
+        text += f"; skipped (weights and devices do not matter here): {skipped}"
+    return text
+
+
+def _source_md(r: DeepResult) -> str:
+    if r.target.script is not None:
+        return "script: " + _script_words(r)
+    return f"factory: `{r.target.factory}`"
 
 
 def _md_violation(v: Violation, root: Path) -> list[str]:
@@ -290,7 +322,10 @@ def _html_target(r: DeepResult, index: int) -> str:
         f'<tr><td>status</td><td class="{status_cls}">{_e(r.outcome)}'
         f"{' (cached)' if r.cached else ''} {_e(r.detail)}</td></tr>"
     )
-    out.append(f"<tr><td>factory</td><td><code>{_e(r.target.factory)}</code></td></tr>")
+    if r.target.script is not None:
+        out.append(f"<tr><td>script</td><td>{_inline_md(_script_words(r))}</td></tr>")
+    else:
+        out.append(f"<tr><td>factory</td><td><code>{_e(r.target.factory)}</code></td></tr>")
     out.append(f"<tr><td>torch</td><td>{_e(r.data.get('torch', '?'))}</td></tr>")
     m = s["model"]
     if m:
