@@ -32,6 +32,7 @@ SCENARIOS = [
     "quickfix",
     "lens",
     "deep",
+    "script",
     "untrusted",
     "missing",
     "switch",
@@ -69,7 +70,9 @@ def e2e_results(npm: NpmRunner, vsix: Path) -> dict[str, Any]:
         pytest.fail(reason)
     build = npm("compile:e2e")
     assert build.returncode == 0, build.stdout + build.stderr
-    scenarios = [s for s in SCENARIOS if s != "deep" or importlib.util.find_spec("torch")]
+    scenarios = [
+        s for s in SCENARIOS if s not in ("deep", "script") or importlib.util.find_spec("torch")
+    ]
     command = [
         shutil.which("node") or "node",
         str(REPO / "out" / "e2e" / "run.js"),
@@ -110,7 +113,7 @@ def e2e_results(npm: NpmRunner, vsix: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_vscode_scenario(e2e_results: dict[str, Any], scenario: str) -> None:
-    if scenario == "deep" and importlib.util.find_spec("torch") is None:
+    if scenario in ("deep", "script") and importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed, so deep analysis cannot run")
     result = e2e_results.get(scenario)
     assert result is not None, f"scenario {scenario} did not run: {e2e_results}"

@@ -18,7 +18,7 @@ import * as path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { TRUST_MESSAGE } from '../../src/commands';
 
-const SCENARIOS = ['static', 'quickfix', 'lens', 'deep', 'untrusted', 'missing', 'switch', 'restart', 'partial', 'notebook'] as const;
+const SCENARIOS = ['static', 'quickfix', 'lens', 'deep', 'script', 'untrusted', 'missing', 'switch', 'restart', 'partial', 'notebook'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Options {
@@ -786,6 +786,67 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
     ctx.detail.push(`after Cancel: ${(await cancelled.innerText()).replace(/\s+/g, ' ')}`);
 }
 
+const TINY_SCRIPT = `import torch
+from torch import nn
+
+
+class TinyNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        if y.sum() > 0:
+            y = y * 2
+        return y
+
+
+if __name__ == "__main__":
+    model = TinyNet()
+    model.load_state_dict(torch.load("checkpoints/tiny.pt"))  # not there: it does not matter
+    torch.onnx.export(model.eval(), (torch.randn(2, 4),), "tiny.onnx")
+`;
+
+/**
+ * Issue 18: in a project that declares no deep-analysis target (plain/, with its own pyproject.toml),
+ * the lens above an export call runs the export script itself up to that call, and the deep
+ * findings reach the Problems panel.
+ */
+async function scenarioScript(ctx: Ctx): Promise<void> {
+    const page = ctx.page;
+    const dir = path.join(ctx.ws.folder, 'plain');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[tool.onnxlint]\n');
+    fs.writeFileSync(path.join(dir, 'export_tiny.py'), TINY_SCRIPT);
+    await openFile(page, 'plain/export_tiny.py');
+    const title = 'Analyze export (TinyNet, runs this script)';
+    const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: title }).first();
+    await lens.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
+        throw new Error(`no "${title}" lens: ${JSON.stringify(await lensTitles(page))}\n${await describeState(ctx)}`);
+    });
+    ctx.detail.push(`lenses: ${JSON.stringify(await lensTitles(page))}`);
+    const before = new Set(onnxlintRows(await problemRows(page)));
+    const started = Date.now();
+    await lens.click();
+    const end = toastWith(page, /onnxlint: export_tiny\.py:\d+: /);
+    await end.waitFor({ state: 'visible', timeout: 300_000 }).catch(async () => {
+        throw new Error(`the script's analysis did not end\n${await describeState(ctx)}`);
+    });
+    ctx.detail.push(`script analysis took ${((Date.now() - started) / 1000).toFixed(1)}s; end: ${(await end.innerText()).replace(/\s+/g, ' ')}`);
+    const rows = await waitFor(
+        'deep findings of the script in the Problems panel',
+        async () => {
+            const fresh = onnxlintRows(await problemRows(page)).filter((r) => !before.has(r) && /OLX8\d\d|deep analysis/.test(r));
+            return fresh.length > 0 ? fresh : undefined;
+        },
+        30_000,
+        () => describeState(ctx),
+    );
+    ctx.detail.push(...rows.map((r) => `deep problem: ${r}`));
+    await ctx.shot('script-lens');
+}
+
 /** Restricted Mode: static diagnostics still appear, and deep analysis is refused with a clear message. */
 async function scenarioUntrusted(ctx: Ctx): Promise<void> {
     const page = ctx.page;
@@ -1176,6 +1237,7 @@ async function main(): Promise<number> {
                 { scenario: 'quickfix', run: scenarioQuickFix },
                 { scenario: 'notebook', run: scenarioNotebook },
                 { scenario: 'deep', run: scenarioDeep },
+                { scenario: 'script', run: scenarioScript },
             ],
             // Message traces make a failure's log tail say what the client and server exchanged.
             { 'security.workspace.trust.enabled': false, 'onnxlint.interpreter': [goodPython], 'onnxlint.trace.server': 'messages' },
