@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.deep.conftest import line_of
+from .conftest import line_of
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.deep]
@@ -83,6 +83,17 @@ if __name__ == "__main__":
     torch.onnx.export(model, (x,), "a.onnx", dynamo=True)
     traced = torch.jit.trace(model, (x,))
     traced.save("a.pt")
+"""
+
+SWALLOWED = """
+import torch
+
+from nets import Net
+
+try:
+    torch.onnx.export(Net().eval(), (torch.randn(2, 3, 16, 16),), "net.onnx")
+except BaseException as e:  # a script that catches everything still gets analysed
+    print("export failed:", e)
 """
 
 EP_THEN_ONNX = """
@@ -222,6 +233,13 @@ def test_torch_export_then_onnx_export_of_the_program(analyzer: Any, tmp_path: P
     # the module behind the ExportedProgram, with the program's dynamic batch
     assert data["model"]["class"].endswith("Net")
     assert data["model"]["inputs"] == ["Tensor[float32](4, 3, 16, 16)"]
+    assert "OLX802" in _codes(res)
+
+
+def test_a_script_that_catches_everything_is_still_analysed(analyzer: Any, tmp_path: Path) -> None:
+    root = _project(tmp_path, {"swallow.py": SWALLOWED})
+    res = _analyze(analyzer, root, "swallow.py", None)
+    assert "load" not in ((res.data or {}).get("failed") or {}), res.violations
     assert "OLX802" in _codes(res)
 
 

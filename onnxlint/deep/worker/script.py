@@ -77,6 +77,7 @@ def run(rec: Analysis) -> bool:
         made.clear()
         state.passed.clear()
         state.skipped.clear()
+        state.captured = None
         stop, error, exit_code = _run_once(rec, state, code, made, assume=assume)
         if error is None or not torch_internals.is_fake_limitation(error):
             break
@@ -131,15 +132,17 @@ def _run_once(
             exec(code, module.__dict__)
     except ScriptStop as s:
         return s, None, None
-    except SystemExit as e:
-        return None, None, e
     except KeyboardInterrupt:
         raise
     except BaseException as e:
-        return None, e, None
+        if state.captured is not None:  # the script caught the stop and went on: it was made
+            return ScriptStop(state.captured), None, None
+        return (None, None, e) if isinstance(e, SystemExit) else (None, e, None)
     finally:
         # the script stays `__main__`: its classes' source is found through it
         sys.argv, sys.path[:] = saved_argv, saved_path
+    if state.captured is not None:
+        return ScriptStop(state.captured), None, None
     return None, None, None
 
 

@@ -68,6 +68,7 @@ class ScriptRun:
     script: str
     line: int | None
     passed: list[Captured] = field(default_factory=list)
+    captured: Captured | None = None  # the wanted call, even if the script swallows the stop
     skipped: dict[tuple[str, str, int], int] = field(default_factory=dict)
     stderr: io.StringIO = field(default_factory=io.StringIO)
 
@@ -198,7 +199,8 @@ def _capture(
         caller = sys._getframe(1)
         file, line = state.user_line(caller)
         call = Captured(kind, name, file, line, args, dict(kwargs), original)
-        if state.wanted(caller):
+        if state.captured is None and state.wanted(caller):
+            state.captured = call
             raise ScriptStop(call)
         state.passed.append(call)
         return Inert(call)
