@@ -157,7 +157,8 @@ def run_targets(
 NO_TARGETS = (
     "no targets to analyse: declare one in pyproject.toml ([[tool.onnxlint.targets]] with "
     '`name` and `factory = "package.module:function"`) or put `# onnxlint: target` above a '
-    "function that returns (model, args)"
+    "function that returns (model, args), or name an export script: "
+    "`onnxlint analyze tools/export.py`"
 )
 
 
@@ -257,6 +258,17 @@ def run_analyze(args: argparse.Namespace, config: Any) -> int:
                 print(f"onnxlint: no target named {w!r} (known: {known})", file=sys.stderr)
                 return EXIT_USAGE
         targets = chosen
+    elif not targets and deep.get("scripts", True):
+        from onnxlint.deep.scripts import project_scripts
+
+        targets = project_scripts(discover, getattr(config, "scripts", ()) or (), root)
+        if targets:
+            files = len({t.script for t in targets})
+            print(
+                f"onnxlint: no deep-analysis targets declared: analysing the "
+                f"{plural(len(targets), 'export call')} of {plural(files, 'script')}",
+                file=sys.stderr,
+            )
     if not targets and not problems:
         print(f"onnxlint: {NO_TARGETS}", file=sys.stderr)
         return EXIT_USAGE

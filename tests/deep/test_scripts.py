@@ -334,6 +334,9 @@ def test_cli_analyze_script_and_check_deep_without_targets(cli: Any, tmp_path: P
     r = cli("analyze", f"two.py:{trace}", "--no-cache", cwd=root)
     assert r.returncode == 1, r.stderr
     assert r.stdout.startswith(f"two.py:{trace}:"), r.stdout
+    r = cli("analyze", "--format", "json", "--no-cache", cwd=root)  # nothing named, none declared
+    assert "analysing the 2 export calls of 1 script" in r.stderr, r.stderr
+    assert len(json.loads(r.stdout)["targets"]) == 2
     r = cli("analyze", "missing.py", cwd=root)
     assert r.returncode == 2 and "no such script" in r.stderr
     r = cli("check", "--deep", "--no-cache", "--format", "json", ".", cwd=root)
