@@ -8,7 +8,8 @@ family asks:
   (`tox.export` -> `torch.onnx.export`), never by spelling alone;
 - which classes are `nn.Module` subclasses (also through local subclasses of subclasses);
 - which functions run when a module's `forward` runs (methods reached through `self.m()`,
-  module-level functions called from them);
+  module-level functions called from them), not through calls in the parts of a function
+  an export never runs (`FunctionInfo.live`, onnxlint.branches);
 - which export calls the file makes, and through which exporter (`export_calls`);
 - a cheap, flow-insensitive guess of what kind of value an expression holds inside a
   function (`kinds`): a tensor, a shape, a Python number taken from a tensor, ...
@@ -25,23 +26,18 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from onnxlint.blocks import Block
+from onnxlint.branches import (
+    DEPLOY_FLAG,
+    EXPORT_GUARDS,
+    TRAINING_FLAGS,
+    iter_live,
+    optional_targets,
+)
 from onnxlint.frameworks import TORCH_MODULE_BASES, base_verdict, imports_other_framework
+from onnxlint.walker import dotted as dotted  # re-exported: most rules import it from here
 from onnxlint.walker import iter_children, iter_descendants
 
 _BUILTINS = frozenset(dir(builtins))
-
-
-def dotted(expr: cst.BaseExpression) -> str | None:
-    """`a.b.c` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    node: cst.BaseExpression = expr
-    while type(node) is cst.Attribute:  # exact types: see Kinds.of
-        parts.append(node.attr.value)
-        node = node.value
-    if type(node) is not cst.Name:
-        return None
-    parts.append(node.value)
-    return ".".join(reversed(parts))
 
 
 def _module_name(node: cst.BaseExpression | None) -> str:
@@ -80,6 +76,42 @@ class FunctionInfo:
         if bound and out and out[0].name.value in ("self", "cls"):
             out = out[1:]
         return out
+
+    def live_targets(self) -> frozenset[str]:
+        """The parameters that default to None and hold targets (`branches.optional_targets`)."""
+        found = self.memo.get("targets")
+        if not isinstance(found, frozenset):
+            found = self.memo["targets"] = optional_targets(self.node, self.params())
+        return found
+
+    def live(self) -> FunctionInfo:
+        """This function as an export runs it: its calls and `self` attributes outside the
+        parts an export never runs (`onnxlint.branches`: `if self.training:`, `if labels
+        is not None:`, after `if torch.onnx.is_in_onnx_export(): return`). Reachability
+        follows these, so a helper called only there is not forward code."""
+        found = self.memo.get("live")
+        if isinstance(found, FunctionInfo):
+            return found
+        live = self
+        if self._may_skip():
+            live = FunctionInfo(self.name, self.node, self.class_name, decorators=self.decorators)
+            scratch = BlockIndex()
+            for node in iter_live(self.node, self.live_targets()):
+                _index_node(node, scratch, live)
+        self.memo["live"] = live
+        return live
+
+    def _may_skip(self) -> bool:
+        """Cheap test for a part an export never runs (most functions have none)."""
+        if "training" in self.self_attrs or self.live_targets():
+            return True
+        if any(DEPLOY_FLAG.search(a) for a in self.self_attrs):
+            return True
+        if any(p.name.value in TRAINING_FLAGS for p in self.params()):
+            return True
+        return any(c.rsplit(".", 1)[-1] in EXPORT_GUARDS for c in self.attr_calls) or bool(
+            EXPORT_GUARDS & self.name_calls
+        )
 
 
 @dataclass
@@ -558,6 +590,7 @@ class FileModel:
             if f.key in reach:
                 continue
             reach.add(f.key)
+            f = f.live()
             if f.class_name is not None:
                 for m in f.self_calls:
                     target = self.find_method(f.class_name, m)

@@ -173,6 +173,19 @@ def iter_descendants(node: cst.CSTNode, *, leaves: bool = True) -> Iterator[cst.
             stack.extend(kids)
 
 
+def dotted(expr: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    node: cst.BaseExpression = expr
+    while type(node) is cst.Attribute:  # exact types: see semantic.Kinds.of
+        parts.append(node.attr.value)
+        node = node.value
+    if type(node) is not cst.Name:
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
 Handler = Callable[[Any], None]
 _LEAVE = object()  # stack marker: leave the node on top of `ancestors`
 

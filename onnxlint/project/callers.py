@@ -5,7 +5,8 @@ when `head.py` does `from .utils import count` and calls it from `Head.forward`,
 when no export of the project reaches `Head`. `ImportedNames` lists, from the text the
 project scan reads anyway, which files import a name (`from x import a, b`); for the
 few files that import one of a file's helpers, `forward_callers` reads their text and ast
-summary: the name imported from this file and called by a class that has `forward`.
+summary: the name imported from this file and called from a module class's `forward` (or
+a method it calls on `self`).
 """
 
 from __future__ import annotations
@@ -115,17 +116,41 @@ def _calls_from_forward(index: ProjectIndex, importer: str, path: str, fname: st
 
 
 def _called_in_module_classes(text: str) -> set[str]:
-    """Names called by the methods of the classes that define `forward` (ast, not libcst)."""
+    """Names called by what runs when a module's `forward` runs: `forward` and the methods
+    it reaches through `self.m()`, in classes that define `forward` and derive from
+    something (a class without bases is no `nn.Module`: MONAI's `TrtCompiler.forward`
+    builds a TensorRT engine). Read with ast, not libcst."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return set()
     out: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and any(
-            isinstance(m, ast.FunctionDef) and m.name == "forward" for m in node.body
+        if not isinstance(node, ast.ClassDef) or not any(
+            not (isinstance(b, ast.Name) and b.id == "object") for b in node.bases
         ):
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name):
-                    out.add(inner.func.id)
+            continue
+        methods = {
+            m.name: m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        todo = ["forward"] if "forward" in methods else []
+        seen: set[str] = set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for inner in ast.walk(methods[name]):
+                if not isinstance(inner, ast.Call):
+                    continue
+                f = inner.func
+                if isinstance(f, ast.Name):
+                    out.add(f.id)
+                elif (
+                    isinstance(f, ast.Attribute)
+                    and isinstance(f.value, ast.Name)
+                    and f.value.id == "self"
+                    and f.attr in methods
+                ):
+                    todo.append(f.attr)
     return out

@@ -4,7 +4,9 @@ From each export site's model class, the walk follows what runs when its `forwar
 methods called on `self` (through base classes in any file), the `forward` of the
 submodules the class builds (`self.backbone = ResNet(...)`, `nn.ModuleList([Block(...)
 ...])`, `nn.Sequential(...)`, a project factory `build_head(cfg)`), module functions
-called by name or through an imported module, in any project file. Along the way it
+called by name or through an imported module, in any project file, never into the parts
+of a function an export skips (`if self.training:`, `if labels is not None:`, see
+onnxlint.branches). Along the way it
 records what each submodule call passes to the callee's `forward` parameters (a Python
 int such as Swin's `H, W`, a string, a tensor), so rules do not take every `forward`
 parameter for a tensor.
@@ -135,6 +137,7 @@ def _walk_site(
         seen.add(mark)
         visited += 1
         table.reach.setdefault(facts.path, {}).setdefault(func.key, set()).add(site)
+        func = func.live()  # not into `if self.training:` and other parts exports skip
         if owner is not None:
             of, oc = owner
             for m in func.self_calls:

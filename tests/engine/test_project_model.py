@@ -677,3 +677,144 @@ def test_a_helper_another_files_forward_calls_is_forward_code(tmp_path) -> None:
     assert codes(found, "pkg/utils.py") == [(5, "OLX102")]
     [finding] = [f for f in found if f["path"] == "pkg/utils.py"]
     assert "no export in this project reaches it" in finding["message"]
+
+
+def test_a_helper_called_only_by_a_non_module_or_outside_forward_is_not_forward_code(
+    tmp_path,
+) -> None:
+    """MONAI's `add_casts_around_norms` is called by `TrtCompiler` (a plain class with a
+    `forward`, no nn.Module) and model surgery by a module's setup method: neither runs
+    in a forward. A helper the module's `forward` reaches through `self.m()` still is."""
+    root = project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/utils.py": """
+                import torch
+
+
+                def surgery(model, x):
+                    if x.sum().item() > 0:
+                        return model
+                    return model
+
+
+                def setup(model, x):
+                    if x.sum().item() > 0:
+                        return model
+                    return model
+
+
+                def count(x):
+                    if x.sum().item() > 0:
+                        return x * 2
+                    return x
+            """,
+            "pkg/trt.py": """
+                import torch
+
+                from .utils import count, setup, surgery
+
+
+                class Compiler:
+                    def forward(self, model, x):
+                        return self._build(model)(x)
+
+                    def _build(self, model):
+                        return surgery(model, torch.ones(1))
+
+
+                class Head(torch.nn.Module):
+                    def forward(self, x):
+                        return self._scale(x)
+
+                    def _scale(self, x):
+                        return count(x)
+
+                    def prepare(self):
+                        return setup(self, torch.ones(1))
+            """,
+        },
+    )
+    assert codes(check(root), "pkg/utils.py") == [(17, "OLX102")]
+
+
+def test_code_reached_only_under_a_targets_branch_is_not_forward_code(tmp_path) -> None:
+    """FastSpeech2's monotonic alignment search (`.numpy()`) runs only when target
+    spectrograms are passed (`if mel_spectrograms is not None:`, documented "used only for
+    training"): the helpers it calls there are not forward code, in the file and from an
+    export. The same helper called outside the branch, or under an optional input that is
+    not documented as ground truth, is still reported."""
+    root = project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/tts.py": """
+                import torch
+                from torch import nn
+
+
+                def align(value, mask):
+                    value = value * mask
+                    return torch.from_numpy(value.cpu().detach().numpy())
+
+
+                def pitch_path(value, mask):
+                    value = value * mask
+                    return torch.from_numpy(value.cpu().detach().numpy())
+
+
+                class TTS(nn.Module):
+                    def forward(self, tokens, mel_spectrograms=None, pitch=None):
+                        \"\"\"Synthesise.
+
+                        Arguments
+                        ---------
+                        tokens: torch.Tensor
+                            input tokens
+                        mel_spectrograms: torch.Tensor
+                            batch of mel_spectrograms (used only for training)
+                        pitch: torch.Tensor
+                            pitch for each frame; predicted when None
+                        \"\"\"
+                        durations = None
+                        if mel_spectrograms is not None:
+                            durations = self._aligner(tokens, mel_spectrograms)
+                        if pitch is not None:
+                            tokens = tokens + pitch_path(pitch, tokens)
+                        return tokens, durations
+
+                    def _aligner(self, x, y):
+                        return align(x, y)
+
+
+                class Tagger(nn.Module):
+                    def forward(self, x, labels=None):
+                        if self.training:
+                            x = self._noise(x)
+                        if labels is not None:
+                            return align(labels, x)
+                        return x
+
+                    def _noise(self, x):
+                        return align(x, x)
+            """,
+            "tools/export.py": """
+                import torch
+
+                from pkg.tts import TTS, Tagger
+
+
+
+                def main():
+                    tts = TTS().eval()
+                    torch.onnx.export(tts, (torch.zeros(1, 4),), "tts.onnx")
+                    tagger = Tagger().eval()
+                    torch.onnx.export(tagger, (torch.zeros(1, 4),), "tag.onnx")
+            """,
+        },
+    )
+    found = check(root)
+    assert codes(found, "pkg/tts.py") == [(12, "OLX103")]  # pitch_path only
+    [finding] = [f for f in found if f["path"] == "pkg/tts.py"]
+    assert "exported by tools/export.py:9" in finding["message"], finding["message"]

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from onnxlint.inference import skips_right_in_eval
+from onnxlint.branches import skips_right_in_eval
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import (
     mentions_export_guard,
