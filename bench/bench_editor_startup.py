@@ -1,6 +1,6 @@
 """VS Code start-up: from opening a Python file in a fresh window to its first squiggles.
 
-    python bench/bench_editor_startup.py [--runs 3]
+    python bench/bench_editor_startup.py [--runs 3] [--checkout OTHER_DIR ...]
 
 Runs the extension's end-to-end harness (`extension/test/e2e/run.ts`, scenario `static`) in
 code-server with headless Chromium, `--runs` times, each in a fresh window with a fresh user
@@ -8,6 +8,12 @@ profile. The page records when the file is asked to open and when its first squi
 the extension logs when it was activated, when the interpreter was resolved, when the server
 answered `initialize` and when the first diagnostics arrived (`timing-json` in its output
 channel). Prints each phase as milliseconds after the file was opened, per run and the median.
+With `--checkout DIR` (repeatable; a `git worktree` of another commit, say), the same runs are
+made with that checkout's extension and server too, interleaved with this one's, so that load
+changes hit both alike: before/after side by side in one run. The server runs with Python's
+bytecode cache, as from a pip install: each checkout's onnxlint is compiled first and
+`PYTHONDONTWRITEBYTECODE` is removed from the environment (`--dont-write-bytecode` keeps it set:
+every onnxlint module is then compiled from source at each server start).
 Needs code-server in .e2e/ and Chromium (`.ci/extension.sh --setup`). Prints, never asserts.
 """
 
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -23,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+DONT_WRITE_BYTECODE = False
 PHASES = [
     ("activated", "extension activated"),
     ("interpreter", "client loaded, interpreter resolved"),
@@ -32,18 +40,20 @@ PHASES = [
 ]
 
 
-def npm(*args: str) -> None:
-    subprocess.run(["npm", "run", "--silent", *args], cwd=REPO, check=True, capture_output=True)
+def npm(repo: Path, *args: str) -> None:
+    subprocess.run(["npm", "run", "--silent", *args], cwd=repo, check=True, capture_output=True)
 
 
-def one_run(artifacts: Path) -> dict[str, int]:
+def one_run(repo: Path, artifacts: Path) -> dict[str, int]:
     command = [
         shutil.which("node") or "node",
-        str(REPO / "out" / "e2e" / "run.js"),
+        str(repo / "out" / "e2e" / "run.js"),
         "--repo",
-        str(REPO),
+        str(repo),
+        "--e2e-dir",
+        os.environ.get("ONNXLINT_E2E_DIR", str(REPO / ".e2e")),
         "--vsix",
-        str(REPO / "onnxlint.vsix"),
+        str(repo / "onnxlint.vsix"),
         "--python",
         sys.executable,
         "--artifacts",
@@ -51,7 +61,11 @@ def one_run(artifacts: Path) -> dict[str, int]:
         "--only",
         "static",
     ]
-    run = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if DONT_WRITE_BYTECODE:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    run = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     timing_file = artifacts / "timing.json"
     if not timing_file.exists():
         raise SystemExit(f"the e2e run wrote no timing.json:\n{run.stdout}\n{run.stderr}")
@@ -63,20 +77,32 @@ def one_run(artifacts: Path) -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--checkout", action="append", default=[], help="a checkout to compare")
+    parser.add_argument("--dont-write-bytecode", action="store_true")
     args = parser.parse_args()
-    npm("package")
-    npm("compile:e2e")
-    runs = []
+    global DONT_WRITE_BYTECODE
+    DONT_WRITE_BYTECODE = args.dont_write_bytecode
+    repos = {"this": REPO, **{Path(d).resolve().name: Path(d).resolve() for d in args.checkout}}
+    for repo in repos.values():
+        npm(repo, "package")
+        npm(repo, "compile:e2e")
+        if not DONT_WRITE_BYTECODE:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(repo / "onnxlint")])
+    runs: dict[str, list[dict[str, int]]] = {name: [] for name in repos}
     for i in range(args.runs):
-        with tempfile.TemporaryDirectory(prefix="onnxlint-startup-") as tmp:
-            runs.append(one_run(Path(tmp)))
-        print(f"run {i + 1}: " + ", ".join(f"{k} +{v} ms" for k, v in runs[-1].items()))
+        for name, repo in repos.items():
+            with tempfile.TemporaryDirectory(prefix="onnxlint-startup-") as tmp:
+                runs[name].append(one_run(repo, Path(tmp)))
+            shown = ", ".join(f"{k} {v:+} ms" for k, v in runs[name][-1].items())
+            print(f"run {i + 1} {name}: {shown}", flush=True)
+    for name, results in runs.items():
+        print()
+        print(f"{name}: ms after the file was opened (median of {len(results)} runs):")
+        for phase, words in PHASES:
+            values = [r[phase] for r in results if phase in r]
+            if values:
+                print(f"  {words:<52} {statistics.median(values):>7.0f}")
     print()
-    print(f"ms after the file was opened (median of {len(runs)} runs):")
-    for name, words in PHASES:
-        values = [r[name] for r in runs if name in r]
-        if values:
-            print(f"  {words:<52} {statistics.median(values):>7.0f}")
     print("(negative: before the file was opened; the extension activates with the window when")
     print(" the workspace holds Python files, so the server is ready when the first file opens)")
 

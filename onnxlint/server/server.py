@@ -157,8 +157,9 @@ class OnnxlintServer(LanguageServer):
         return self._engine
 
     def load_engine(self) -> None:
-        """Import libcst and every rule, and make the Engine. `serve` does this at start,
-        under the generated-code cache (see `onnxlint.codecache`), before reading stdin."""
+        """Import libcst and every rule, and make the Engine. `serve` does this at start
+        on a loader thread, under the generated-code cache (see `onnxlint.codecache`),
+        while the event loop answers `initialize`; callers go through `engine`."""
         from onnxlint.engine import Engine
         from onnxlint.rules import all_rules
 
@@ -686,10 +687,12 @@ class OnnxlintServer(LanguageServer):
         path = self.path_of(uri)
         doc = self.workspace.text_documents.get(uri)
         text = doc.source if doc is not None else None
-        model = self.engine.project_model
 
-        def tell() -> None:
-            model.changed(path, text if text is not None else self.engine.project.read(path))
+        def tell() -> None:  # (the engine may still be loading: not on the event loop)
+            engine = self.engine
+            engine.project_model.changed(
+                path, text if text is not None else engine.project.read(path)
+            )
 
         self.run_check(tell)
         for other, st in list(self.docs.items()):
