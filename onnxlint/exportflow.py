@@ -218,7 +218,8 @@ _MAX_DEPTH = 3
 
 
 def _is_camel(name: str) -> bool:
-    return name[:1].isupper() and any(ch.islower() for ch in name)
+    """A class's name: `Net`, `UNet`, and acronyms called like classes (`TTS`, `MLP`)."""
+    return name[:1].isupper() and (any(ch.islower() for ch in name) or len(name) >= 2)
 
 
 def _join(*states: State) -> State:

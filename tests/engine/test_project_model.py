@@ -818,3 +818,31 @@ def test_code_reached_only_under_a_targets_branch_is_not_forward_code(tmp_path) 
     assert codes(found, "pkg/tts.py") == [(12, "OLX103")]  # pitch_path only
     [finding] = [f for f in found if f["path"] == "pkg/tts.py"]
     assert "exported by tools/export.py:9" in finding["message"], finding["message"]
+
+
+def test_an_acronym_class_built_in_the_export_call_is_the_exported_model(tmp_path) -> None:
+    """`torch.onnx.export(TTS().eval(), ...)` at a script's top level, the class imported
+    from the project: acronym class names (`TTS`, `MLP`) are classes too."""
+    root = project(
+        tmp_path,
+        {
+            "models.py": """
+                import torch
+
+
+                class TTS(torch.nn.Module):
+                    def forward(self, x):
+                        if x.sum() > 0:
+                            return x
+                        return x * 2
+            """,
+            "tools/export.py": """
+                import torch
+                from models import TTS
+
+                torch.onnx.export(TTS().eval(), (torch.randn(2, 3),), "tts.onnx")
+            """,
+        },
+    )
+    [finding] = [f for f in check(root) if f["code"] == "OLX101"]
+    assert "exported by tools/export.py:4" in finding["message"], finding["message"]
