@@ -349,3 +349,22 @@ def test_cli_analyze_script_and_check_deep_without_targets(cli: Any, tmp_path: P
     r = cli("check", "--deep", "--no-cache", "--format", "json", ".", cwd=root)
     assert "analysing" not in r.stderr
     assert not [row for row in json.loads(r.stdout) if row["source"] == "deep"]
+
+
+def test_reading_tensor_data_is_olx816_at_its_line(analyzer: Any, tmp_path: Path) -> None:
+    root = _project(
+        tmp_path,
+        {
+            "stats.py": """
+                import torch
+
+                x = torch.randn(2, 3)
+                mean = x.numpy().mean()
+                torch.onnx.export(torch.nn.Linear(3, 3).eval(), (x,), "m.onnx")
+            """
+        },
+    )
+    res = _analyze(analyzer, root, "stats.py", None)
+    (stop,) = [v for v in res.violations if v.code == "OLX816"]
+    assert stop.line == line_of(root / "stats.py", "x.numpy()")
+    assert "ONNXLINT_DEEP" in " ".join(stop.notes)
