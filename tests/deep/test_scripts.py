@@ -368,3 +368,49 @@ def test_reading_tensor_data_is_olx816_at_its_line(analyzer: Any, tmp_path: Path
     (stop,) = [v for v in res.violations if v.code == "OLX816"]
     assert stop.line == line_of(root / "stats.py", "x.numpy()")
     assert "ONNXLINT_DEEP" in " ".join(stop.notes)
+
+
+def test_a_package_module_script_runs_as_python_dash_m(analyzer: Any, tmp_path: Path) -> None:
+    """`pkg/export.py` with `from .model import Net` is meant for `python -m pkg.export`."""
+    root = _project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/model.py": NET,
+            "pkg/export.py": """
+                import torch
+
+                from .model import Net
+
+                if __name__ == "__main__":
+                    torch.onnx.export(Net().eval(), (torch.randn(2, 3, 16, 16),), "net.onnx")
+            """,
+        },
+    )
+    res = _analyze(analyzer, root, "pkg/export.py", None)
+    assert "load" not in ((res.data or {}).get("failed") or {}), res.violations
+    assert "OLX802" in _codes(res)
+
+
+def test_a_torchscript_file_is_loaded_for_real(analyzer: Any, tmp_path: Path) -> None:
+    import torch
+
+    root = _project(
+        tmp_path,
+        {
+            "ts.py": """
+                import torch
+
+                model = torch.jit.load("model.pt")
+                torch.onnx.export(model, (torch.randn(1, 4),), "model.onnx")
+            """
+        },
+    )
+    torch.jit.save(torch.jit.script(torch.nn.Linear(4, 2)), str(root / "model.pt"))
+    res = _analyze(analyzer, root, "ts.py", None)
+    data = res.data or {}
+    assert "load" not in (data.get("failed") or {}), res.violations
+    assert any(s["what"].startswith("torch.jit.load") for s in data["script_skipped"])
+    # what the dynamo exporter really says about a ScriptModule, at the export call
+    (v,) = [v for v in res.violations if v.code == "OLX803"]
+    assert "ScriptModule" in v.message and v.line == 4

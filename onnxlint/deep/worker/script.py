@@ -103,12 +103,18 @@ def _run_once(
     """One run of the script: (the capture, or the error that stopped it, or the exit code)."""
     rec.fake_mode = torch_internals.fake_mode_class()(allow_non_fake_inputs=True)
     module = types.ModuleType("__main__")
+    package, top = _package_of(state.script)
     module.__dict__.update(
-        {"__file__": state.script, "__builtins__": builtins, "__spec__": None, "__package__": None}
+        {
+            "__file__": state.script,
+            "__builtins__": builtins,
+            "__spec__": None,
+            "__package__": package,
+        }
     )
     saved_argv, saved_path = list(sys.argv), list(sys.path)
     sys.argv = [state.script, *map(str, rec.target.get("argv") or ())]
-    for p in reversed([os.path.dirname(state.script), rec.root]):
+    for p in reversed(list(dict.fromkeys([os.path.dirname(state.script), top, rec.root]))):
         if p not in sys.path:
             sys.path.insert(0, p)
     sys.modules["__main__"] = module
@@ -144,6 +150,19 @@ def _run_once(
     if state.captured is not None:
         return ScriptStop(state.captured), None, None
     return None, None, None
+
+
+def _package_of(script: str) -> tuple[str | None, str]:
+    """A script inside a package (`pkg/tools/export.py` next to `__init__.py` files) runs as
+    `python -m pkg.tools.export` would: `__package__` set, so its relative imports work, and
+    the folder above the top package on `sys.path`. Else (None, its own folder)."""
+    folder = os.path.dirname(script)
+    parts: list[str] = []
+    top = folder
+    while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.basename(top).isidentifier():
+        parts.insert(0, os.path.basename(top))
+        top = os.path.dirname(top)
+    return (".".join(parts), top) if parts else (None, folder)
 
 
 def _take(rec: Analysis, state: ScriptRun, call: Captured, made: dict[int, int], name: str) -> bool:

@@ -218,6 +218,17 @@ def fakes(state: ScriptRun) -> Iterator[None]:
         state.skip("torch.load (an empty checkpoint instead)")
         return EmptyCheckpoint(repr(f) if isinstance(f, str) else type(f).__name__)
 
+    jit_load = torch.jit.load
+
+    def torch_jit_load(f: Any, *args: Any, **kwargs: Any) -> Any:
+        # A TorchScript file carries the model's code: nothing to build it from, so it is
+        # loaded for real (outside the fake mode, which cannot hold its storages).
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        state.skip("torch.jit.load (loaded for real: the file is the model)")
+        with unset_fake_temporarily():
+            return jit_load(f, *args, **kwargs)  # type: ignore[no-untyped-call]
+
     def load_state_dict(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
         state.skip("load_state_dict (weights not loaded)")
         from torch.nn.modules.module import _IncompatibleKeys
@@ -246,6 +257,7 @@ def fakes(state: ScriptRun) -> Iterator[None]:
         stack.enter_context(_patched(torch.nn.Module, "cuda", module_cuda))
         stack.enter_context(_patched(torch.nn.Module, "to", to))
         stack.enter_context(_patched(torch, "load", torch_load))
+        stack.enter_context(_patched(torch.jit, "load", torch_jit_load))
         stack.enter_context(_patched(torch.nn.Module, "load_state_dict", load_state_dict))
         for attr in ("synchronize", "empty_cache", "set_device", "manual_seed_all"):
             stack.enter_context(_patched(torch.cuda, attr, noop))
