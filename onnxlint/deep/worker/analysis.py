@@ -87,9 +87,9 @@ def _finish(rec: Analysis) -> dict[str, Any]:
     if rec.target.get("script") and loc is not None:
         # A script target is declared by its export call: what belongs to no line of the
         # model goes there (the call the run captured, when the target named none).
-        for f in rec.findings:
-            if not f.get("file"):
-                f["file"], f["line"] = loc["file"], loc["line"]
+        for found in rec.findings:
+            if not found.get("file"):
+                found["file"], found["line"] = loc["file"], loc["line"]
     rec.result["project_files"] = sorted(
         {
             os.path.realpath(f)
