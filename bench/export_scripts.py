@@ -59,8 +59,8 @@ VENV = CORPUS / "_venv"
 
 # What the scripts import beyond torch, installed by `env` into VENV, a venv over this Python
 # (--system-site-packages: torch 2.13.0, onnx and onnxlint come from here; nothing here changes).
-# torchvision and torchaudio are not among them: PyPI's builds do not import beside torch
-# 2.13.0, so a script that needs one stops at that import (an explained stop).
+# torchvision comes separately (TORCHVISION, below); torchaudio is not installed: a script
+# that needs it stops at that import (an explained stop).
 DEPS = [
     "setuptools<81",  # pkg_resources (ultralytics 8.0, hydra); setuptools 81+ dropped it
     "wheel",
@@ -88,6 +88,23 @@ DEPS = [
 ]
 # Kept at this Python's versions in the venv (with torch==2.13.0): what onnxlint's worker uses.
 PINNED = {"numpy", "onnx", "onnxruntime", "onnxscript", "onnx-ir", "ml-dtypes", "ml_dtypes"}
+# BENCH-ENVIRONMENT WORKAROUND FOR THIS MACHINE, NOT SOMETHING ONNXLINT DOES. PyPI's
+# torchvision 0.28.0 (the release that matches torch 2.13) is a CUDA build: its _C.so needs
+# libc10_cuda.so, which this CPU torch does not have, so the C++ ops are never registered and
+# `torchvision/_meta_registrations.py` raises "operator torchvision::nms does not exist" at
+# `import torchvision`. `env` installs it with --no-deps (pip must never replace torch
+# 2.13.0+cpu with a CUDA torch) and empties that one module: then `import torchvision`, its
+# models and transforms work, and only its C++ ops (nms, roi_align, deform_conv2d, ...) are
+# missing, so a script that calls one stops there (counted as not analysed). A user's machine
+# has a torchvision built for its own torch and needs none of this.
+TORCHVISION = "torchvision==0.28.0"
+TORCHVISION_META_STUB = (
+    '"""Emptied by bench/export_scripts.py `env` (a bench-environment workaround for this\n'
+    "machine, not part of onnxlint): PyPI's torchvision 0.28.0 is a CUDA build whose _C.so\n"
+    "cannot load beside the CPU torch 2.13.0 here (libc10_cuda.so is missing), so its C++ ops\n"
+    "are not registered and the meta registrations this module makes for them\n"
+    '(torchvision::nms, roi_align, ...) would fail at `import torchvision`."""\n'
+)
 # Built from their sdists against this torch: (pip arguments, environment).
 BUILT = [
     (["mmcv==1.7.2"], {"MMCV_WITH_OPS": "0"}),  # OpenMMLab 1.x tools; no compiled ops
@@ -300,6 +317,7 @@ def env(args: argparse.Namespace) -> None:
     for spec, extra_env in BUILT:
         build_env = dict(os.environ, **extra_env)
         subprocess.run([*pip, "--no-build-isolation", *spec], check=True, env=build_env)
+    _torchvision(pip)
     torch_version = subprocess.run(
         [str(VENV / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
         capture_output=True,
@@ -309,6 +327,28 @@ def env(args: argparse.Namespace) -> None:
     print(f"{VENV.relative_to(ROOT)}: torch {torch_version}")
     if not torch_version.startswith("2.13.0"):
         sys.exit("torch moved: the bench expects torch 2.13.0")
+
+
+def _torchvision(pip: list[str]) -> None:
+    """Install TORCHVISION into VENV with no dependencies and empty its meta registrations
+    (the bench-environment workaround described at TORCHVISION)."""
+    subprocess.run([*pip, "--no-deps", TORCHVISION], check=True)
+    where = subprocess.run(
+        [
+            str(VENV / "bin" / "python"),
+            "-c",
+            "import importlib.util as u; "
+            "print(u.find_spec('torchvision').submodule_search_locations[0])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    meta = Path(where) / "_meta_registrations.py"
+    if not meta.resolve().is_relative_to(VENV.resolve()):
+        sys.exit(f"{meta} is not in the bench venv: not touching it")
+    meta.write_text(TORCHVISION_META_STUB)
+    print(f"{meta.relative_to(ROOT)}: emptied (bench-environment workaround, see TORCHVISION)")
 
 
 def _git_commit() -> str:
