@@ -414,3 +414,111 @@ def test_a_torchscript_file_is_loaded_for_real(analyzer: Any, tmp_path: Path) ->
     # what the dynamo exporter really says about a ScriptModule, at the export call
     (v,) = [v for v in res.violations if v.code == "OLX803"]
     assert "ScriptModule" in v.message and v.line == 4
+
+
+def test_deepcopy_and_dtype_or_device_moves_of_the_fake_model(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """`deepcopy(model).to(device)`, `.cpu()`, `.half()`, `.float()`: torch copies storages
+    and swaps parameters in place, neither of which fake tensors allow; tied weights stay tied."""
+    root = _project(
+        tmp_path,
+        {
+            "copy.py": """
+                from copy import deepcopy
+
+                import torch
+
+                from nets import Net
+
+                net = Net()
+                net.head = torch.nn.Linear(4, 4)
+                net.tail = torch.nn.Linear(4, 4)
+                net.tail.weight = net.head.weight
+                model = deepcopy(net).to("cpu").half().float().cpu().eval()
+                assert model.tail.weight is model.head.weight
+                assert model.conv.weight.dtype == torch.float32
+                torch.onnx.export(model, (torch.randn(2, 3, 16, 16),), "net.onnx")
+            """
+        },
+    )
+    res = _analyze(analyzer, root, "copy.py", None)
+    assert "load" not in ((res.data or {}).get("failed") or {}), res.violations
+    assert "OLX802" in _codes(res)
+
+
+def test_a_package_script_is_not_shadowed_by_a_module_beside_it(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """`python -m easyocr.export`: `import easyocr` is the package, not `easyocr/easyocr.py`
+    beside the script; relative imports climb through a namespace folder (no __init__.py)."""
+    root = _project(
+        tmp_path,
+        {
+            "lib/__init__.py": "from .model import Net\n",
+            "lib/model.py": NET,
+            "lib/lib.py": "from .model import Net  # a module named like its package\n",
+            "lib/helper.py": "SIZE = 16\n",
+            "lib/export.py": """
+                import torch
+
+                import lib
+                from helper import SIZE  # a module beside the script, by its bare name
+
+                torch.onnx.export(lib.Net().eval(), (torch.randn(2, 3, SIZE, SIZE),), "n.onnx")
+            """,
+            "ns/shapes.py": "SIZE = 16\n",
+            "ns/tools/__init__.py": "",
+            "ns/tools/onnx/__init__.py": "",
+            "ns/tools/onnx/__main__.py": """
+                import torch
+
+                from ...shapes import SIZE
+                from nets import Net
+
+                torch.onnx.export(Net().eval(), (torch.randn(2, 3, SIZE, SIZE),), "n.onnx")
+            """,
+        },
+    )
+    for script in ("lib/export.py", "ns/tools/onnx/__main__.py"):
+        res = _analyze(analyzer, root, script, None)
+        assert "load" not in ((res.data or {}).get("failed") or {}), (script, res.violations)
+        assert "OLX802" in _codes(res), script
+
+
+def test_a_pickled_whole_model_is_loaded_without_its_weights(analyzer: Any, tmp_path: Path) -> None:
+    """`torch.load(path)["model"]` where the file holds the model object (YOLO checkpoints):
+    present, its architecture is loaded (storages on meta); missing, OLX812 says so."""
+    import sys
+
+    import torch
+
+    script = """
+        import torch
+
+        ckpt = torch.load("weights/best.pt", map_location="cpu", weights_only=False)
+        model = ckpt["model"].float().eval()
+        assert ckpt["epoch"] == 7
+        torch.onnx.export(model, (torch.randn(2, 3, 16, 16),), "best.onnx")
+    """
+    root = _project(tmp_path, {"yolo_export.py": script})
+    res = _analyze(analyzer, root, "yolo_export.py", None)
+    (stop,) = [v for v in res.violations if v.code == "OLX812"]
+    assert stop.line == line_of(root / "yolo_export.py", '["model"].float()'), res.violations
+    assert "not here" in stop.message and "factory" in stop.message
+    sys.path.insert(0, str(root))
+    try:
+        from nets import Net  # type: ignore[import-not-found]
+
+        net = Net().half()  # the file's model is float16; the script's .float() converts it
+        (root / "weights").mkdir()
+        torch.save({"model": net, "epoch": 7}, root / "weights" / "best.pt")
+    finally:
+        sys.path.remove(str(root))
+        sys.modules.pop("nets", None)
+    res = _analyze(analyzer, root, "yolo_export.py", None)
+    data = res.data or {}
+    assert "load" not in (data.get("failed") or {}), res.violations
+    assert data["model"]["class"].endswith("Net")
+    assert "OLX802" in _codes(res)
+    assert any("structure only" in s["what"] for s in data["script_skipped"])

@@ -103,7 +103,7 @@ def _run_once(
     """One run of the script: (the capture, or the error that stopped it, or the exit code)."""
     rec.fake_mode = torch_internals.fake_mode_class()(allow_non_fake_inputs=True)
     module = types.ModuleType("__main__")
-    package, top = _package_of(state.script)
+    package, top = _package_of(state.script, code, rec.root)
     module.__dict__.update(
         {
             "__file__": state.script,
@@ -114,9 +114,16 @@ def _run_once(
     )
     saved_argv, saved_path = list(sys.argv), list(sys.path)
     sys.argv = [state.script, *map(str, rec.target.get("argv") or ())]
-    for p in reversed(list(dict.fromkeys([os.path.dirname(state.script), top, rec.root]))):
+    folder = os.path.dirname(state.script)
+    first = [top, rec.root] if package else [folder, top, rec.root]
+    for p in reversed(list(dict.fromkeys(first))):
         if p not in sys.path:
             sys.path.insert(0, p)
+    if package and folder not in sys.path:
+        # `python -m pkg.tools.export` does not put the script's folder on sys.path: there it
+        # would shadow packages (`easyocr/easyocr.py` for `import easyocr`); at the end it
+        # still serves a script that imports a module beside it by its bare name
+        sys.path.append(folder)
     sys.modules["__main__"] = module
     with contextlib.suppress(OSError):
         os.chdir(rec.root)
@@ -152,17 +159,48 @@ def _run_once(
     return None, None, None
 
 
-def _package_of(script: str) -> tuple[str | None, str]:
+def _package_of(script: str, code: types.CodeType, root: str) -> tuple[str | None, str]:
     """A script inside a package (`pkg/tools/export.py` next to `__init__.py` files) runs as
     `python -m pkg.tools.export` would: `__package__` set, so its relative imports work, and
-    the folder above the top package on `sys.path`. Else (None, its own folder)."""
+    the folder above the top package on `sys.path`. Else (None, its own folder).
+
+    Folders without `__init__.py` above the package are namespace packages
+    (`optimum/exporters/onnx/__main__.py` imports `from ...commands`): when the script's
+    relative imports climb higher than the `__init__.py` files go, the package extends
+    through such folders, never above the project root."""
     folder = os.path.dirname(script)
     parts: list[str] = []
     top = folder
     while os.path.isfile(os.path.join(top, "__init__.py")) and os.path.basename(top).isidentifier():
         parts.insert(0, os.path.basename(top))
         top = os.path.dirname(top)
-    return (".".join(parts), top) if parts else (None, folder)
+    if not parts:
+        return None, folder
+    needed = _relative_depth(code)
+    root = os.path.realpath(root)
+    while len(parts) < needed and os.path.basename(top).isidentifier():
+        if top == root or not top.startswith(root + os.sep):
+            break
+        parts.insert(0, os.path.basename(top))
+        top = os.path.dirname(top)
+    return ".".join(parts), top
+
+
+def _relative_depth(code: types.CodeType) -> int:
+    """How many package levels the script's relative imports need (`from ...x` needs 3)."""
+    import dis
+
+    depth = 0
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        consts: list[Any] = [None, None]  # IMPORT_NAME follows LOAD_CONST level, fromlist
+        for ins in dis.get_instructions(c):
+            if ins.opname == "IMPORT_NAME" and isinstance(consts[-2], int):
+                depth = max(depth, consts[-2])
+            consts.append(ins.argval if ins.opname == "LOAD_CONST" else None)
+        stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return depth
 
 
 def _take(rec: Analysis, state: ScriptRun, call: Captured, made: dict[int, int], name: str) -> bool:

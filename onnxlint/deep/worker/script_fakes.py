@@ -138,27 +138,82 @@ class Inert:
 
 
 class EmptyCheckpoint(dict[str, Any]):
-    """What `torch.load` returns during a script run: weights do not matter to the analysis.
-    Any key reads another empty checkpoint; used as a model, it says what to do."""
+    """What `torch.load` of a missing (or unreadable) checkpoint returns during a script
+    run: weights do not matter to the analysis. Any key reads another empty checkpoint;
+    used as a model, it says what to do."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, *, missing: bool = False) -> None:
         super().__init__()
         self._source = source
+        self._missing = missing
 
     def __missing__(self, key: str) -> EmptyCheckpoint:
-        return EmptyCheckpoint(self._source)
+        return EmptyCheckpoint(self._source, missing=self._missing)
 
     def get(self, key: Any, default: Any = None) -> Any:
-        return EmptyCheckpoint(self._source)
+        return EmptyCheckpoint(self._source, missing=self._missing)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
+        if self._missing:
+            raise RuntimeError(
+                f"torch.load({self._source}): the file is not here, and the script uses what "
+                "it holds as a model (a whole pickled model: its architecture is in the file, "
+                "not in the code). Put the checkpoint there (or point `argv` at it), or "
+                "declare a factory that builds the model from its class (`# onnxlint: target`)"
+            )
         raise RuntimeError(
-            f"torch.load({self._source}) returns a whole pickled model here, not a state dict: "
-            "the analysis does not load weights, so it cannot build this model; declare a "
-            "factory that builds the model from its class (`# onnxlint: target`)"
+            f"torch.load({self._source}) returns a whole pickled model here, not a state dict, "
+            "and the file could not be read without its weights; declare a factory that "
+            "builds the model from its class (`# onnxlint: target`)"
         )
+
+
+def _structure_of(real_load: Callable[..., Any], f: Any) -> Any:
+    """A checkpoint file's contents without its weights: unpickled with every storage on the
+    meta device (nothing allocated), then each tensor and module made a fake CPU one (the
+    run's fake mode is active). A whole pickled model keeps its architecture; a state
+    dict keeps its keys, shapes and the non-tensor values (epoch, config). None when the
+    file cannot be read so."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    try:
+        with unset_fake_temporarily():
+            obj = real_load(f, map_location="meta", weights_only=False)
+    except Exception:
+        return None
+
+    def fake(v: Any, depth: int) -> Any:
+        if isinstance(v, torch.nn.Module):
+            v.to_empty(device="cpu")
+            for m in v.modules():  # plain tensor attributes (anchors, strides) too
+                for k, t in list(vars(m).items()):
+                    if isinstance(t, torch.Tensor) and t.is_meta:
+                        setattr(m, k, fake(t, depth))
+            return v
+        if isinstance(v, torch.Tensor):
+            out = torch.empty_strided(v.size(), v.stride(), dtype=v.dtype, device="cpu")
+            return (
+                torch.nn.Parameter(out, v.requires_grad) if v.is_leaf and v.requires_grad else out
+            )
+        if depth > 4:
+            return v
+        if isinstance(v, dict):
+            for k in list(v):
+                v[k] = fake(v[k], depth + 1)
+            return v
+        if isinstance(v, list):
+            v[:] = [fake(x, depth + 1) for x in v]
+            return v
+        if isinstance(v, tuple) and not hasattr(v, "_fields"):
+            return tuple(fake(x, depth + 1) for x in v)
+        return v
+
+    try:
+        return fake(obj, 0)
+    except Exception:
+        return None
 
 
 @contextlib.contextmanager
@@ -214,9 +269,18 @@ def _capture(
 def fakes(state: ScriptRun) -> Iterator[None]:
     """Weights and devices do not matter to the analysis: fake them, and say so."""
 
+    real_load = torch.load
+
     def torch_load(f: Any, *args: Any, **kwargs: Any) -> Any:
+        source = repr(f) if isinstance(f, (str, os.PathLike)) else type(f).__name__
+        if isinstance(f, (str, os.PathLike)) and os.path.isfile(f):
+            loaded = _structure_of(real_load, f)
+            if loaded is not None:
+                state.skip("torch.load (its structure only: tensors without their values)")
+                return loaded
         state.skip("torch.load (an empty checkpoint instead)")
-        return EmptyCheckpoint(repr(f) if isinstance(f, str) else type(f).__name__)
+        present = isinstance(f, (str, os.PathLike)) and os.path.isfile(f)
+        return EmptyCheckpoint(source, missing=isinstance(f, (str, os.PathLike)) and not present)
 
     jit_load = torch.jit.load
 
@@ -234,9 +298,6 @@ def fakes(state: ScriptRun) -> Iterator[None]:
         from torch.nn.modules.module import _IncompatibleKeys
 
         return _IncompatibleKeys([], [])
-
-    def noop(*args: Any, **kwargs: Any) -> None:
-        return None
 
     module_to = torch.nn.Module.to
 
@@ -256,17 +317,103 @@ def fakes(state: ScriptRun) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         stack.enter_context(_patched(torch.nn.Module, "cuda", module_cuda))
         stack.enter_context(_patched(torch.nn.Module, "to", to))
+        stack.enter_context(
+            _patched(torch.nn.Module, "_apply", _fake_apply(torch.nn.Module._apply))
+        )
+        stack.enter_context(_patched(torch.Tensor, "__deepcopy__", _fake_deepcopy(torch.Tensor)))
         stack.enter_context(_patched(torch, "load", torch_load))
         stack.enter_context(_patched(torch.jit, "load", torch_jit_load))
         stack.enter_context(_patched(torch.nn.Module, "load_state_dict", load_state_dict))
         for attr in ("synchronize", "empty_cache", "set_device", "manual_seed_all"):
-            stack.enter_context(_patched(torch.cuda, attr, noop))
+            # one function per name: torch._dynamo's rule map refuses one object under two
+            stack.enter_context(_patched(torch.cuda, attr, _noop(attr)))
         stack.enter_context(_patched(builtins, "input", _no_input))
         stack.enter_context(_after_import("transformers.modeling_utils", _transformers(state)))
         with contextlib.suppress(ImportError):
             st = importlib.import_module("safetensors.torch")
             stack.enter_context(_patched(st, "load_file", lambda f, *a, **k: torch_load(f)))
         yield
+
+
+def _fake_apply(original: Callable[..., Any]) -> Callable[..., Any]:
+    """`Module._apply` (behind `.cpu()`, `.float()`, `.half()`, `.to(...)`) for a module whose
+    parameters are fake tensors. torch swaps a fake parameter in place
+    (`torch.utils.swap_tensors`), which fails because fake tensors carry weakrefs
+    ("Couldn't swap Conv2d.weight"); here the converted tensor replaces the parameter in the
+    module instead (a new Parameter with the same requires_grad). One Parameter shared by
+    several modules (tied weights) is converted once and stays shared."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    shared: list[dict[int, Any]] = []  # the conversions of the outermost call in progress
+
+    def _apply(self: torch.nn.Module, fn: Callable[..., Any], recurse: bool = True) -> Any:
+        own = [p for p in self._parameters.values() if isinstance(p, FakeTensor)]
+        if not own and not recurse:
+            return original(self, fn, recurse)
+        top = not shared
+        if top:
+            shared.append({})
+        done = shared[0]
+        try:
+            if recurse:
+                for child in self.children():
+                    child_apply: Callable[..., Any] = child._apply
+                    child_apply(fn)
+            if not own:
+                return original(self, fn, False)
+            for key, param in list(self._parameters.items()):
+                if param is None:
+                    continue
+                if id(param) in done:
+                    self._parameters[key] = done[id(param)]
+                    continue
+                with torch.no_grad():
+                    applied = fn(param)
+                if applied is param or applied is param.data:
+                    done[id(param)] = param
+                    continue
+                new = torch.nn.Parameter(applied, requires_grad=param.requires_grad)
+                done[id(param)] = new
+                self._parameters[key] = new
+            for key, buf in list(self._buffers.items()):
+                if buf is not None:
+                    self._buffers[key] = fn(buf)
+            return self
+        finally:
+            if top:
+                shared.clear()
+
+    return _apply
+
+
+def _fake_deepcopy(tensor_type: type[torch.Tensor]) -> Callable[..., Any]:
+    """`copy.deepcopy` of a fake tensor (`deepcopy(model)` before export is common): torch's
+    own copies the storage, which fake tensors do not have ("set the storage of a tensor on
+    device meta"); a clone has the same shape, dtype, device and requires_grad."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    original: Callable[..., Any] = tensor_type.__deepcopy__
+
+    def __deepcopy__(self: torch.Tensor, memo: dict[int, Any]) -> Any:
+        if not isinstance(self, FakeTensor) or not self.is_leaf:
+            return original(self, memo)
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch.no_grad():
+            new = self.clone()
+        new.requires_grad_(self.requires_grad)
+        memo[id(self)] = new
+        return new
+
+    return __deepcopy__
+
+
+def _noop(name: str) -> Callable[..., None]:
+    def noop(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    noop.__name__ = name
+    return noop
 
 
 def _no_input(prompt: Any = "") -> str:
