@@ -85,6 +85,18 @@ DEPS = [
     "stringcase",
     "rapidfuzz",
     "onnxsim",
+    # added in session 8 (each was a stop at an import; pinned):
+    "lap==0.5.13",  # boxmot's matching
+    "prettytable==3.18.0",  # mmsegmentation's datasets
+    "tensorboard==2.21.0",  # super-gradients' monitoring
+    "lightning==2.6.6",  # piper's training module (constrained to torch 2.13.0)
+    "py-cpuinfo",  # ultralytics (below)
+    "ultralytics-thop",
+]
+# Installed with --no-deps (their requirements would pull torchvision or a torch):
+NO_DEPS = [
+    "ultralytics==8.3.40",  # yolov5 7.0.14 imports ultralytics.utils.checks (8.1+)
+    "cnstd==1.2.8",  # cnocr's detector package
 ]
 # Kept at this Python's versions in the venv (with torch==2.13.0): what onnxlint's worker uses.
 PINNED = {"numpy", "onnx", "onnxruntime", "onnxscript", "onnx-ir", "ml-dtypes", "ml_dtypes"}
@@ -314,6 +326,7 @@ def env(args: argparse.Namespace) -> None:
     constraints.write_text("\n".join(["torch==2.13.0", *keep]) + "\n")
     pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q", "-c", str(constraints)]
     subprocess.run([*pip, *DEPS], check=True)
+    subprocess.run([*pip, "--no-deps", *NO_DEPS], check=True)
     for spec, extra_env in BUILT:
         build_env = dict(os.environ, **extra_env)
         subprocess.run([*pip, "--no-build-isolation", *spec], check=True, env=build_env)
