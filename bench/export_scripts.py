@@ -92,6 +92,11 @@ DEPS = [
     "lightning==2.6.6",  # piper's training module (constrained to torch 2.13.0)
     "py-cpuinfo",  # ultralytics (below)
     "ultralytics-thop",
+    "scikit-image==0.26.0",  # easyocr's imgproc
+    "filterpy==2.0.0",  # boxmot's Kalman filters
+    "shapely==2.2.0",  # cnstd
+    "treelib==1.8.0",  # super-gradients' trainer
+    "librosa==0.11.0",  # piper's dataset
 ]
 # Installed with --no-deps (their requirements would pull torchvision or a torch):
 NO_DEPS = [
