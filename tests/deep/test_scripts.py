@@ -522,3 +522,53 @@ def test_a_pickled_whole_model_is_loaded_without_its_weights(analyzer: Any, tmp_
     assert data["model"]["class"].endswith("Net")
     assert "OLX802" in _codes(res)
     assert any("structure only" in s["what"] for s in data["script_skipped"])
+
+
+def test_pretrained_weights_downloads_are_skipped_other_downloads_stop(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """A library's weights helper (torch.hub, gdown to a `.pth`) is not fetched: the file
+    stays missing and torch.load gives an empty checkpoint; a config download still stops."""
+    import importlib.util
+
+    # gdown itself where it is installed, else a stand-in that downloads as gdown does
+    stand_in = importlib.util.find_spec("gdown") is None
+    root = _project(
+        tmp_path,
+        {
+            "pretrained.py": """
+                import gdown
+                import torch
+
+                from nets import Net
+
+                model = Net()
+                sd = torch.hub.load_state_dict_from_url("https://example.invalid/net.pth")
+                model.load_state_dict(sd, strict=False)
+                torch.hub.download_url_to_file("https://example.invalid/a.pth", "a.pth")
+                model.load_state_dict(torch.load("a.pth"))
+                gdown.download("https://drive.invalid/uc?id=1", "osnet.pth")
+                model.load_state_dict(torch.load("osnet.pth"))
+                torch.hub.download_url_to_file("https://example.invalid/cfg.json", "cfg.json")
+                torch.onnx.export(model.eval(), (torch.randn(2, 3, 16, 16),), "net.onnx")
+            """
+        },
+    )
+    if stand_in:
+        (root / "gdown.py").write_text(
+            "import urllib.request\n\n\n"
+            "def download(url=None, output=None, quiet=False):\n"
+            "    urllib.request.urlretrieve(url, output)\n"
+            "    return output\n"
+        )
+    res = _analyze(analyzer, root, "pretrained.py", None)
+    data = res.data or {}
+    assert "script_skipped" in data, res.violations
+    skipped = {s["what"].split(" (")[0] for s in data["script_skipped"]}
+    assert {"torch.hub.load_state_dict_from_url", "torch.hub.download_url_to_file of weights"} <= (
+        skipped
+    ), skipped
+    assert "gdown.download of weights" in skipped, skipped
+    (stop,) = [v for v in res.violations if v.code == "OLX812"]
+    assert stop.line == line_of(root / "pretrained.py", "cfg.json"), res.violations
+    assert "network" in stop.message + " ".join(stop.notes)

@@ -299,6 +299,18 @@ def fakes(state: ScriptRun) -> Iterator[None]:
 
         return _IncompatibleKeys([], [])
 
+    def state_dict_from_url(url: str, *args: Any, **kwargs: Any) -> Any:
+        state.skip("torch.hub.load_state_dict_from_url (weights not fetched)")
+        return EmptyCheckpoint(repr(url))
+
+    download_file = torch.hub.download_url_to_file
+
+    def download_url_to_file(url: str, dst: str, *args: Any, **kwargs: Any) -> None:
+        if not is_weights_file(dst):
+            return download_file(url, dst, *args, **kwargs)  # refused: no network
+        state.skip("torch.hub.download_url_to_file of weights (not fetched)")
+        return None
+
     module_to = torch.nn.Module.to
 
     def module_cuda(self: torch.nn.Module, *args: Any, **kwargs: Any) -> torch.nn.Module:
@@ -329,6 +341,9 @@ def fakes(state: ScriptRun) -> Iterator[None]:
             stack.enter_context(_patched(torch.cuda, attr, _noop(attr)))
         stack.enter_context(_patched(builtins, "input", _no_input))
         stack.enter_context(_after_import("transformers.modeling_utils", _transformers(state)))
+        stack.enter_context(_after_import("gdown", _gdown(state)))
+        stack.enter_context(_patched(torch.hub, "load_state_dict_from_url", state_dict_from_url))
+        stack.enter_context(_patched(torch.hub, "download_url_to_file", download_url_to_file))
         with contextlib.suppress(ImportError):
             st = importlib.import_module("safetensors.torch")
             stack.enter_context(_patched(st, "load_file", lambda f, *a, **k: torch_load(f)))
@@ -418,6 +433,40 @@ def _noop(name: str) -> Callable[..., None]:
 
 def _no_input(prompt: Any = "") -> str:
     raise EOFError("onnxlint: the script asked for input on stdin, which the analysis has none of")
+
+
+WEIGHT_SUFFIXES = (".pt", ".pth", ".pth.tar", ".ckpt", ".bin", ".safetensors", ".pkl", ".tar")
+"""What a downloaded file's name ends with when it holds weights (not code or a config)."""
+
+
+def is_weights_file(path: Any) -> bool:
+    """Whether a download's target names a weights file: such a download is skipped (the
+    file stays missing and `torch.load` gives an empty checkpoint); any other download
+    (a config, a dataset) fails, as the network is off."""
+    return isinstance(path, (str, os.PathLike)) and str(path).lower().endswith(WEIGHT_SUFFIXES)
+
+
+def _gdown(state: ScriptRun) -> Callable[[types.ModuleType], Callable[[], None]]:
+    """`gdown.download(url, "x.pt")`, how many projects fetch pretrained weights: skipped
+    when the output is a weights file."""
+
+    def patch(mod: types.ModuleType) -> Callable[[], None]:
+        original = mod.download
+
+        def download(url: Any = None, output: Any = None, *args: Any, **kwargs: Any) -> Any:
+            if not is_weights_file(output):
+                return original(url, output, *args, **kwargs)
+            state.skip("gdown.download of weights (not fetched)")
+            return output
+
+        setattr(mod, "download", download)  # noqa: B010
+
+        def undo() -> None:
+            setattr(mod, "download", original)  # noqa: B010
+
+        return undo
+
+    return patch
 
 
 def _transformers(state: ScriptRun) -> Callable[[types.ModuleType], Callable[[], None]]:
