@@ -437,6 +437,8 @@ def test_deepcopy_and_dtype_or_device_moves_of_the_fake_model(
                 net.tail.weight = net.head.weight
                 model = deepcopy(net).to("cpu").half().float().cpu().eval()
                 assert model.tail.weight is model.head.weight
+                assert all(isinstance(p, torch.nn.Parameter) for p in model.parameters())
+                assert len(list(model.parameters())) == len(list(net.parameters())) == 7
                 assert model.conv.weight.dtype == torch.float32
                 torch.onnx.export(model, (torch.randn(2, 3, 16, 16),), "net.onnx")
             """

@@ -404,7 +404,9 @@ def _fake_apply(original: Callable[..., Any]) -> Callable[..., Any]:
 def _fake_deepcopy(tensor_type: type[torch.Tensor]) -> Callable[..., Any]:
     """`copy.deepcopy` of a fake tensor (`deepcopy(model)` before export is common): torch's
     own copies the storage, which fake tensors do not have ("set the storage of a tensor on
-    device meta"); a clone has the same shape, dtype, device and requires_grad."""
+    device meta"); a clone has the same shape, dtype, device and requires_grad, and a
+    parameter stays a parameter (its type is FakeTensor: Parameter's own __deepcopy__ is
+    not the one called)."""
     from torch._subclasses.fake_tensor import FakeTensor
 
     original: Callable[..., Any] = tensor_type.__deepcopy__
@@ -416,7 +418,10 @@ def _fake_deepcopy(tensor_type: type[torch.Tensor]) -> Callable[..., Any]:
             return memo[id(self)]
         with torch.no_grad():
             new = self.clone()
-        new.requires_grad_(self.requires_grad)
+        if isinstance(self, torch.nn.Parameter):  # a Parameter of a fake tensor is a fake
+            new = torch.nn.Parameter(new, requires_grad=self.requires_grad)
+        else:
+            new.requires_grad_(self.requires_grad)
         memo[id(self)] = new
         return new
 
