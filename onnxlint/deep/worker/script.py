@@ -9,8 +9,10 @@ records what it would export (model, args, kwargs, dynamic shapes, options) and 
 script; export calls reached before it are skipped (they return an inert stand-in).
 
 What does not matter to the analysis is faked and listed in the result (`script_skipped`):
-`torch.load` (an empty checkpoint), `load_state_dict`, `from_pretrained` of transformers
-models (built from their config), `.cuda()` / `.to("cuda")` (kept on the CPU). What cannot
+`torch.load` (a present file's structure on fake tensors, else an empty checkpoint),
+`load_state_dict`, `from_pretrained` of transformers models (built from their config),
+pretrained-weights downloads (torch.hub, gdown), `.cuda()` / `.to("cuda")` (kept on the
+CPU); `deepcopy` and dtype/device moves of the fake model work (`script_fakes`). What cannot
 be faked (a missing dataset, a required command-line argument, a download, a value read
 from tensor data) stops the run with a finding at the line that stopped it.
 """
