@@ -524,6 +524,13 @@ def test_a_pickled_whole_model_is_loaded_without_its_weights(analyzer: Any, tmp_
     assert data["model"]["class"].endswith("Net")
     assert "OLX802" in _codes(res)
     assert any("structure only" in s["what"] for s in data["script_skipped"])
+    # without weights_only=False, torch 2.6+ refuses a pickled model for real: so here too
+    text = (root / "yolo_export.py").read_text().replace(", weights_only=False", "")
+    (root / "yolo_export.py").write_text(text)
+    res = _analyze(analyzer, root, "yolo_export.py", None)
+    (stop,) = [v for v in res.violations if v.code == "OLX812"]
+    assert stop.line == line_of(root / "yolo_export.py", '["model"].float()'), res.violations
+    assert "could not be read" in stop.message and "weights_only" in stop.message, stop.message
 
 
 def test_pretrained_weights_downloads_are_skipped_other_downloads_stop(

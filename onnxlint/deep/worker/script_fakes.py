@@ -142,16 +142,17 @@ class EmptyCheckpoint(dict[str, Any]):
     run: weights do not matter to the analysis. Any key reads another empty checkpoint;
     used as a model, it says what to do."""
 
-    def __init__(self, source: str, *, missing: bool = False) -> None:
+    def __init__(self, source: str, *, missing: bool = False, problem: str = "") -> None:
         super().__init__()
         self._source = source
         self._missing = missing
+        self._problem = problem
 
     def __missing__(self, key: str) -> EmptyCheckpoint:
-        return EmptyCheckpoint(self._source, missing=self._missing)
+        return EmptyCheckpoint(self._source, missing=self._missing, problem=self._problem)
 
     def get(self, key: Any, default: Any = None) -> Any:
-        return EmptyCheckpoint(self._source, missing=self._missing)
+        return EmptyCheckpoint(self._source, missing=self._missing, problem=self._problem)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -163,26 +164,36 @@ class EmptyCheckpoint(dict[str, Any]):
                 "not in the code). Put the checkpoint there (or point `argv` at it), or "
                 "declare a factory that builds the model from its class (`# onnxlint: target`)"
             )
+        why = f": {self._problem}" if self._problem else ""
         raise RuntimeError(
-            f"torch.load({self._source}) returns a whole pickled model here, not a state dict, "
-            "and the file could not be read without its weights; declare a factory that "
-            "builds the model from its class (`# onnxlint: target`)"
+            f"torch.load({self._source}) holds a whole pickled model, and the file could not "
+            f"be read{why}; declare a factory that builds the model from its class "
+            "(`# onnxlint: target`)"
         )
 
 
-def _structure_of(real_load: Callable[..., Any], f: Any) -> Any:
+def _structure_of(
+    real_load: Callable[..., Any], f: Any, options: dict[str, Any]
+) -> tuple[Any, str]:
     """A checkpoint file's contents without its weights: unpickled with every storage on the
     meta device (nothing allocated), then each tensor and module made a fake CPU one (the
     run's fake mode is active). A whole pickled model keeps its architecture; a state
-    dict keeps its keys, shapes and the non-tensor values (epoch, config). None when the
-    file cannot be read so."""
+    dict keeps its keys, shapes and the non-tensor values (epoch, config). The script's own
+    `weights_only` applies (torch's default when it gives none: a whole pickled model then
+    fails as it would for real). (contents, "") or (None, why it cannot be read)."""
     from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     try:
         with unset_fake_temporarily():
-            obj = real_load(f, map_location="meta", weights_only=False)
-    except Exception:
-        return None
+            obj = real_load(f, map_location="meta", **options)
+    except Exception as e:
+        if "Weights only load failed" in str(e):
+            return None, (
+                "torch.load's default weights_only=True refuses a pickled model (the script "
+                "fails the same way when it runs for real; pass weights_only=False)"
+            )
+        said = str(e).strip().splitlines()
+        return None, f"{type(e).__name__}: {said[0] if said else ''}"
 
     def fake(v: Any, depth: int) -> Any:
         if isinstance(v, torch.nn.Module):
@@ -211,9 +222,9 @@ def _structure_of(real_load: Callable[..., Any], f: Any) -> Any:
         return v
 
     try:
-        return fake(obj, 0)
-    except Exception:
-        return None
+        return fake(obj, 0), ""
+    except Exception as e:
+        return None, f"{type(e).__name__} making fakes of its tensors"
 
 
 @contextlib.contextmanager
@@ -273,14 +284,17 @@ def fakes(state: ScriptRun) -> Iterator[None]:
 
     def torch_load(f: Any, *args: Any, **kwargs: Any) -> Any:
         source = repr(f) if isinstance(f, (str, os.PathLike)) else type(f).__name__
+        problem = ""
         if isinstance(f, (str, os.PathLike)) and os.path.isfile(f):
-            loaded = _structure_of(real_load, f)
-            if loaded is not None:
+            options = {k: kwargs[k] for k in ("weights_only",) if k in kwargs}
+            loaded, problem = _structure_of(real_load, f, options)
+            if not problem:
                 state.skip("torch.load (its structure only: tensors without their values)")
                 return loaded
         state.skip("torch.load (an empty checkpoint instead)")
         present = isinstance(f, (str, os.PathLike)) and os.path.isfile(f)
-        return EmptyCheckpoint(source, missing=isinstance(f, (str, os.PathLike)) and not present)
+        missing = isinstance(f, (str, os.PathLike)) and not present
+        return EmptyCheckpoint(source, missing=missing, problem=problem)
 
     jit_load = torch.jit.load
 
