@@ -5,12 +5,17 @@ index each block, build the file's semantic model, then walk each block once wit
 active rule's handlers. Results of rules that only look at their own block are kept with
 the block, keyed by the model's fingerprint, so re-checking after an edit only walks the
 edited block (plus the few blocks holding export calls, whose rules read the whole file).
+A file-scope rule that can say what its findings in a block depend on elsewhere
+(`Rule.block_key`: OLX105's tainted parameters of the block's functions) is kept with the
+block under that as well. The file's facts (`FileFacts`) are shared with the project model,
+which keeps its reach table across edits that cannot change it (`ProjectModel.changed`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -21,9 +26,10 @@ import libcst as cst
 from onnxlint.blocks import Block, ParseCache, split_blocks
 from onnxlint.cells import CellModule, cell_module
 from onnxlint.config import Config
+from onnxlint.files import content_key
 from onnxlint.notebook import Cell, NotebookError, is_notebook, read_notebook
 from onnxlint.project import FileReach, ProjectIndex, ProjectModel, Reader, read_disk
-from onnxlint.project.facts import file_context
+from onnxlint.project.facts import FileFacts, file_context
 from onnxlint.project.reach import local_param_kinds
 from onnxlint.rule import Context, Rule, rule_handlers
 from onnxlint.rules import all_rules
@@ -119,9 +125,17 @@ class Engine:
                     )
                 )
         parsed = [b for b in blocks if b.module is not None]
+        # One context per file and check, shared with the project model: the export
+        # sites it finds here and the rules' export data-flow are computed once.
+        apath, digest = os.path.abspath(path), content_key(text)
+        facts = self.project.take(apath, digest, config, parsed)
+        if facts is None:
+            ctx = file_context(path, text, config, parsed, self.project.base_resolver(path))
+            facts = FileFacts(apath, digest, parsed, ctx, fresh=False)
+        ctx = facts.ctx
+        ctx.path = path
         if reach is None:
-            reach = self.project_model.for_file(path, text, config)
-        ctx = file_context(path, text, config, parsed, self.project.base_resolver(path))
+            reach = self.project_model.for_file(path, text, config, facts)
         ctx.required_words = words_in_text(text)
         ctx.project = self.project
         ctx.reach = reach
@@ -145,8 +159,15 @@ class Engine:
                 )
             ),
         )
+        # The rules each set of `requires` words picks, and their results' memo key: many
+        # blocks share a set (a notebook's 200 model cells), so this is a lookup per block.
+        selections: dict[frozenset[str], _Selection] = {}
         for block in parsed:
-            violations.extend(self._check_block(block, ctx, instances, cache_key, stats))
+            present = _words_in(block, ctx.required_words)
+            selection = selections.get(present)
+            if selection is None:
+                selection = selections[present] = _select(instances, present, cache_key)
+            violations.extend(self._check_block(block, ctx, selection, cache_key, stats))
         failed = {r.code for r in instances if r.failed is not None}
         for r in instances:
             if r.failed is not None:
@@ -169,25 +190,35 @@ class Engine:
         self,
         block: Block,
         ctx: Context,
-        instances: list[Rule],
+        selection: _Selection,
         cache_key: tuple[Any, ...],
         stats: CheckStats,
     ) -> list[Violation]:
         assert block.module is not None
-        present = _words_in(block, ctx.required_words)
-        wanted = [r for r in instances if not r.requires or not present.isdisjoint(r.requires)]
+        wanted, local, file_rules, memo_key = selection
         if not wanted:
             return []
-        local = [r for r in wanted if not r.file_scope]
-        file_rules = [r for r in wanted if r.file_scope]
-        memo_key = ("results", cache_key, tuple(r.code for r in local))
         entry: tuple[list[Violation], frozenset[Any]] | None = block.memo.get(memo_key)
         cached = entry[0] if entry is not None and still_returns(ctx.model, entry[1]) else None
-        to_run = file_rules if cached is not None else wanted
         out: list[Violation] = []
         if cached is not None:
             stats.blocks_from_cache += 1
             out.extend(_place(v, ctx.path, block.start_line - 1) for v in cached)
+        # File-scope rules that say what their findings here depend on outside the block
+        # (`Rule.block_key`) are kept with the block under that too.
+        file_keys: dict[Rule, tuple[Any, ...]] = {}
+        to_run = list(file_rules) if cached is not None else list(wanted)
+        for r in file_rules:
+            key = _block_key(r, block)
+            if key is None:
+                continue
+            file_key = ("file results", cache_key, r.code, key)
+            found: tuple[list[Violation], frozenset[Any]] | None = block.memo.get(file_key)
+            if found is not None and still_returns(ctx.model, found[1]):
+                out.extend(_place(v, ctx.path, block.start_line - 1) for v in found[0])
+                to_run.remove(r)
+            else:
+                file_keys[r] = file_key
         if not to_run:
             return out
         stats.blocks_walked += 1
@@ -208,14 +239,47 @@ class Engine:
         walk(block.module, enter, leave, ctx.ancestors, prune)
         del ctx.model.memo[RETURN_KINDS_USED]
         found_local: list[Violation] = []
+        found_keyed: dict[Rule, list[Violation]] = {r: [] for r in file_keys}
         for rule, v in ctx.found:
             out.append(v)
             if not rule.file_scope:
                 found_local.append(_place(v, "", -(block.start_line - 1)))
+            elif rule in found_keyed:
+                found_keyed[rule].append(_place(v, "", -(block.start_line - 1)))
         if cached is None and not any(r.failed for r in local):
             # Kept with the return kinds of other blocks' functions it relied on.
             block.memo[memo_key] = (found_local, frozenset(used))
+        for rule, kept in found_keyed.items():
+            if rule.failed is None:
+                block.memo[file_keys[rule]] = (kept, frozenset(used))
         return out
+
+
+# (the rules to run on a block, those of them that are block-local, the file-scope ones,
+# the memo key of the block-local rules' results)
+_Selection = tuple[list[Rule], list[Rule], list[Rule], tuple[Any, ...]]
+
+
+def _select(
+    instances: list[Rule], present: frozenset[str], cache_key: tuple[Any, ...]
+) -> _Selection:
+    """The rules a block whose text has the `requires` words `present` runs."""
+    wanted = [r for r in instances if not r.requires or not present.isdisjoint(r.requires)]
+    local = [r for r in wanted if not r.file_scope]
+    file_rules = [r for r in wanted if r.file_scope]
+    return wanted, local, file_rules, ("results", cache_key, tuple(r.code for r in local))
+
+
+def _block_key(rule: Rule, block: Block) -> object:
+    """`rule.block_key(block)`; None when it fails (which disables the rule for the file,
+    as a failing handler does)."""
+    if rule.failed is not None:
+        return None
+    try:
+        return rule.block_key(block)
+    except Exception as exc:
+        rule.failed = exc
+        return None
 
 
 def _words_in(block: Block, candidates: frozenset[str]) -> frozenset[str]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -63,6 +64,7 @@ __all__ = [
     "names_arg",
     "nested_class",
     "resolve_value",
+    "statements_naming",
     "tensor_rank",
 ]
 
@@ -125,6 +127,57 @@ class ModelRef:
 
 def _memo(ctx: Context) -> dict[object, object]:
     return ctx.model.memo
+
+
+# `ctx.model.memo` key of {id(top-level statement): the identifiers of its block's text}
+# (`statement_words`). A statement that never names the model variable, and holds no
+# `return`/`raise`/`break`/`continue`, cannot change the model's state: the data-flow
+# and the scans below skip it without walking its tree (a 4,000-line notebook has ~1,000
+# module-level statements, and every export call's flow ran over all of them per check).
+STATEMENT_WORDS = "statement words"
+_IDENTIFIER = re.compile(r"[^\W\d]\w*")
+_CONTROL = frozenset({"return", "raise", "break", "continue"})
+
+
+def block_words(text: str) -> frozenset[str]:
+    """Every identifier-like word of a block's text (also those in strings and comments:
+    a superset of the names its statements use)."""
+    return frozenset(_IDENTIFIER.findall(text))
+
+
+def _words(ctx: Context) -> dict[int, frozenset[str]]:
+    found = ctx.model.memo.get(STATEMENT_WORDS)
+    return found if isinstance(found, dict) else {}
+
+
+def _without_memo(
+    ctx: Context, stmts: Sequence[cst.CSTNode], needed: frozenset[str]
+) -> Sequence[cst.CSTNode]:
+    """`_without` for `ctx`'s statement words, memoised per check (the rules of one export
+    call ask about the same scope and name)."""
+    key = ("without", id(stmts), needed)
+    memo = _memo(ctx)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = (stmts, _without(stmts, _words(ctx), needed))
+    return found[1]  # type: ignore[index,no-any-return]
+
+
+def statements_naming(
+    ctx: Context, stmts: Sequence[cst.CSTNode], name: str
+) -> Sequence[cst.CSTNode]:
+    """`stmts` less the top-level statements whose block never names `name` (its first
+    dotted part): for scans of the module body for one variable's assignments."""
+    return _without_memo(ctx, stmts, frozenset({name.split(".", 1)[0]}))
+
+
+def _without(
+    stmts: Sequence[cst.CSTNode], words: dict[int, frozenset[str]], needed: frozenset[str]
+) -> Sequence[cst.CSTNode]:
+    """`stmts` less the top-level statements whose block has none of the `needed` words."""
+    if not words:
+        return stmts
+    return [s for s in stmts if (w := words.get(id(s))) is None or not needed.isdisjoint(w)]
 
 
 def node_path(ctx: Context, node: cst.CSTNode) -> list[cst.CSTNode] | None:
@@ -257,14 +310,20 @@ class _Flow:
         self._mode_receivers: set[str] | None = None
         self.loop_exits: list[list[State]] = []
         self.no_grad = False
+        self._head = name.split(".", 1)[0]
+        self._stmt_words = _words(ctx)
 
     # -- statements
 
     def run(self, stmts: Sequence[cst.CSTNode], state: State, path: set[int]) -> tuple[State, bool]:
         """Run `stmts`; stop at the statement on `path` (ids of the target's ancestors)."""
+        words = self._stmt_words
         for stmt in stmts:
             if id(stmt) in path:
                 return self._descend(stmt, state, path), True
+            w = words.get(id(stmt)) if words else None
+            if w is not None and self._head not in w and _CONTROL.isdisjoint(w):
+                continue  # never names the model, never leaves the scope: no effect
             state = self._stmt(stmt, state)
         return state, False
 
@@ -556,7 +615,7 @@ class _Flow:
             key = ("receivers", id(self.scope))
             memo = _memo(self.ctx)
             if key not in memo:
-                memo[key] = _mode_receivers(self.scope)
+                memo[key] = _mode_receivers(_without(self.scope, self._stmt_words, _MODE_METHODS))
             self._mode_receivers = memo[key]  # type: ignore[assignment]
         receivers = self._mode_receivers or set()
         return any(dotted(a.value) in receivers for a in call.args if not a.star)
@@ -620,6 +679,9 @@ def _wraps_argument(ctx: Context, cls_name: str, call: cst.Call) -> bool:
                 if d is not None and d.startswith("self.") and d[5:] in fwd.self_calls:
                     return True
     return False
+
+
+_MODE_METHODS = frozenset({"eval", "train"})
 
 
 def _mode_receivers(scope: Sequence[cst.CSTNode]) -> set[str]:
@@ -729,11 +791,11 @@ def _exported_model(ctx: Context, call: ExportCall) -> ModelRef | None:
     start = _start_state(function, name) if name else _UNKNOWN
     at, _ = flow.run(stmts, start, ids)
     origins = flow.origin(expr, at) if at else _UNKNOWN
-    assignments = _assignments(stmts, name) if name else []
+    assignments = _named_assignments(ctx, stmts, name) if name else []
     cls = _unique_class(ctx, origins)
     if cls is None and name is not None and function is not None and not _binds(function, name):
         # A module-level model exported inside a function: resolve its class only.
-        mod_assigns = _assignments(ctx.model.module_body, name)
+        mod_assigns = _named_assignments(ctx, ctx.model.module_body, name)
         classes = {_class_of_value(ctx, a) for a in mod_assigns}
         if len(classes) == 1:
             cls = classes.pop()
@@ -827,6 +889,11 @@ def _suite_body(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
     return []
 
 
+def _named_assignments(ctx: Context, stmts: Sequence[cst.CSTNode], name: str) -> list[cst.CSTNode]:
+    """`_assignments`, skipping the top-level statements that never name `name`'s head."""
+    return _assignments(_without_memo(ctx, stmts, frozenset({name.split(".", 1)[0]})), name)
+
+
 def _assignments(stmts: Sequence[cst.CSTNode], name: str) -> list[cst.CSTNode]:
     """Assign/AnnAssign nodes binding `name` in `stmts` (not inside nested defs)."""
     out: list[cst.CSTNode] = []
@@ -903,7 +970,7 @@ def resolve_value(
         scopes.append(ref.scope)
     scopes.append(ctx.model.module_body)
     for stmts in scopes:
-        found = _assignments(stmts, expr.value)
+        found = _named_assignments(ctx, stmts, expr.value)
         if len(found) == 1:
             node = found[0]
             assert isinstance(node, (cst.Assign, cst.AnnAssign))

@@ -94,6 +94,15 @@ class Rule:
         that does not apply is not run on any block of the file."""
         return True
 
+    def block_key(self, block: Block) -> object:
+        """For a `file_scope` rule: what its findings in `block` depend on outside the
+        block, beyond what the engine's cache key holds (the file model's fingerprint,
+        the project's reach, the configuration), as a hashable value; the engine keeps
+        the findings with the block under it and walks the block again for this rule
+        only when it changes. None (the default): anything in the file may change them,
+        so the rule runs on the block at every check."""
+        return None
+
     # -- reporting
 
     def report(

@@ -14,6 +14,7 @@ import libcst as cst
 
 from onnxlint.blocks import Block
 from onnxlint.config import Config
+from onnxlint.exportflow import STATEMENT_WORDS, block_words
 from onnxlint.rule import Context
 from onnxlint.semantic import FileModel, FunctionInfo, block_index
 
@@ -29,6 +30,15 @@ def file_context(
     indexes = [block_index(b) for b in parsed]
     body: list[cst.BaseStatement] = [s for b in parsed if b.module for s in b.module.body]
     model = FileModel.build(indexes, body, config.exporter, resolve_base)
+    words: dict[int, frozenset[str]] = {}
+    for b in parsed:
+        found = b.memo.get(STATEMENT_WORDS)  # kept with the block, like its parse
+        if found is None:
+            found = b.memo[STATEMENT_WORDS] = block_words(b.text)
+        if b.module is not None:
+            for stmt in b.module.body:
+                words[id(stmt)] = found
+    model.memo[STATEMENT_WORDS] = words
     functions: dict[int, FunctionInfo] = {}
     for idx in indexes:
         for f in idx.functions:
@@ -47,6 +57,9 @@ class FileFacts:
     digest: str
     blocks: list[Block]  # the parsed ones
     ctx: Context
+    # Built by the project index and not yet used by an engine check: the engine's check
+    # of this very text may take it as its own (one context per file and check).
+    fresh: bool = True
 
     @property
     def model(self) -> FileModel:

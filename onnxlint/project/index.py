@@ -17,7 +17,7 @@ from typing import Any
 
 import libcst as cst
 
-from onnxlint.blocks import ParseCache, split_blocks
+from onnxlint.blocks import Block, ParseCache, split_blocks
 from onnxlint.config import Config
 from onnxlint.files import content_key
 from onnxlint.frameworks import base_verdict
@@ -83,6 +83,28 @@ class ProjectIndex:
         facts = FileFacts(path, digest, blocks, ctx)
         self._facts[path] = facts
         return facts
+
+    def take(self, path: str, digest: str, config: Config, parsed: list[Block]) -> FileFacts | None:
+        """The facts the index read for `path` at this content and configuration, when no
+        engine check has used them yet and they hold the very trees of `parsed` (the
+        engine's blocks of the same text): the engine checks with their context instead
+        of building a second one (the project model has just read the edited file)."""
+        found = self._facts.get(path)
+        if found is None or not found.fresh or found.digest != digest or config != self.config:
+            return None
+        if len(found.blocks) != len(parsed) or any(
+            a.module is not b.module for a, b in zip(found.blocks, parsed, strict=True)
+        ):
+            return None
+        found.fresh = False
+        return found
+
+    def adopt(self, facts: FileFacts, config: Config) -> None:
+        """Keep the engine's facts of the file it checks as the project's facts of that
+        file (the reach table and the rules then share one context and its memo)."""
+        facts.fresh = False
+        if config == self.config:
+            self._facts[facts.path] = facts
 
     def forget(self, path: str | None = None) -> None:
         """Drop the facts of one file, or of all (their FileModels resolve bases through

@@ -14,16 +14,20 @@ import hashlib
 import logging
 import os
 import re
+from typing import Any
 
+import libcst as cst
+
+from onnxlint.blocks import Block
 from onnxlint.config import Config
 from onnxlint.files import content_key
 from onnxlint.project.callers import ImportedNames, forward_callers
-from onnxlint.project.exports import export_sites, target_sites
+from onnxlint.project.exports import ExportSite, export_sites, target_sites
 from onnxlint.project.facts import FileFacts
-from onnxlint.project.index import ProjectIndex
+from onnxlint.project.index import MAX_HOPS, ProjectIndex
 from onnxlint.project.reach import FileReach, ReachTable, compute_reach
 from onnxlint.project.resolve import project_files
-from onnxlint.semantic import FileModel
+from onnxlint.semantic import FileModel, block_index
 
 # Text that can hold an export call: checked before a file is parsed for the scan.
 EXPORT_RE = re.compile(
@@ -54,6 +58,9 @@ class ProjectModel:
         # until `build_pending` has run on the engine thread (after the first diagnostics).
         self.deferred = False
         self.pending: Config | None = None
+        # Files changed since the table was built or last checked: path -> the facts the
+        # table read for it (None: unknown). See `changed` and `_revalidate`.
+        self._suspect: dict[str, FileFacts | None] = {}
         self._single_key: tuple[str, str] | None = None
         self._single_table: ReachTable | None = None
         # Who imports what (`from x import name`), from the scan's texts: for helpers
@@ -70,14 +77,20 @@ class ProjectModel:
         if imported is not None:
             self.imported, self._imported_ready = imported, True
 
-    def changed(self, path: str, text: str | None) -> None:
-        """A file changed (or was created/deleted: `text` None when gone).
+    def changed(self, path: str, text: str | None, facts: FileFacts | None = None) -> None:
+        """A file changed (or was created/deleted: `text` None when gone); `facts`: the
+        engine's facts of this text, when it is checking the file.
 
         Its facts are dropped unless they are of this very text; the other files' facts
         are kept unless its classes or their bases changed (another file's classes may
         resolve their bases through it). The reach table is rebuilt when the text differs
         from the one it was built from (the facts cache is no reference for that: the
-        reader may already have served the new text to it)."""
+        reader may already have served the new text to it), unless the edit provably
+        leaves it as it was (`_after_edit`: only classes the exports do not reach
+        changed, and the file's export sites are the same): then only the lines of the
+        file's export sites move. That is decided when the table is next used, from the
+        facts it was built with and the file's text then (a storm of keystrokes costs
+        one decision, not one per keystroke)."""
         path = os.path.abspath(path)
         if self._imported_ready:
             self.imported.record(path, text)
@@ -86,10 +99,16 @@ class ProjectModel:
         if old is None or old.digest != digest:
             interface = _interface(old) if old is not None else None
             self.index.forget(path)
-            if interface is not None:
-                new = self.index.facts(path, text) if text is not None else None
+            if interface is not None and text is not None:
+                if facts is not None and facts.digest == digest:
+                    self.index.adopt(facts, self.index.config)
+                    new = self.index.cached(path)
+                else:
+                    new = self.index.facts(path, text)
                 if new is None or _interface(new) != interface:
                     self.index.forget()
+            elif interface is not None:
+                self.index.forget()
         if self._exporters is None:
             return
         exports = text is not None and bool(EXPORT_RE.search(text))
@@ -105,8 +124,11 @@ class ProjectModel:
         if path in table.deps and table.deps[path] != digest:
             stale = True
         if stale:
-            log.debug("project model: %s changed, the reach table is rebuilt", path)
-            self._table = None
+            if path not in self._suspect:
+                # The facts the table read for the file (None: unknown, it is rebuilt).
+                built = old if old is not None and old.digest == table.deps.get(path) else None
+                self._suspect[path] = built
+            log.debug("project model: %s changed, the reach table is checked at its next use", path)
         else:
             log.debug("project model: %s unchanged for the reach table", path)
 
@@ -126,24 +148,57 @@ class ProjectModel:
         if self._exporters is None:
             self._exporters = self._scan(root, config)
             self._table = None
+        if self._table is not None and self._suspect:
+            self._table = self._revalidate(self._table)
         if self._table is None:
+            self._suspect.clear()
             self._table = self._build(config)
         return self._table
 
-    def for_file(self, path: str, text: str, config: Config) -> FileReach:
-        """The reach of the project's exports in one file, whose current text is `text`.
+    def _revalidate(self, table: ReachTable) -> ReachTable | None:
+        """The table after the edits of the files `changed` was told of (`_after_edit`
+        for each, from the facts the table read to those of the file's text now), or
+        None when one of them may change what it found."""
+        suspects, self._suspect = self._suspect, {}
+        saved = self.index.deps
+        self.index.deps = {}
+        try:
+            for path, old in suspects.items():
+                new = self.index.facts(path) if old is not None else None
+                if old is None or new is None:
+                    log.debug("project model: %s changed, the reach table is rebuilt", path)
+                    return None
+                if new.digest == old.digest:
+                    continue
+                kept = self._after_edit(table, path, old, new)
+                if kept is None:
+                    log.debug("project model: %s changed, the reach table is rebuilt", path)
+                    return None
+                log.debug("project model: %s changed, not what the reach table read", path)
+                table = kept
+        finally:
+            self.index.deps = saved
+        return table
+
+    def for_file(
+        self, path: str, text: str, config: Config, facts: FileFacts | None = None
+    ) -> FileReach:
+        """The reach of the project's exports in one file, whose current text is `text`
+        (`facts`: the engine's facts of it, shared with the table's walk).
 
         Without a project root (a file checked on its own, a test) only the file's own
         exports count."""
         path = os.path.abspath(path)
+        if facts is not None and (facts.path != path or facts.digest != content_key(text)):
+            facts = None
         if self._fixed is not None:
             return self._fixed.for_file(path)
         if config.root is None:
-            return self._single(path, text).for_file(path)
+            return self._single(path, text, config, facts).for_file(path)
         root = os.path.abspath(str(config.root))
         if self.deferred and (self._table is None or root != self._root):
             self.pending = config
-            return self._single(path, text).for_file(path)
+            return self._single(path, text, config, facts).for_file(path)
         if self._exporters is not None:
             exports = bool(EXPORT_RE.search(text)) and "torch" in text
             digest = content_key(text)
@@ -151,7 +206,11 @@ class ProjectModel:
             if (self._exporters.get(path) if exports else None) != (
                 digest if exports else None
             ) or (known is not None and known != digest):
-                self.changed(path, text)
+                self.index.use_config(config)
+                self.changed(path, text, facts)
+        self.index.use_config(config)
+        if facts is not None:
+            self.index.adopt(facts, config)
         return self.table(config).for_file(path)
 
     def forward_callers(self, path: str, model: FileModel) -> set[str]:
@@ -178,13 +237,15 @@ class ProjectModel:
             out.update(table.deps)
         return out
 
-    def _single(self, path: str, text: str) -> ReachTable:
+    def _single(self, path: str, text: str, config: Config, given: FileFacts | None) -> ReachTable:
         key = (path, content_key(text))
         if self._single_key == key and self._single_table is not None:
             return self._single_table
         saved = self.index.deps
         self.index.deps = {}
         try:
+            if given is not None and config == self.index.config:
+                self.index.adopt(given, config)
             facts = self.index.facts(path, text)
             sites = export_sites(self.index, facts) if facts is not None else []
             table = compute_reach(self.index, sites)
@@ -252,6 +313,133 @@ class ProjectModel:
         finally:
             self.index.deps = saved
         return table
+
+    def _after_edit(
+        self, table: ReachTable, path: str, old: FileFacts, new: FileFacts
+    ) -> ReachTable | None:
+        """`table` after `path` changed from `old` to `new`, when the change cannot alter
+        what the walk found: None (rebuild) unless every changed top-level block is a
+        class definition, before and after, of the same classes with the same bases and
+        method names, none of which the walk entered (the exported classes, the classes
+        built into them, their bases, the methods reached), and the file's export sites
+        (found again from `new`: the export data-flow reads every statement) are the
+        same but for their lines. An edit inside a method of a class no export reaches
+        (a notebook cell's model, most of a model file) is such a change."""
+        if self.index.config.targets or "onnxlint" in old.ctx.text or "onnxlint" in new.ctx.text:
+            return None  # declared targets: rebuilt (rare in files being typed in)
+        olds, news = old.blocks, new.blocks
+        n = min(len(olds), len(news))
+        i = 0
+        while i < n and olds[i].module is news[i].module:
+            i += 1
+        j = 0
+        while j < n - i and olds[-1 - j].module is news[-1 - j].module:
+            j += 1
+        before, after = olds[i : len(olds) - j], news[i : len(news) - j]
+        shapes_before = _class_shapes(before)
+        shapes_after = _class_shapes(after)
+        if shapes_before is None or shapes_before != shapes_after:
+            return None
+        if any(EXPORT_RE.search(b.text) for b in (*before, *after)):
+            return None
+        read = self._classes_read(table, path, old)
+        if read is None or any(name in read for name, *_ in shapes_before):
+            return None
+        saved = self.index.deps
+        self.index.deps = {}
+        try:
+            fresh = export_sites(self.index, new)
+        finally:
+            self.index.deps = saved
+        mine = [s for s in table.sites if s.path == path]
+        if len(mine) != len(fresh):
+            return None
+        moved: dict[ExportSite, ExportSite] = {}
+        for site, (now, classes) in zip(mine, fresh, strict=True):
+            same = (site.kind, site.dynamic, site.dims, site.model) == (
+                now.kind,
+                now.dynamic,
+                now.dims,
+                now.model,
+            )
+            if not same or any(
+                site not in table.roots.get(f.path, {}).get(c.name, ()) for f, c in classes
+            ):
+                return None
+            moved[site] = now
+
+        def m(s: ExportSite) -> ExportSite:
+            return moved.get(s, s)
+
+        def sets(d: dict[str, dict[Any, set[ExportSite]]]) -> dict[str, dict[Any, set[ExportSite]]]:
+            return {p: {k: {m(s) for s in v} for k, v in inner.items()} for p, inner in d.items()}
+
+        kept = ReachTable(
+            sites=[m(s) for s in table.sites],
+            reach=sets(table.reach),
+            classes=sets(table.classes),
+            roots=sets(table.roots),
+            symbolic={m(s): set(v) for s, v in table.symbolic.items()},
+            deps={**table.deps, path: new.digest},
+        )
+        return kept
+
+    def _classes_read(self, table: ReachTable, path: str, facts: FileFacts) -> set[str] | None:
+        """The classes of `path` whose definitions the reach walk read: those it entered
+        or reached methods of, their bases in the file and the file's classes that other
+        files' entered classes derive from (methods and submodules are looked up through
+        bases); None when that cannot be told."""
+        names = set(table.classes.get(path, {})) | set(table.roots.get(path, {}))
+        names |= {cls for cls, _ in table.reach.get(path, {}) if cls is not None}
+        saved = self.index.deps
+        self.index.deps = {}
+        try:
+            for other in {*table.classes, *table.roots} - {path}:
+                facts_o = self.index.cached(other)
+                if facts_o is None:
+                    return None
+                for name in {*table.classes.get(other, {}), *table.roots.get(other, {})}:
+                    found = facts_o.model.classes.get(name)
+                    current = (facts_o, found) if found is not None else None
+                    for _ in range(MAX_HOPS):
+                        if current is None:
+                            break
+                        current = self.index.base_class(*current)
+                        if current is not None and current[0].path == path:
+                            names.add(current[1].name)
+        finally:
+            self.index.deps = saved
+        return _with_local_bases(names, facts)
+
+
+def _class_shapes(
+    blocks: list[Block],
+) -> list[tuple[str, tuple[str, ...], bool, tuple[str, ...]]] | None:
+    """(name, bases, is a module, method names) of the classes the blocks define, in order;
+    None when a block holds anything but class definitions."""
+    out = []
+    for b in blocks:
+        if b.module is None or not all(isinstance(s, cst.ClassDef) for s in b.module.body):
+            return None
+        for c in block_index(b).classes:
+            out.append((c.name, c.bases, c.is_module, tuple(sorted(c.methods))))
+    return out
+
+
+def _with_local_bases(names: set[str], facts: FileFacts) -> set[str]:
+    """`names` and the bases, in the same file, of the classes they name."""
+    model = facts.model
+    todo = list(names)
+    while todo:
+        info = model.classes.get(todo.pop())
+        if info is None:
+            continue
+        for base in info.bases:
+            head = base.split(".", 1)[0]
+            if head in model.classes and head not in names:
+                names.add(head)
+                todo.append(head)
+    return names
 
 
 def _interface(facts: FileFacts) -> tuple[tuple[str, tuple[str, ...], bool], ...]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from onnxlint.blocks import Block
 from onnxlint.exportflow import (
     example_inputs,
     exported_model,
@@ -24,6 +25,7 @@ from onnxlint.semantic import (
     ExportKind,
     FileModel,
     FunctionInfo,
+    block_index,
     dotted,
     keyword_arg,
     literal_int,
@@ -161,6 +163,19 @@ class LiteralSizeOnDynamicDim(Rule):
     @classmethod
     def applies_to(cls, model: FileModel) -> bool:
         return model.declares_dynamic_dims or model.exported_dynamic_elsewhere
+
+    def block_key(self, block: Block) -> object:
+        """Findings in a block depend on the rest of the file only through the tainted
+        parameters of the block's functions (`_facts`): a cell of a notebook that exports
+        with a dynamic batch is not walked again for this rule after an edit elsewhere."""
+        facts = _facts(self.ctx)
+        idx = block_index(block)
+        funcs = [*idx.functions, *(m for c in idx.classes for m in c.methods.values())]
+        return tuple(
+            (i, tuple(sorted(facts[id(f.node)].items())))
+            for i, f in enumerate(funcs)
+            if facts.get(id(f.node))
+        )
 
     VALID = [
         Valid(  # no export call in the file

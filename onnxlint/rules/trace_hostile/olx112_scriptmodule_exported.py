@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.exportflow import statements_naming
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.trace_hostile._common import assigned_values
 from onnxlint.semantic import ExportKind, positional_args
@@ -178,7 +179,7 @@ class ScriptModuleExported(Rule):
             if found:
                 return found
         values: list[cst.BaseExpression] = []
-        for stmt in self.ctx.model.module_body:
+        for stmt in statements_naming(self.ctx, self.ctx.model.module_body, name.value):
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 continue
             for node in (stmt, *iter_descendants(stmt)):
