@@ -25,6 +25,7 @@ from . import (
     frames,
     load,
     memory,
+    script,
     torch_internals,
     translate,
     verify,
@@ -48,7 +49,8 @@ def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
             )
         )
     with _Phase(rec, "load", 0):
-        ok = load.run(rec)
+        # a factory builds the model; a script target runs the user's export script to it
+        ok = script.run(rec) if rec.target.get("script") else load.run(rec)
     if ok:
         with _Phase(rec, "memory", 5):
             memory.run(rec)

@@ -24,10 +24,6 @@ from .record import Analysis, finding, first_line, place, source_loc
 
 
 def run(rec: Analysis) -> bool:
-    if rec.target.get("script"):
-        from . import script
-
-        return script.run(rec)
     factory = str(rec.target.get("factory") or "")
     name = rec.target.get("name") or factory
     for p in [rec.root, *rec.target.get("sys_path", [])]:
