@@ -96,9 +96,6 @@ def collect_targets(
     found = discover_targets(paths, root, unusable)
     for path, line, message in unusable:
         problems.append(_invalid_target(path, line, message))
-    from onnxlint.deep.scripts import exportable_targets
-
-    found += exportable_targets(paths, root)
     for t in found:
         # A marked function that a [[tool.onnxlint.targets]] entry already declares is
         # the same target (the declaration, with its options, wins).
@@ -162,6 +159,26 @@ NO_TARGETS = (
 )
 
 
+def scripts_instead(
+    paths: Sequence[Path],
+    scripts: Sequence[dict[str, Any]],
+    root: Path,
+    messages: list[str] | None,
+) -> list[Target]:
+    """With no targets declared: the export calls of the project's scripts, said once."""
+    from onnxlint.deep.scripts import project_scripts
+
+    found = project_scripts(paths, scripts, root)
+    if found and messages is not None:
+        files = len({t.script for t in found})
+        messages.append(
+            f"no deep-analysis targets declared: analysing the "
+            f"{plural(len(found), 'export call')} of {plural(files, 'script')} "
+            "(set `scripts = false` in [tool.onnxlint.deep] to turn this off)"
+        )
+    return found
+
+
 def targets_under(targets: Sequence[Target], paths: Sequence[str | Path]) -> list[Target]:
     """The targets whose factory, or a model class it builds, lives under one of `paths`."""
     wanted = [Path(p).resolve() for p in paths]
@@ -205,16 +222,7 @@ def deep_check(
     targets, problems = collect_targets(raw_targets, root, [Path(p) for p in paths])
     chosen = targets_under(targets, paths)
     if not targets and run_scripts:
-        from onnxlint.deep.scripts import project_scripts
-
-        chosen = project_scripts([Path(p) for p in paths], scripts, root)
-        if chosen and messages is not None:
-            files = len({t.script for t in chosen})
-            messages.append(
-                f"no deep-analysis targets declared: analysing the "
-                f"{plural(len(chosen), 'export call')} of {plural(files, 'script')} "
-                "(set `scripts = false` in [tool.onnxlint.deep] to turn this off)"
-            )
+        chosen = scripts_instead([Path(p) for p in paths], scripts, root, messages)
     if not chosen and not problems and messages is not None:
         if targets:
             names = ", ".join(t.name for t in targets)
@@ -259,16 +267,10 @@ def run_analyze(args: argparse.Namespace, config: Any) -> int:
                 return EXIT_USAGE
         targets = chosen
     elif not targets and deep.get("scripts", True):
-        from onnxlint.deep.scripts import project_scripts
-
-        targets = project_scripts(discover, getattr(config, "scripts", ()) or (), root)
-        if targets:
-            files = len({t.script for t in targets})
-            print(
-                f"onnxlint: no deep-analysis targets declared: analysing the "
-                f"{plural(len(targets), 'export call')} of {plural(files, 'script')}",
-                file=sys.stderr,
-            )
+        said: list[str] = []
+        targets = scripts_instead(discover, getattr(config, "scripts", ()) or (), root, said)
+        for m in said:
+            print(f"onnxlint: {m}", file=sys.stderr)
     if not targets and not problems:
         print(f"onnxlint: {NO_TARGETS}", file=sys.stderr)
         return EXIT_USAGE

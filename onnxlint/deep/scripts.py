@@ -5,9 +5,8 @@ A script target names an export script and one export call in it (by line); the 
 the call exports. This module finds, without importing or running anything, which files
 are scripts and which export calls they make (the static engine's export calls), and makes
 the targets, with the `argv` a `[[tool.onnxlint.scripts]]` entry gives.
-
-Modules that subclass `torch.onnx.ExportableModule` are targets by themselves: they say
-their example arguments and dynamic shapes (`exportable_targets`).
+(`torch.onnx.ExportableModule` classes, targets by themselves, are found with the declared
+ones: `targets.discover_targets`.)
 """
 
 from __future__ import annotations
@@ -15,13 +14,19 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from onnxlint.deep.targets import Target, module_name_for
+from onnxlint.deep.targets import Target, python_texts
+
+if TYPE_CHECKING:
+    from onnxlint.project.index import ProjectIndex
 
 
-def export_call_lines(path: Path, text: str | None = None) -> list[int]:
-    """The lines of the export calls the file makes (any exporter), in order."""
+def export_call_lines(
+    path: Path, text: str | None = None, index: ProjectIndex | None = None
+) -> list[int]:
+    """The lines of the export calls the file makes (any exporter), in order. `index`: the
+    project index to read it with (one for many files), else a new one."""
     from onnxlint.blocks import ParseCache
     from onnxlint.project.exports import call_line
     from onnxlint.project.index import ProjectIndex
@@ -33,7 +38,7 @@ def export_call_lines(path: Path, text: str | None = None) -> list[int]:
             return []
     if "export" not in text and "jit" not in text:
         return []
-    index = ProjectIndex(ParseCache())
+    index = index or ProjectIndex(ParseCache())
     facts = index.facts(str(path.resolve()), text)
     if facts is None:
         return []
@@ -114,69 +119,19 @@ def project_scripts(
     paths: Iterable[Path], scripts: Iterable[Mapping[str, Any]], root: Path
 ) -> list[Target]:
     """Script targets for every export call of every script under `paths` (what
-    `check --deep` analyses when the project declares no targets)."""
-    from onnxlint.deep.targets import _python_files
+    `check --deep` and a bare `analyze` run when the project declares no targets)."""
+    from onnxlint.blocks import ParseCache
+    from onnxlint.project.index import ProjectIndex
 
     entries = list(scripts)
+    index = ProjectIndex(ParseCache())
     out: list[Target] = []
-    for path in _python_files(paths):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+    for path, text in python_texts(paths):
+        if not is_script(text):  # (ast: cheaper than the export calls' libcst parse)
             continue
-        if "export" not in text and "jit" not in text:
-            continue
-        lines = export_call_lines(path, text)
-        if not lines or not is_script(text):
+        lines = export_call_lines(path, text, index)
+        if not lines:
             continue
         argv = script_argv(path, root, entries)
         out += [script_target(path, n, root, argv) for n in lines]
-    return out
-
-
-EXPORTABLE_BASES = {"ExportableModule", "onnx.ExportableModule", "torch.onnx.ExportableModule"}
-
-
-def exportable_classes(text: str) -> list[tuple[str, int]]:
-    """(class name, line) of the module-level classes that subclass
-    `torch.onnx.ExportableModule`."""
-    if "ExportableModule" not in text:
-        return []
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
-    return [
-        (node.name, node.lineno)
-        for node in tree.body
-        if isinstance(node, ast.ClassDef)
-        and any(ast.unparse(b) in EXPORTABLE_BASES for b in node.bases)
-    ]
-
-
-def exportable_targets(paths: Iterable[Path], root: Path) -> list[Target]:
-    """A target for each `torch.onnx.ExportableModule` subclass under `paths`: the class
-    line is its declaration, and the worker builds it with no arguments."""
-    from onnxlint.deep.targets import _python_files
-
-    out: list[Target] = []
-    for path in _python_files(paths):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        mod = module_name_for(path, root)
-        if mod is None:
-            continue
-        for cls, line in exportable_classes(text):
-            out.append(
-                Target(
-                    name=f"{mod}:{cls}",
-                    factory=f"{mod}:{cls}",
-                    root=root,
-                    decl_path=path.resolve(),
-                    decl_line=line,
-                    origin="exportable",
-                )
-            )
     return out

@@ -15,7 +15,7 @@ import ast
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -378,21 +378,39 @@ def marked_functions(text: str) -> list[tuple[str, int, str]]:
     return out
 
 
+EXPORTABLE_BASES = {"ExportableModule", "onnx.ExportableModule", "torch.onnx.ExportableModule"}
+
+
+def exportable_classes(text: str) -> list[tuple[str, int]]:
+    """(class name, line) of the module-level classes that subclass
+    `torch.onnx.ExportableModule`: targets by themselves (they say their example
+    arguments and dynamic shapes; the worker builds them with no arguments)."""
+    if "ExportableModule" not in text:
+        return []
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    return [
+        (node.name, node.lineno)
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        and any(ast.unparse(b) in EXPORTABLE_BASES for b in node.bases)
+    ]
+
+
 def discover_targets(
     paths: Iterable[Path], root: Path, problems: list[tuple[Path, int, str]] | None = None
 ) -> list[Target]:
-    """`# onnxlint: target` functions in these files (folders are walked for *.py).
+    """`# onnxlint: target` functions and `torch.onnx.ExportableModule` classes in these
+    files (folders are walked for *.py), in one read of each file.
 
     A marked function that cannot be imported (its file's name is no module name, or it
     lies outside the project root) is not a target; `problems` gets (file, line, message).
     """
     root = Path(root)
     out: list[Target] = []
-    for path in _python_files(paths):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
+    for path, text in python_texts(paths):
         mod = module_name_for(path, root)
         if mod is None:
             if problems is not None:
@@ -424,7 +442,27 @@ def discover_targets(
                     origin="marker",
                 )
             )
+        for cls, line in exportable_classes(text):
+            out.append(
+                Target(
+                    name=f"{mod}:{cls}",
+                    factory=f"{mod}:{cls}",
+                    root=root,
+                    decl_path=path.resolve(),
+                    decl_line=line,
+                    origin="exportable",
+                )
+            )
     return out
+
+
+def python_texts(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
+    """(path, text) of each readable *.py file under `paths` (folders walked, sorted)."""
+    for path in _python_files(paths):
+        try:
+            yield path, path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
 
 
 def _python_files(paths: Iterable[Path]) -> Iterable[Path]:

@@ -283,18 +283,18 @@ def fakes(state: ScriptRun) -> Iterator[None]:
     real_load = torch.load
 
     def torch_load(f: Any, *args: Any, **kwargs: Any) -> Any:
-        source = repr(f) if isinstance(f, (str, os.PathLike)) else type(f).__name__
+        named = isinstance(f, (str, os.PathLike))
+        source = repr(f) if named else type(f).__name__
+        present = named and os.path.isfile(f)
         problem = ""
-        if isinstance(f, (str, os.PathLike)) and os.path.isfile(f):
+        if present:
             options = {k: kwargs[k] for k in ("weights_only",) if k in kwargs}
             loaded, problem = _structure_of(real_load, f, options)
             if not problem:
                 state.skip("torch.load (its structure only: tensors without their values)")
                 return loaded
         state.skip("torch.load (an empty checkpoint instead)")
-        present = isinstance(f, (str, os.PathLike)) and os.path.isfile(f)
-        missing = isinstance(f, (str, os.PathLike)) and not present
-        return EmptyCheckpoint(source, missing=missing, problem=problem)
+        return EmptyCheckpoint(source, missing=named and not present, problem=problem)
 
     jit_load = torch.jit.load
 
