@@ -4,6 +4,7 @@ hovers, one diagnostic per cause, plain deep messages, "Fix all" saying what it 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,26 @@ async def test_export_of_a_class_no_target_builds_offers_to_create_one(
     assert text.splitlines()[out["line"] - 1] == "def detector_head():"
 
 
+def _deep_published(
+    lsp: Client, uri: str, after: int
+) -> Callable[[], list[types.Diagnostic] | None]:
+    """The first publish for `uri` since publish number `after` that carries deep findings
+    (an OLX8xx code, or a static finding the deep analysis confirmed)."""
+
+    def found() -> list[types.Diagnostic] | None:
+        for p in lsp.publishes[after:]:
+            if p.uri != uri:
+                continue
+            if any(
+                str(d.code).startswith("OLX8") or "deep analysis" in d.message
+                for d in p.diagnostics
+            ):
+                return list(p.diagnostics)
+        return None
+
+    return found
+
+
 SCRIPT = """import torch
 from torch import nn
 
@@ -143,13 +164,7 @@ async def test_the_lens_over_an_export_call_analyses_the_script_with_no_set_up(
     )
     assert out["status"] != "error", out
 
-    def deep_published() -> list[types.Diagnostic] | None:
-        for p in lsp.publishes[n:]:
-            if p.uri == uri and any("deep analysis" in d.message for d in p.diagnostics):
-                return list(p.diagnostics)
-        return None
-
-    merged = await wait_for(deep_published, 90, "the deep findings")
+    merged = await wait_for(_deep_published(lsp, uri, n), 90, "the deep findings")
     on_if = [d for d in merged if d.range.start.line == _line_of(path, "if x.sum()") - 1]
     assert len(on_if) == 1 and "confirmed by the deep analysis" in on_if[0].message, merged
 
@@ -193,15 +208,7 @@ async def test_a_deep_finding_confirming_a_static_one_is_one_diagnostic_in_plain
     )
     assert out["status"] != "error", out
 
-    def deep_published() -> list[types.Diagnostic] | None:
-        for p in lsp.publishes[n:]:
-            if p.uri == uri and any(str(d.code).startswith("OLX8") for d in p.diagnostics):
-                return list(p.diagnostics)
-            if p.uri == uri and any("deep analysis" in d.message for d in p.diagnostics):
-                return list(p.diagnostics)
-        return None
-
-    merged = await wait_for(deep_published, 60, "the deep findings")
+    merged = await wait_for(_deep_published(lsp, uri, n), 60, "the deep findings")
     # one progress item, cancellable, with the phase and percent
     (token,) = lsp.progress_reports
     begin, *reports, end = lsp.progress_reports[token]

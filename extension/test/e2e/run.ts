@@ -691,6 +691,20 @@ async function scenarioLens(ctx: Ctx): Promise<void> {
     await page.keyboard.press('Escape');
 }
 
+/** Waits for onnxlint rows in the Problems panel that were not there `before` and come from the deep analysis. */
+async function waitForDeepRows(ctx: Ctx, before: Set<string>, what: string): Promise<void> {
+    const rows = await waitFor(
+        what,
+        async () => {
+            const fresh = onnxlintRows(await problemRows(ctx.page)).filter((r) => !before.has(r) && /OLX8\d\d|deep analysis/.test(r));
+            return fresh.length > 0 ? fresh : undefined;
+        },
+        30_000,
+        () => describeState(ctx),
+    );
+    ctx.detail.push(...rows.map((r) => `deep problem: ${r}`));
+}
+
 /**
  * The export call's lens runs the deep analysis of `detector`: one progress item (a notification
  * with the phase and percent, cancellable), then a notification with the counts and "Show report",
@@ -751,16 +765,7 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
     if (!/\d+ findings? \(/.test(summary) || !summary.includes('Show report')) {
         throw new Error(`the end notification has no counts or no Show report: ${summary}`);
     }
-    const rows = await waitFor(
-        'deep findings in the Problems panel',
-        async () => {
-            const fresh = onnxlintRows(await problemRows(page)).filter((r) => !before.has(r) && /OLX8\d\d|deep analysis/.test(r));
-            return fresh.length > 0 ? fresh : undefined;
-        },
-        30_000,
-        () => describeState(ctx),
-    );
-    ctx.detail.push(...rows.map((r) => `deep problem: ${r}`));
+    await waitForDeepRows(ctx, before, 'deep findings in the Problems panel');
     await ctx.shot('deep');
     await end.locator('.monaco-button', { hasText: 'Show report' }).first().click();
     const reportTab = page.locator('.tabs-container .tab', { hasText: 'onnxlint report' });
@@ -839,16 +844,7 @@ async function scenarioScript(ctx: Ctx): Promise<void> {
         throw new Error(`the script's analysis did not end\n${await describeState(ctx)}`);
     });
     ctx.detail.push(`script analysis took ${((Date.now() - started) / 1000).toFixed(1)}s; end: ${(await end.innerText()).replace(/\s+/g, ' ')}`);
-    const rows = await waitFor(
-        'deep findings of the script in the Problems panel',
-        async () => {
-            const fresh = onnxlintRows(await problemRows(page)).filter((r) => !before.has(r) && /OLX8\d\d|deep analysis/.test(r));
-            return fresh.length > 0 ? fresh : undefined;
-        },
-        30_000,
-        () => describeState(ctx),
-    );
-    ctx.detail.push(...rows.map((r) => `deep problem: ${r}`));
+    await waitForDeepRows(ctx, before, 'deep findings of the script in the Problems panel');
     await ctx.shot('script-lens');
 }
 
