@@ -40,14 +40,12 @@ import os
 import re
 import subprocess
 import sys
-import tarfile
 import time
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from registry import pip_download
+from registry import pip_download, unpack
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -215,32 +213,6 @@ def _norm(dist: str) -> str:
     return dist.replace("-", "_").lower()
 
 
-def _unpack(archive: Path, dest: Path) -> int:
-    """Every file of a wheel, or of an sdist with its top folder stripped."""
-    count = 0
-    dest.mkdir(parents=True, exist_ok=True)
-    if archive.suffix in (".whl", ".zip"):
-        with zipfile.ZipFile(archive) as z:
-            for name in z.namelist():
-                if name.endswith("/") or ".." in name.split("/"):
-                    continue
-                z.extract(name, dest)
-                count += 1
-        return count
-    with tarfile.open(archive) as t:
-        for member in t.getmembers():
-            parts = member.name.split("/", 1)
-            if len(parts) < 2 or not member.isfile() or ".." in member.name.split("/"):
-                continue
-            target = dest / parts[1]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            src = t.extractfile(member)
-            if src is not None:
-                target.write_bytes(src.read())
-                count += 1
-    return count
-
-
 def _find_archive(dist: str, version: str, sdist: bool) -> Path | None:
     stem = _norm(dist)
     for path in sorted(DOWNLOADS.iterdir()) if DOWNLOADS.is_dir() else []:
@@ -273,7 +245,7 @@ def fetch(args: argparse.Namespace) -> None:
             if archive is None:
                 print(f"{spec}: download failed\n{proc.stderr[-2000:]}", file=sys.stderr)
                 continue
-        n = _unpack(archive, s.folder)
+        n = unpack(archive, s.folder)
         print(f"{s.name}: {n} files from {archive.name}")
 
 

@@ -27,19 +27,18 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import hashlib
 import json
 import os
 import subprocess
 import sys
-import tarfile
 import time
-import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from registry import pip_download
+from registry import pip_download, unpack
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -112,33 +111,6 @@ def _keep(name: str, subset: tuple[str, ...] | None) -> bool:
     return subset is None or name.startswith(subset)
 
 
-def _unpack(archive: Path, dest: Path, subset: tuple[str, ...] | None) -> int:
-    count = 0
-    dest.mkdir(parents=True, exist_ok=True)
-    if archive.suffix == ".whl" or archive.suffix == ".zip":
-        with zipfile.ZipFile(archive) as z:
-            for name in z.namelist():
-                if _keep(name, subset) and ".." not in name.split("/"):
-                    z.extract(name, dest)
-                    count += 1
-    else:
-        with tarfile.open(archive) as t:
-            for member in t.getmembers():
-                # sdists hold one top folder `<name>-<ver>/`: strip it.
-                parts = member.name.split("/", 1)
-                if len(parts) < 2 or not member.isfile() or ".." in member.name.split("/"):
-                    continue
-                if not _keep(parts[1], subset):
-                    continue
-                target = dest / parts[1]
-                target.parent.mkdir(parents=True, exist_ok=True)
-                src = t.extractfile(member)
-                if src is not None:
-                    target.write_bytes(src.read())
-                    count += 1
-    return count
-
-
 def _find_archive(dist: str, version: str) -> Path | None:
     stem = _norm(dist)
     for path in sorted(DOWNLOADS.iterdir()) if DOWNLOADS.is_dir() else []:
@@ -168,7 +140,7 @@ def fetch(args: argparse.Namespace) -> None:
         if archive is None:
             print(f"{dist}=={version}: download produced no archive", file=sys.stderr)
             continue
-        n = _unpack(archive, dest, subset)
+        n = unpack(archive, dest, functools.partial(_keep, subset=subset))
         print(f"{dest.name}: {n} files from {archive.name}")
 
 
