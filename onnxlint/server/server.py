@@ -101,6 +101,7 @@ class DocState:
     dirty: bool = False
     deps_changed: bool = False  # a file it read changed while its check was running
     quiet: bool = False  # a re-check after the project model was built: publish only changes
+    must_publish: bool = False  # a re-check someone asked for (restart, settings): always publish
     revision: int = 0  # bumped whenever what would be published changes (pull result ids)
     published: tuple[int | None, int] | None = None  # (version, revision) last pushed
     waiters: list[asyncio.Future[Result]] = field(default_factory=list)
@@ -490,11 +491,13 @@ class OnnxlintServer(LanguageServer):
             quiet, st.quiet = st.quiet, False
             unchanged = (
                 quiet
+                and not st.must_publish
                 and previous is not None
                 and previous.version == version
                 and previous.violations == violations
             )
             if not unchanged:  # (after the project model was built: publish only changes)
+                st.must_publish = False
                 st.fix_cache.clear()
                 st.revision += 1
                 if config_error:
@@ -711,6 +714,7 @@ class OnnxlintServer(LanguageServer):
         self.generation += 1
         for uri, st in list(self.docs.items()):
             st.revision += 1
+            st.must_publish = True  # asked for: publish even when nothing changed
             if self.source_of(uri) is not None:
                 self.trigger(uri)
         if self.pull_diagnostics:
