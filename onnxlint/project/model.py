@@ -53,6 +53,9 @@ class ProjectModel:
         self._table: ReachTable | None = None
         self._fixed: ReachTable | None = None  # a table computed elsewhere (CLI workers)
         self.builds = 0  # how many times the table was computed (tests, benchmarks)
+        # Bumped when a file starts or stops exporting: files that no export reached may
+        # be reached now, though their checks read nothing that changed (the server).
+        self.export_files_changes = 0
         self._settings = ""
         # The server: do not build the table inside a check; use the file's own exports
         # until `build_pending` has run on the engine thread (after the first diagnostics).
@@ -117,6 +120,8 @@ class ProjectModel:
             self._exporters[path] = digest
         else:
             self._exporters.pop(path, None)
+        if (before is None) != (path not in self._exporters):
+            self.export_files_changes += 1
         table = self._table
         if table is None:
             return

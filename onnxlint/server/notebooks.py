@@ -161,9 +161,19 @@ def cell_result(ls: OnnxlintServer, cell_uri: str, nb_uri: str, res: Result) -> 
     doc = cell_document(ls, cell_uri)
     index = cell_index(ls, cell_uri)
     if doc is None or index is None:
-        return Result(None, "", [], res.config_error, res.generation, res.deps)
+        return Result(
+            None, "", [], res.config_error, res.generation, res.deps, export_files=res.export_files
+        )
     found = cell_violations(res.violations, index, _first_code(ls, nb_uri))
-    return Result(doc.version, doc.source, found, res.config_error, res.generation, res.deps)
+    return Result(
+        doc.version,
+        doc.source,
+        found,
+        res.config_error,
+        res.generation,
+        res.deps,
+        export_files=res.export_files,
+    )
 
 
 def check_cell_text(ls: OnnxlintServer, cell_uri: str, text: str) -> list[Violation]:

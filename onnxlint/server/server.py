@@ -87,6 +87,8 @@ class Result:
     generation: int = 0  # the server's settings generation it was computed under
     deps: frozenset[str] = frozenset()  # other files the check read or looked for
     stale: bool = False  # one of `deps` changed since
+    # The project model's export_files_changes when it ran (see _after_model_change).
+    export_files: int = 0
 
 
 @dataclass
@@ -128,6 +130,7 @@ class OnnxlintServer(LanguageServer):
         self._blocks: dict[str, list[str]] = {}  # uri -> the block texts of its last check
         self._trim_timer: asyncio.TimerHandle | None = None
         self._building = False  # the project model is being built on the engine thread
+        self._export_files_seen = 0  # the project model's export_files_changes last acted on
         self.checker = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="onnxlint-check"
         )
@@ -409,9 +412,10 @@ class OnnxlintServer(LanguageServer):
         gen = self.generation
         queued = time.perf_counter()
 
-        def work() -> tuple[list[Violation], frozenset[str]]:
+        def work() -> tuple[list[Violation], frozenset[str], int]:
             started = time.perf_counter()
             found, deps = self._check(uri, path, text, config)
+            seen = self.engine.project_model.export_files_changes
             log.debug(
                 "checked %s v%s: %d findings in %.1f ms (queued %.1f ms)",
                 uri,
@@ -420,7 +424,7 @@ class OnnxlintServer(LanguageServer):
                 (time.perf_counter() - started) * 1000,
                 (started - queued) * 1000,
             )
-            return found, deps
+            return found, deps, seen
 
         fut = self.run_check(work)
         fut.add_done_callback(lambda f: self._finished(uri, version, text, gen, config_error, f))
@@ -466,24 +470,26 @@ class OnnxlintServer(LanguageServer):
         text: str,
         gen: int,
         config_error: str | None,
-        fut: asyncio.Future[tuple[list[Violation], frozenset[str]]],
+        fut: asyncio.Future[tuple[list[Violation], frozenset[str], int]],
     ) -> None:
         st = self.docs.get(uri)
         if st is None:
             return  # closed meanwhile
         st.running = False
         try:
-            violations, deps = fut.result()
+            violations, deps, seen = fut.result()
         except Exception:
             log.exception("check of %s failed", uri)
-            violations, deps = [], frozenset()
+            violations, deps, seen = [], frozenset(), 0
         doc = self.source_of(uri)
         if doc is None:
             return
         fresh = doc.version == version and doc.source == text and gen == self.generation
         if fresh:
             previous = st.result
-            st.result = Result(version, text, violations, config_error, gen, deps)
+            st.result = Result(
+                version, text, violations, config_error, gen, deps, export_files=seen
+            )
             if st.deps_changed:  # a module it read changed while it ran: check again
                 st.deps_changed = False
                 st.result.stale = True
@@ -518,9 +524,28 @@ class OnnxlintServer(LanguageServer):
             # The newest text is not checked yet; a pending debounce timer will ask for it.
             if st.timer is None:
                 self.trigger(uri)
+        self._after_model_change()
         if self.engine.project_model.pending is not None:
             self._build_project_model()
         self._schedule_trim()
+
+    def _after_model_change(self) -> None:
+        """When a file started or stopped exporting (an edit, a new notebook cell, a new
+        script), check again the open documents checked before that: their checks did not
+        read the file (it exported nothing then), so `dependency_changed` cannot find them."""
+        count = self.engine.project_model.export_files_changes
+        if count == self._export_files_seen:
+            return
+        self._export_files_seen = count
+        log.debug("a file started or stopped exporting: checking the open documents again")
+        for other, st in list(self.docs.items()):
+            if st.result is None or st.result.export_files == count:
+                continue
+            if st.running:
+                st.deps_changed = True
+            elif not st.result.stale:
+                st.result.stale = True
+                self.schedule(other)
 
     def _build_project_model(self) -> None:
         """After a check that used only its own file's exports: build the project model
@@ -697,13 +722,15 @@ class OnnxlintServer(LanguageServer):
                 path, text if text is not None else engine.project.read(path)
             )
 
-        self.run_check(tell)
+        self.run_check(tell).add_done_callback(lambda _: self._after_model_change())
         for other, st in list(self.docs.items()):
-            res = st.result
-            if other == uri or res is None or path not in res.deps:
+            if other == uri:
                 continue
-            if st.running:
-                st.deps_changed = True  # the check in flight may have read the old text
+            if st.running:  # the check in flight may read it (whatever the last one read)
+                st.deps_changed = True
+            res = st.result
+            if res is None or path not in res.deps:
+                continue
             if not res.stale:
                 res.stale = True
                 self.schedule(other)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 from pytest_lsp.protocol import LanguageClientProtocol
 
 SERVER = [sys.executable, "-m", "onnxlint", "server"]
+if os.environ.get("ONNXLINT_TEST_SERVER_LOG"):  # to see what a flaky test's server did
+    SERVER += ["--log-level", "debug", "--log-file", os.environ["ONNXLINT_TEST_SERVER_LOG"]]
 EDITORS = {
     "vscode": "visual_studio_code",
     "neovim": "neovim@v0.7.0",
