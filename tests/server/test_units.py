@@ -87,9 +87,9 @@ def test_positions_in_utf16_utf8_and_utf32() -> None:
 def test_lines_break_where_the_engine_and_lsp_do() -> None:
     # \r, \n and \r\n break lines; \f and \u2028 do not (str.splitlines would split there).
     text = "a\rb\x0cc\r\nd\u2028e\nf"
-    assert Lines(text).lines == ["a", "b\x0cc", "d\u2028e", "f"]
+    assert list(Lines(text).lines) == ["a", "b\x0cc", "d\u2028e", "f"]
     assert Lines(text).position(3, 3) == types.Position(2, 2)
-    assert Lines("").lines == [] and Lines("x\n").lines == ["x"]
+    assert list(Lines("").lines) == [] and list(Lines("x\n").lines) == ["x"]
 
 
 def test_whole_text_edit_touches_only_changed_lines() -> None:
