@@ -87,6 +87,8 @@ class Config:
         return enabled
 
     def ignored_for_path(self, path: str) -> tuple[str, ...]:
+        if not self.per_file_ignores:
+            return ()
         out: list[str] = []
         rel = self.relative(path)
         for pattern, codes in self.per_file_ignores:
@@ -95,8 +97,11 @@ class Config:
         return tuple(out)
 
     def is_excluded(self, path: str) -> bool:
+        patterns = (*self.exclude, *self.extend_exclude)
+        if not patterns:  # the default: no path to compute (asked once per file walked)
+            return False
         rel = self.relative(path)
-        return any(_glob_match(rel, p) for p in (*self.exclude, *self.extend_exclude))
+        return any(_glob_match(rel, p) for p in patterns)
 
     def relative(self, path: str) -> str:
         p = Path(os.path.abspath(path))

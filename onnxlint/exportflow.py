@@ -130,10 +130,11 @@ def _memo(ctx: Context) -> dict[object, object]:
 
 
 # `ctx.model.memo` key of {id(top-level statement): the identifiers of its block's text}
-# (`statement_words`). A statement that never names the model variable, and holds no
-# `return`/`raise`/`break`/`continue`, cannot change the model's state: the data-flow
-# and the scans below skip it without walking its tree (a 4,000-line notebook has ~1,000
-# module-level statements, and every export call's flow ran over all of them per check).
+# (`facts.statement_words`, built on first use). A statement that never names the model
+# variable, and holds no `return`/`raise`/`break`/`continue`, cannot change the model's
+# state: the data-flow and the scans below skip it without walking its tree (a 4,000-line
+# notebook has ~1,000 module-level statements, and every export call's flow ran over all
+# of them per check).
 STATEMENT_WORDS = "statement words"
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _CONTROL = frozenset({"return", "raise", "break", "continue"})
@@ -147,6 +148,8 @@ def block_words(text: str) -> frozenset[str]:
 
 def _words(ctx: Context) -> dict[int, frozenset[str]]:
     found = ctx.model.memo.get(STATEMENT_WORDS)
+    if callable(found):  # `facts.file_context` leaves the words to be built on first use
+        found = ctx.model.memo[STATEMENT_WORDS] = found()
     return found if isinstance(found, dict) else {}
 
 

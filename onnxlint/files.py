@@ -71,8 +71,7 @@ def discover(
             problems.append(PathProblem(raw, "no such file or directory"))
             continue
         if p.is_dir():
-            for f in _walk(p, cfg):
-                key = os.path.realpath(f)
+            for f, key in _walk(p, cfg):
                 if key not in seen:
                     seen.add(key)
                     files.append(f)
@@ -85,7 +84,8 @@ def discover(
     return files, problems
 
 
-def _walk(root: Path, config: Config) -> Iterator[Path]:
+def _walk(root: Path, config: Config) -> Iterator[tuple[Path, str]]:
+    """The files to check under `root`, each with its real path (for duplicates)."""
     visited: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
         real = os.path.realpath(dirpath)
@@ -106,7 +106,10 @@ def _walk(root: Path, config: Config) -> Iterator[Path]:
             if name.endswith(CHECKED_SUFFIXES):
                 f = here / name
                 if not config.is_excluded(str(f)):
-                    yield f
+                    # The folder's real path and the name, unless the file is a link
+                    # itself: os.path.realpath's value, without its lstat per component.
+                    link = os.path.islink(f)
+                    yield f, os.path.realpath(f) if link else os.path.join(real, name)
 
 
 def content_key(text: str) -> str:

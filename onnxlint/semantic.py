@@ -873,7 +873,7 @@ def annotation_kind(ann: cst.Annotation | None) -> Kind | None:
     scalars and containers, None when there is no annotation or it says nothing."""
     if ann is None:
         return None
-    code = cst.Module([]).code_for_node(ann.annotation)
+    code = _plain_dotted(ann.annotation) or cst.Module([]).code_for_node(ann.annotation)
     tensorish = any(
         code.endswith(t) or f"{t}]" in code or f"{t} |" in code for t in _TENSOR_ANNOTATIONS
     )
@@ -883,6 +883,31 @@ def annotation_kind(ann: cst.Annotation | None) -> Kind | None:
             return Kind.UNKNOWN  # `int | torch.Tensor`: either, callers decide
         return Kind.TENSOR
     return Kind.OTHER
+
+
+def _plain_dotted(expr: cst.BaseExpression) -> str | None:
+    """The code of `a.b.c` written without parentheses or spaces (most annotations:
+    `torch.Tensor`), without libcst's code generation; None for anything else."""
+    parts: list[str] = []
+    node = expr
+    while type(node) is cst.Attribute:
+        dot = node.dot
+        if (
+            node.lpar
+            or node.rpar
+            or not (_no_space(dot.whitespace_before) and _no_space(dot.whitespace_after))
+        ):
+            return None
+        parts.append(node.attr.value)
+        node = node.value
+    if type(node) is not cst.Name or node.lpar or node.rpar:
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _no_space(ws: cst.BaseParenthesizableWhitespace) -> bool:
+    return type(ws) is cst.SimpleWhitespace and ws.value == ""
 
 
 _LEARN_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For})

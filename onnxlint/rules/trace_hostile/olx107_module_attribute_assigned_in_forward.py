@@ -395,12 +395,12 @@ def _reset_by_owner(model: FileModel) -> frozenset[str]:
         for n in (stmt, *iter_descendants(stmt)):
             if isinstance(n, cst.FunctionDef) and n.name.value != "__init__":
                 for m in iter_descendants(n):
-                    if isinstance(m, cst.Assign) and _code(m.value) in _EMPTY:
+                    if isinstance(m, cst.Assign) and _is_empty(m.value):
                         for t in m.targets:
                             if _is_self_attr(t.target, None):
                                 assert isinstance(t.target, cst.Attribute)
                                 clearing.setdefault(n.name.value, set()).add(t.target.attr.value)
-            elif isinstance(n, cst.Assign) and _code(n.value) in _EMPTY:
+            elif isinstance(n, cst.Assign) and _is_empty(n.value):
                 for t in n.targets:
                     tt = t.target
                     if isinstance(tt, cst.Attribute) and dotted(tt.value) not in (None, "self"):
@@ -421,6 +421,23 @@ def _reset_by_owner(model: FileModel) -> frozenset[str]:
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node).replace(" ", "")
+
+
+def _is_empty(value: cst.BaseExpression) -> bool:
+    """`value` is one of `_EMPTY` (spaces aside). Only an empty literal, `None` or `0` can
+    print as one, so other values skip the code generation (most of this rule's time)."""
+    if type(value) is cst.Name:
+        if value.value != "None":
+            return False
+    elif type(value) is cst.Integer:
+        if value.value != "0":
+            return False
+    elif type(value) is cst.List or type(value) is cst.Tuple or type(value) is cst.Dict:
+        if value.elements:
+            return False
+    else:
+        return False
+    return _code(value) in _EMPTY
 
 
 def _one_shot_flag(node: cst.If) -> str | None:
