@@ -7,6 +7,7 @@ import difflib
 import gc
 import os
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -43,6 +44,7 @@ from onnxlint.output.text import (
     use_color,
 )
 from onnxlint.project import ImportedNames, ReachTable
+from onnxlint.project.summary import SummaryStore
 from onnxlint.rules import all_rules
 from onnxlint.violation import Severity, Span, Violation
 
@@ -306,12 +308,30 @@ def _collection_paused() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _worker_init(table: ReachTable | None, imported: ImportedNames | None = None) -> None:
-    """A pool worker: the project model computed once by the parent (see `_check_files`)."""
+@contextmanager
+def _shared_folder() -> Iterator[str | None]:
+    """A temporary folder for the pool workers to share what they make (module summaries:
+    `SummaryStore`), removed after the run; None when no temporary folder can be made."""
+    try:
+        folder = tempfile.TemporaryDirectory(prefix="onnxlint-")
+    except OSError:
+        yield None
+        return
+    with folder as name:
+        yield name
+
+
+def _worker_init(
+    table: ReachTable | None, imported: ImportedNames | None = None, summaries: str | None = None
+) -> None:
+    """A pool worker: the project model computed once by the parent (see `_check_files`),
+    and the folder where the workers share the module summaries they make."""
     global _ENGINE
     _pause_collection()
     _ENGINE = Engine(cache_entries=0)
     _ENGINE.project_model.use_table(table, imported)
+    if summaries is not None:
+        _ENGINE.project.shared_summaries = SummaryStore(summaries)
 
 
 def _worker_check(job: tuple[str, str | None, Config, bool, bool, bool]) -> FileOutcome:
@@ -460,11 +480,18 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
         jobs.append((path, text, config, args.fix, args.unsafe_fixes, args.diff))
     njobs = args.jobs or (os.cpu_count() or 1)
     if njobs > 1 and len(jobs) > 8:
-        with ProcessPoolExecutor(
-            max_workers=min(njobs, len(jobs)),
-            initializer=_worker_init,
-            initargs=(table, _ENGINE.project_model.imported if table is not None else None),
-        ) as pool:
+        with (
+            _shared_folder() as summaries,
+            ProcessPoolExecutor(
+                max_workers=min(njobs, len(jobs)),
+                initializer=_worker_init,
+                initargs=(
+                    table,
+                    _ENGINE.project_model.imported if table is not None else None,
+                    summaries,
+                ),
+            ) as pool,
+        ):
             results = list(
                 # Small chunks keep both workers busy to the end (files vary 100x in size).
                 pool.map(_worker_check, jobs, chunksize=4)

@@ -48,6 +48,8 @@ def _module_name(node: cst.BaseExpression | None) -> str:
 
 # --------------------------------------------------------------------------- block index
 
+_ITSELF = "itself"  # FunctionInfo.memo["live"] when the live function is the function
+
 
 @dataclass
 class FunctionInfo:
@@ -90,6 +92,8 @@ class FunctionInfo:
         is not None:`, after `if torch.onnx.is_in_onnx_export(): return`). Reachability
         follows these, so a helper called only there is not forward code."""
         found = self.memo.get("live")
+        if found is _ITSELF:
+            return self
         if isinstance(found, FunctionInfo):
             return found
         live = self
@@ -98,7 +102,9 @@ class FunctionInfo:
             scratch = BlockIndex()
             for node in iter_live(self.node, self.live_targets()):
                 _index_node(node, scratch, live)
-        self.memo["live"] = live
+        # Not `self` itself: a function in a reference cycle keeps its tree alive until a
+        # garbage collection, which then walks every node of it.
+        self.memo["live"] = _ITSELF if live is self else live
         return live
 
     def _may_skip(self) -> bool:

@@ -23,7 +23,7 @@ from onnxlint.files import content_key
 from onnxlint.frameworks import base_verdict
 from onnxlint.project.facts import FileFacts, file_context
 from onnxlint.project.resolve import Reader, candidates, read_disk
-from onnxlint.project.summary import ModuleSummary, summarise
+from onnxlint.project.summary import ModuleSummary, SummaryStore, summarise
 from onnxlint.semantic import ClassInfo, FunctionInfo
 
 # A `forward(*args, **kwargs)`: the parameter names say nothing about the inputs.
@@ -45,6 +45,8 @@ class ProjectIndex:
         self._module_memo: dict[tuple[str, str], bool | None] = {}
         self._return_memo: dict[tuple[str, str], str | None] = {}
         self._summaries: dict[str, ModuleSummary] = {}  # path -> summary of its last text
+        # Summaries the other processes of this run made (the CLI's pool workers).
+        self.shared_summaries: SummaryStore | None = None
 
     def begin_check(self, config: Config | None = None) -> None:
         self.deps = {}
@@ -307,13 +309,25 @@ class ProjectIndex:
                 if text is None:
                     self.deps.setdefault(path, None)
                     continue
-                summary = summarise(text, content_key(text))
+                summary = self._summarise(text)
                 if summary is None:
                     return None
                 self._summaries[path] = summary
             self.deps.setdefault(path, summary.digest)
             return path, summary
         return None
+
+    def _summarise(self, text: str) -> ModuleSummary | None:
+        digest = content_key(text)
+        shared = self.shared_summaries
+        if shared is None:
+            return summarise(text, digest)
+        known, found = shared.get(digest)
+        if known:
+            return found
+        summary = summarise(text, digest)
+        shared.put(digest, summary)
+        return summary
 
     # -- forward
 

@@ -5,11 +5,17 @@ resolution across files needs, at a tenth of the cost of the full facts.
 answering that from full facts would libcst-parse (and keep) every imported module, such
 as transformers' 5,000-line `modeling_utils.py` for each model file. A summary is a plain
 value per file content: class name -> bases as written, bound name -> qualified import.
+
+`SummaryStore` shares summaries between the processes of one run (the CLI's pool
+workers): each worker would otherwise parse the modules that many files import (a model
+library's base modules) once more.
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import pickle
 import re
 from dataclasses import dataclass, field
 
@@ -112,3 +118,39 @@ def _dotted(expr: ast.expr) -> str | None:
         return None
     parts.append(expr.id)
     return ".".join(reversed(parts))
+
+
+class SummaryStore:
+    """Summaries by content hash in a folder that the processes of one run share (the
+    CLI's pool workers; the folder lives as long as the run). A summary is written once,
+    atomically, by the first process that needs it; a text that does not parse is kept
+    as such. Two processes may summarise one text at the same time: both get the same."""
+
+    _UNPARSABLE = b"-"
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def get(self, digest: str) -> tuple[bool, ModuleSummary | None]:
+        """(whether a process has summarised the text with this hash, its summary: None
+        when it does not parse)."""
+        try:
+            with open(os.path.join(self.folder, digest), "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return False, None
+        if data == self._UNPARSABLE:
+            return True, None
+        found = pickle.loads(data)
+        return (True, found) if isinstance(found, ModuleSummary) else (False, None)
+
+    def put(self, digest: str, summary: ModuleSummary | None) -> None:
+        data = self._UNPARSABLE if summary is None else pickle.dumps(summary)
+        path = os.path.join(self.folder, digest)
+        tmp = f"{path}.{os.getpid()}"
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only or vanished folder: the next process summarises it again

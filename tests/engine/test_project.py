@@ -154,3 +154,40 @@ def test_the_reader_can_serve_unsaved_text(tmp_path: Path) -> None:
     path = tmp_path / "export.py"
     found = engine.check(str(path), path.read_text(), Config(root=tmp_path))
     assert any(v.code == "OLX305" for v in found)
+
+
+def test_processes_of_one_run_share_module_summaries(tmp_path: Path, monkeypatch) -> None:
+    """The CLI's pool workers summarise an imported module once between them: a second
+    process reads the first one's summary (also of a module that does not parse)."""
+    import onnxlint.project.index as index_module
+    from onnxlint.project.summary import SummaryStore
+
+    store = tmp_path / "shared"
+    store.mkdir()
+    _write(
+        tmp_path,
+        {
+            "base.py": MODEL.replace("class Net", "class Base"),
+            "broken.py": "class Broken(\n",
+            "a.py": "from base import Base\nfrom broken import Broken\n\n\nclass A(Base):\n"
+            "    def forward(self, x):\n        if x.sum() > 0:\n            return x\n"
+            "        return -x\n\n\nclass B(Broken):\n    pass\n",
+        },
+    )
+    config = Config(root=tmp_path)
+
+    def check(engine: Engine) -> list[str]:
+        engine.project.shared_summaries = SummaryStore(str(store))
+        path = tmp_path / "a.py"
+        return [v.code for v in engine.check(str(path), path.read_text(), config)]
+
+    first = check(Engine())
+    assert first == ["OLX101"]  # A is a module through base.py's Base
+    assert len(list(store.iterdir())) == 2  # base.py's summary, and broken.py's "no parse"
+
+    def fail(text: str, digest: str) -> None:
+        raise AssertionError("summarised again")
+
+    monkeypatch.setattr(index_module, "summarise", fail)
+    assert check(Engine()) == first
+    assert SummaryStore(str(tmp_path / "missing")).get("0" * 32) == (False, None)
