@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import enum
 import re
-from itertools import accumulate
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 # What ends a line for Span: `\r\n`, `\r` or `\n`, as for CPython's tokenizer, libcst and
