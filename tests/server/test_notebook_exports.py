@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
-from .conftest import Client, apply_text_edits, open_doc, start, uri_of, wait_for
+from . import test_notebooks
+from .conftest import Client, open_doc, start, uri_of, wait_for
 from .test_notebooks import capabilities, codes, latest
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -27,32 +28,12 @@ CELLS = [
 ]
 
 
-class Notebook:
+class Notebook(test_notebooks.Notebook):
+    """An open notebook of code cells whose edits replace one piece of text."""
+
     def __init__(self, client: Client, path: Path, cells: list[str]) -> None:
-        self.client = client
-        self.uri = uri_of(path)
-        self.version = 1
-        self.cells = [f"vscode-notebook-cell:{path.as_posix()}#X{i}" for i in range(len(cells))]
-        for cell, text in zip(self.cells, cells, strict=True):
-            client.texts[cell] = text
-            client.versions[cell] = 1
-        client.notebook_document_did_open(
-            types.DidOpenNotebookDocumentParams(
-                notebook_document=types.NotebookDocument(
-                    uri=self.uri,
-                    notebook_type="jupyter-notebook",
-                    version=1,
-                    cells=[
-                        types.NotebookCell(kind=types.NotebookCellKind.Code, document=c)
-                        for c in self.cells
-                    ],
-                ),
-                cell_text_documents=[
-                    types.TextDocumentItem(uri=c, language_id="python", version=1, text=t)
-                    for c, t in zip(self.cells, cells, strict=True)
-                ],
-            )
-        )
+        super().__init__(client, path, [(types.NotebookCellKind.Code, t) for t in cells])
+        self.open()
 
     def replace(self, index: int, old: str, new: str) -> None:
         """Replace `old` in cell `index` with `new`, as one incremental change."""
@@ -62,33 +43,7 @@ class Notebook:
         start = types.Position(text[:at].count("\n"), at - (text.rfind("\n", 0, at) + 1))
         end_at = at + len(old)
         end = types.Position(text[:end_at].count("\n"), end_at - (text.rfind("\n", 0, end_at) + 1))
-        edit = types.TextEdit(types.Range(start, end), new)
-        self.client.texts[cell] = apply_text_edits(text, [edit])
-        self.client.versions[cell] += 1
-        self.version += 1
-        self.client.notebook_document_did_change(
-            types.DidChangeNotebookDocumentParams(
-                notebook_document=types.VersionedNotebookDocumentIdentifier(
-                    version=self.version, uri=self.uri
-                ),
-                change=types.NotebookDocumentChangeEvent(
-                    cells=types.NotebookDocumentCellChanges(
-                        text_content=[
-                            types.NotebookDocumentCellContentChanges(
-                                document=types.VersionedTextDocumentIdentifier(
-                                    uri=cell, version=self.client.versions[cell]
-                                ),
-                                changes=[
-                                    types.TextDocumentContentChangePartial(
-                                        range=edit.range, text=new
-                                    )
-                                ],
-                            )
-                        ]
-                    )
-                ),
-            )
-        )
+        self.edit(cell, [types.TextEdit(types.Range(start, end), new)])
 
 
 async def pushed(client: Client, uri: str, want: list[str], timeout: float = 20) -> None:

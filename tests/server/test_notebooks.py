@@ -51,15 +51,21 @@ def capabilities(pull: bool) -> types.ClientCapabilities:
 class Notebook:
     """The client's side of one open notebook: cell URIs, texts and versions."""
 
-    def __init__(self, client: Client, path: Path) -> None:
+    def __init__(
+        self,
+        client: Client,
+        path: Path,
+        cells: list[tuple[types.NotebookCellKind, str]] = CELLS,
+    ) -> None:
         self.client = client
         self.uri = uri_of(path)
         self.version = 1
+        self.kinds_texts = cells
         # Cell URIs as VS Code makes them: the notebook's path, a fragment per cell.
         self.cells = [
-            f"vscode-notebook-cell:{path.as_posix()}#W{i}sZmlsZQ%3D%3D" for i in range(len(CELLS))
+            f"vscode-notebook-cell:{path.as_posix()}#W{i}sZmlsZQ%3D%3D" for i in range(len(cells))
         ]
-        for cell, (_, text) in zip(self.cells, CELLS, strict=True):
+        for cell, (_, text) in zip(self.cells, cells, strict=True):
             client.texts[cell] = text
             client.versions[cell] = 1
 
@@ -72,7 +78,7 @@ class Notebook:
                     version=self.version,
                     cells=[
                         types.NotebookCell(kind=kind, document=cell)
-                        for cell, (kind, _) in zip(self.cells, CELLS, strict=True)
+                        for cell, (kind, _) in zip(self.cells, self.kinds_texts, strict=True)
                     ],
                 ),
                 cell_text_documents=[
@@ -82,7 +88,7 @@ class Notebook:
                         version=1,
                         text=text,
                     )
-                    for cell, (kind, text) in zip(self.cells, CELLS, strict=True)
+                    for cell, (kind, text) in zip(self.cells, self.kinds_texts, strict=True)
                 ],
             )
         )
