@@ -156,23 +156,13 @@ def _first_code(ls: OnnxlintServer, nb_uri: str) -> int:
 
 def cell_result(ls: OnnxlintServer, cell_uri: str, nb_uri: str, res: Result) -> Result:
     """The notebook's result `res` seen from one cell: its findings, text and version."""
-    from onnxlint.server.server import Result
-
     doc = cell_document(ls, cell_uri)
     index = cell_index(ls, cell_uri)
     if doc is None or index is None:
-        return Result(
-            None, "", [], res.config_error, res.generation, res.deps, export_files=res.export_files
-        )
+        return dataclasses.replace(res, version=None, text="", violations=[], stale=False)
     found = cell_violations(res.violations, index, _first_code(ls, nb_uri))
-    return Result(
-        doc.version,
-        doc.source,
-        found,
-        res.config_error,
-        res.generation,
-        res.deps,
-        export_files=res.export_files,
+    return dataclasses.replace(
+        res, version=doc.version, text=doc.source, violations=found, stale=False
     )
 
 

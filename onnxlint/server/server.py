@@ -130,7 +130,6 @@ class OnnxlintServer(LanguageServer):
         self._blocks: dict[str, list[str]] = {}  # uri -> the block texts of its last check
         self._trim_timer: asyncio.TimerHandle | None = None
         self._building = False  # the project model is being built on the engine thread
-        self._export_files_seen = 0  # the project model's export_files_changes last acted on
         self.checker = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="onnxlint-check"
         )
@@ -534,18 +533,18 @@ class OnnxlintServer(LanguageServer):
         script), check again the open documents checked before that: their checks did not
         read the file (it exported nothing then), so `dependency_changed` cannot find them."""
         count = self.engine.project_model.export_files_changes
-        if count == self._export_files_seen:
-            return
-        self._export_files_seen = count
-        log.debug("a file started or stopped exporting: checking the open documents again")
         for other, st in list(self.docs.items()):
-            if st.result is None or st.result.export_files == count:
-                continue
-            if st.running:
-                st.deps_changed = True
-            elif not st.result.stale:
-                st.result.stale = True
-                self.schedule(other)
+            if st.result is not None and st.result.export_files != count:
+                self._recheck_later(other, st)
+
+    def _recheck_later(self, uri: str, st: DocState) -> None:
+        """Something the last check of `uri` relied on changed: check it again (after the
+        check in flight, when one runs)."""
+        if st.running:
+            st.deps_changed = True
+        elif st.result is not None and not st.result.stale:
+            st.result.stale = True
+            self.schedule(uri)
 
     def _build_project_model(self) -> None:
         """After a check that used only its own file's exports: build the project model
@@ -724,16 +723,9 @@ class OnnxlintServer(LanguageServer):
 
         self.run_check(tell).add_done_callback(lambda _: self._after_model_change())
         for other, st in list(self.docs.items()):
-            if other == uri:
-                continue
-            if st.running:  # the check in flight may read it (whatever the last one read)
-                st.deps_changed = True
-            res = st.result
-            if res is None or path not in res.deps:
-                continue
-            if not res.stale:
-                res.stale = True
-                self.schedule(other)
+            # (a check in flight may read it, whatever the last one read)
+            if other != uri and (st.running or (st.result and path in st.result.deps)):
+                self._recheck_later(other, st)
 
     def recheck_all(self) -> None:
         """After a settings or configuration change: check every open document again."""
