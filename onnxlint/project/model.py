@@ -38,23 +38,14 @@ EXPORT_RE = re.compile(
     r"|onnxlint:\s*target)"  # a declared deep-analysis target is an export site too
 )
 
-_last_text: tuple[str, bool] = ("", False)  # the last text asked about (an edit asks twice)
-
 
 def can_export(text: str) -> bool:
     """Whether `text` holds what could be an export call (`EXPORT_RE` at a word start)."""
-    global _last_text
-    last = _last_text
-    if last[0] is text:
-        return last[1]
-    found = False
     for m in EXPORT_RE.finditer(text):
         i = m.start()
         if i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_"):
-            found = True
-            break
-    _last_text = (text, found)
-    return found
+            return True
+    return False
 
 
 log = logging.getLogger("onnxlint.project")
@@ -100,9 +91,16 @@ class ProjectModel:
         if imported is not None:
             self.imported, self._imported_ready = imported, True
 
-    def changed(self, path: str, text: str | None, facts: FileFacts | None = None) -> None:
+    def changed(
+        self,
+        path: str,
+        text: str | None,
+        facts: FileFacts | None = None,
+        can: bool | None = None,
+    ) -> None:
         """A file changed (or was created/deleted: `text` None when gone); `facts`: the
-        engine's facts of this text, when it is checking the file.
+        engine's facts of this text, when it is checking the file; `can`: `can_export(text)`
+        when the caller knows it.
 
         Its facts are dropped unless they are of this very text; the other files' facts
         are kept unless its classes or their bases changed (another file's classes may
@@ -134,7 +132,7 @@ class ProjectModel:
                 self.index.forget()
         if self._exporters is None:
             return
-        exports = text is not None and can_export(text)
+        exports = text is not None and (can_export(text) if can is None else can)
         before = self._exporters.get(path)
         if exports and digest is not None:
             self._exporters[path] = digest
@@ -225,14 +223,15 @@ class ProjectModel:
             self.pending = config
             return self._single(path, text, config, facts).for_file(path)
         if self._exporters is not None:
-            exports = can_export(text) and "torch" in text
+            can = can_export(text)
+            exports = can and "torch" in text
             digest = content_key(text)
             known = self._table.deps.get(path) if self._table is not None else None
             if (self._exporters.get(path) if exports else None) != (
                 digest if exports else None
             ) or (known is not None and known != digest):
                 self.index.use_config(config)
-                self.changed(path, text, facts)
+                self.changed(path, text, facts, can)
         self.index.use_config(config)
         if facts is not None:
             self.index.adopt(facts, config)
