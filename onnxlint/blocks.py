@@ -37,7 +37,10 @@ _MULTILINE_STRING = re.compile(
     r"""#[^\n]*(?:'''|\"\"\")[^\n]*"""
     r"""|'''[\s\S]*?(?:'''|\Z)|\"\"\"[\s\S]*?(?:\"\"\"|\Z)"""
 )
-_START = re.compile(r"^(?![ \t#\n\r)\]}]|else\b|elif\b|except\b|finally\b|case\b)", re.M)
+# A line start (after a line break: offset 0 always starts a block) that may start a
+# statement. Searched as `\n` and a lookahead, not `^` with re.M: the literal lets the
+# regex engine skip to each line break (2.5-6x faster on model files).
+_START = re.compile(r"\n(?![ \t#\n\r)\]}]|else\b|elif\b|except\b|finally\b|case\b)")
 # How many following blocks a non-parsing block may swallow before it is called an error.
 _MAX_MERGE = 6
 
@@ -141,9 +144,10 @@ def candidate_starts(text: str) -> list[int]:
     ]
     starts = [0]
     mi = 0
+    end = len(text)
     for m in _START.finditer(text):
-        pos = m.start()
-        if pos == 0 or pos >= len(text):
+        pos = m.end()
+        if pos >= end:
             continue
         while mi < len(masked) and masked[mi][1] <= pos:
             mi += 1

@@ -16,7 +16,7 @@ import os
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from onnxlint.magics import MaskedCell, mask_cell
 from onnxlint.notebook import Cell, NotebookError, read_notebook
@@ -43,10 +43,13 @@ class CellModule:
     text: str
     places: tuple[CellPlace, ...]
 
+    @cached_property
+    def _starts(self) -> list[int]:
+        return [p.start_line for p in self.places]
+
     def place_of(self, line: int) -> CellPlace | None:
         """The cell holding 1-based module `line`."""
-        starts = [p.start_line for p in self.places]
-        i = bisect_right(starts, line) - 1
+        i = bisect_right(self._starts, line) - 1
         if i < 0:
             return None
         place = self.places[i]

@@ -198,9 +198,9 @@ def node_path(ctx: Context, node: cst.CSTNode) -> list[cst.CSTNode] | None:
     if key in memo:
         found = memo[key]
         return None if found is None else list(found)  # type: ignore[call-overload]
-    body = ctx.model.module_body
+    body: Sequence[cst.CSTNode] = ctx.model.module_body
     if type(node) is cst.Call:  # look first in the statement known to hold the call
-        body = sorted(body, key=lambda stmt: id(node) not in _call_ids(stmt))
+        body = [*_holding(body, id(node)), *body]
     for stmt in body:
         path = _search(stmt, node)
         if path is not None:
@@ -210,6 +210,23 @@ def node_path(ctx: Context, node: cst.CSTNode) -> list[cst.CSTNode] | None:
     return None
 
 
+def _holding(body: Sequence[cst.CSTNode], call: int) -> list[cst.CSTNode]:
+    """The top-level statement of `body` whose calls include the call with id `call`, if
+    known (`_STATEMENT_OF`), else the first one found by indexing the statements in order."""
+    known = _STATEMENT_OF.get(call)
+    if known is not None:
+        for stmt in body:
+            if id(stmt) == known and call in _call_ids(stmt):
+                return [stmt]
+    for stmt in body:
+        if call in _call_ids(stmt):
+            if len(_STATEMENT_OF) >= _CALL_IDS_MAX:
+                _STATEMENT_OF.clear()
+            _STATEMENT_OF[call] = id(stmt)
+            return [stmt]
+    return []
+
+
 # Top-level statement (by id) -> the ids of the calls in it. Parsed statements outlive a check
 # (the parse cache keeps unchanged blocks), so after an edit the search for an export call
 # goes straight to its statement instead of walking the module (a 4,000-line notebook: 230 ms
@@ -217,6 +234,9 @@ def node_path(ctx: Context, node: cst.CSTNode) -> list[cst.CSTNode] | None:
 # new statement) only costs the order of the search, which still tries every statement.
 _CALL_IDS: dict[int, frozenset[int]] = {}
 _CALL_IDS_MAX = 8192
+# And the statement (id) found holding an export call (id), so that the next search does
+# not sort or scan the module's statements by their calls (checked against `_CALL_IDS`).
+_STATEMENT_OF: dict[int, int] = {}
 
 
 def _call_ids(stmt: cst.CSTNode) -> frozenset[int]:
@@ -300,6 +320,9 @@ def _train(state: State) -> State:
     )
 
 
+_NOT_RUN = frozenset({cst.FunctionDef, cst.ClassDef})
+
+
 class _Flow:
     """Forward data-flow of one model variable's state over a list of statements."""
 
@@ -324,6 +347,8 @@ class _Flow:
         for stmt in stmts:
             if id(stmt) in path:
                 return self._descend(stmt, state, path), True
+            if type(stmt) in _NOT_RUN:
+                continue  # its body does not run here (`_stmt` would return `state`)
             w = words.get(id(stmt)) if words else None
             if w is not None and self._head not in w and _CONTROL.isdisjoint(w):
                 continue  # never names the model, never leaves the scope: no effect

@@ -267,8 +267,15 @@ def reachable_from(model: FileModel, class_name: str) -> set[tuple[str | None, s
     return model.reachable_from(roots, into_module_classes=True)
 
 
+# A use is a `torch.ops.<ns>.<op>` attribute (the file's text names `ops`) or a call of an
+# op this file defines (`custom_op`, `Library.define`, `torch.library.define`).
+_USE_WORDS = ("ops", "custom_op", "define")
+
+
 def op_uses(ctx: Context, keys: set[tuple[str | None, str]] | None = None) -> list[OpUse]:
     """Custom-op uses in the given functions (default: all forward-reachable code)."""
+    if not any(word in ctx.text for word in _USE_WORDS):
+        return []  # no `torch.ops.` attribute and no op defined here: nothing to walk
     model = ctx.model
     ops = custom_ops(ctx)
     memo = _memo(ctx)
