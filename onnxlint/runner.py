@@ -492,10 +492,12 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
                 ),
             ) as pool,
         ):
-            results = list(
-                # Small chunks keep both workers busy to the end (files vary 100x in size).
-                pool.map(_worker_check, jobs, chunksize=4)
-            )
+            # Largest files first, in small chunks, so that both workers stay busy to
+            # the end (files vary 100x in size; a big file last left one worker idle).
+            order = sorted(range(len(jobs)), key=lambda i: -_job_size(jobs[i]))
+            done = pool.map(_worker_check, [jobs[i] for i in order], chunksize=4)
+            by_job = dict(zip(order, done, strict=True))
+            results = [by_job[i] for i in range(len(jobs))]
     else:
         with _collection_paused():
             results = [_worker_check(j) for j in jobs]
@@ -509,6 +511,17 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
     if cache is not None:
         cache.save()
     return outcomes
+
+
+def _job_size(job: tuple[str, str | None, Config, bool, bool, bool]) -> int:
+    """The size of a job's text (read from the cache check) or file; 0 when unknown."""
+    path, text = job[0], job[1]
+    if text is not None:
+        return len(text)
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _check_stdin(args: argparse.Namespace) -> int:
