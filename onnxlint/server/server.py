@@ -362,15 +362,18 @@ class OnnxlintServer(LanguageServer):
     def schedule(self, uri: str, delay_ms: int | None = None) -> None:
         """(Re)start the debounce timer of `uri`; 0 checks at once."""
         st = self.state(uri)
+        busy = st.running or st.timer is not None  # the last edit's check has not ended
         if st.timer is not None:
             st.timer.cancel()
             st.timer = None
         if delay_ms is None:
             delay_ms = self.settings_for(uri).debounce_ms
             now = time.monotonic()
-            if delay_ms < BURST_MS and now - st.last_change < BURST_MS / 1000:
+            if delay_ms < BURST_MS and busy and now - st.last_change < BURST_MS / 1000:
                 # Edits arriving faster than anyone types (a paste, a macro, a replayed
-                # storm): wait for a pause, or checks would take the GIL from the reader.
+                # storm) while the last one is still being checked: wait for a pause, or
+                # checks would take the GIL from the reader. (An edit after the last
+                # check ended is checked at once, however soon it comes.)
                 delay_ms = BURST_MS
             st.last_change = now
         if delay_ms <= 0:
@@ -554,9 +557,10 @@ class OnnxlintServer(LanguageServer):
         """After a check that used only its own file's exports: build the project model
         on the engine thread, then check the open documents again with it."""
         model = self.engine.project_model
-        if self._building:
+        if self._building or model.pending is None:
             return
         self._building = True
+        root = model.pending.root
 
         def done(fut: asyncio.Future[bool]) -> None:
             self._building = False
@@ -566,7 +570,13 @@ class OnnxlintServer(LanguageServer):
                 log.exception("building the project model failed")
                 return
             if built:
+                # Only the documents of the project built: the model holds one project at
+                # a time, and checking those of another project again would ask for that
+                # one's model, whose build would check these again, and so on, forever
+                # (two projects' files open at once: a refresh storm).
                 for other, st in list(self.docs.items()):
+                    if self.config_for(other)[0].root != root:
+                        continue
                     if st.result is not None and not st.result.stale:
                         st.result.stale = True
                         st.quiet = True

@@ -68,6 +68,10 @@ def _code_lens_refresh(client: Client, params: Any) -> None:
     client.notifications.append((types.WORKSPACE_CODE_LENS_REFRESH, params))
 
 
+def _diagnostic_refresh(client: Client, params: Any) -> None:
+    client.notifications.append((types.WORKSPACE_DIAGNOSTIC_REFRESH, params))
+
+
 def _register_capability(client: Client, params: types.RegistrationParams) -> None:
     client.registrations.extend(params.registrations)
 
@@ -82,6 +86,7 @@ def make_client() -> Client:
     features["onnxlint/analysisState"] = _analysis_state
     features[types.CLIENT_REGISTER_CAPABILITY] = _register_capability
     features[types.WORKSPACE_CODE_LENS_REFRESH] = _code_lens_refresh
+    features[types.WORKSPACE_DIAGNOSTIC_REFRESH] = _diagnostic_refresh
     register_lsp_features(client, features)
     return client
 

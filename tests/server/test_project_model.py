@@ -136,3 +136,34 @@ async def test_a_helper_is_judged_while_another_files_forward_calls_it(
     open_doc(lsp, head, HEAD)
     change_doc(lsp, head, HEAD.replace("return count(x)", "return x"))
     await wait_for(lambda: not _codes(lsp, utils, "OLX102"), what="OLX102 gone from utils.py")
+
+
+async def test_files_of_two_projects_open_at_once_settle(lsp: Client, tmp_path: Path) -> None:
+    """The project model holds one project at a time. With a file of each of two projects
+    open, building one project's model used to check every open file again, whose check
+    asked for the other project's model, whose build checked them all again, and so on:
+    the server never went idle and a pull client got hundreds of refreshes a second."""
+    import asyncio
+
+    from pytest_lsp import client_capabilities
+
+    caps = client_capabilities("neovim@v0.11.0")  # pull diagnostics
+    assert caps.workspace is not None
+    caps.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+    await start(lsp, capabilities=caps, folders=[tmp_path])
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    heads = [_project(tmp_path / name)[0] for name in ("one", "two")]
+    for uri in heads:
+        open_doc(lsp, uri, MODEL)
+    for _ in range(2):  # pull both, then again once their project models are built
+        for uri in heads:
+            await lsp.text_document_diagnostic_async(
+                types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri))
+            )
+        await asyncio.sleep(1.5)
+    before = len(lsp.notifications)
+    await asyncio.sleep(2.0)
+    new = lsp.notifications[before:]
+    refreshes = [n for n in new if n[0] == types.WORKSPACE_DIAGNOSTIC_REFRESH]
+    assert len(refreshes) <= 2, f"{len(refreshes)} refreshes in 2 s with nothing edited"

@@ -147,3 +147,86 @@ def test_editing_one_document_keeps_the_other_documents_blocks_parsed() -> None:
     assert len(cache) <= len(cache.pinned) + PARSE_CACHE_SLACK
     server._drop_slack()
     assert len(cache) == len(set(a_blocks) | set(server._blocks["file:///b.py"]))
+
+
+class _Loop:
+    """Records `call_later` instead of running it."""
+
+    def __init__(self) -> None:
+        self.later: list[float] = []
+
+    def call_later(self, delay: float, *args: object) -> object:
+        self.later.append(delay)
+
+        class Handle:
+            def cancel(self) -> None:
+                pass
+
+        return Handle()
+
+
+def _bare_server() -> tuple[object, _Loop, list[str]]:
+    import dataclasses
+
+    from pygls.workspace import Workspace
+
+    from onnxlint.server.server import OnnxlintServer
+
+    server = OnnxlintServer()
+    server.protocol._workspace = Workspace(None, types.TextDocumentSyncKind.Incremental)
+    server.global_settings = dataclasses.replace(Settings(), debounce_ms=0)
+    loop = _Loop()
+    triggered: list[str] = []
+    server.get_loop = lambda: loop  # type: ignore[method-assign]
+    server.trigger = triggered.append  # type: ignore[method-assign]
+    return server, loop, triggered
+
+
+def test_a_burst_waits_only_while_the_last_edit_is_still_being_checked() -> None:
+    """Edits closer than BURST_MS wait for a pause when the previous edit's check has not
+    ended (a paste, a storm); an edit after that check ended is checked at once, however
+    soon it comes (the next keystroke of someone typing)."""
+    from onnxlint.server.server import BURST_MS
+
+    server, loop, triggered = _bare_server()
+    uri = "file:///a.py"
+    server.schedule(uri)  # type: ignore[attr-defined]
+    assert triggered == [uri] and loop.later == []
+    st = server.state(uri)  # type: ignore[attr-defined]
+    st.running = True  # its check runs: the next edit, 0 ms later, is a burst
+    server.schedule(uri)  # type: ignore[attr-defined]
+    assert triggered == [uri] and loop.later == [BURST_MS / 1000]
+    st.running, st.timer = False, None  # checked and published
+    server.schedule(uri)  # type: ignore[attr-defined]
+    assert triggered == [uri, uri] and loop.later == [BURST_MS / 1000]
+
+
+def test_a_document_tells_the_project_model_of_its_own_edit_after_its_check() -> None:
+    """While the edited document's check runs, telling the project model waits (it would
+    take the GIL from the publish, and a storm would index every keystroke); it is told
+    once the check has ended."""
+    server, _loop, _triggered = _bare_server()
+    told: list[object] = []
+
+    class Done:
+        def add_done_callback(self, fn: object) -> None:
+            pass
+
+    def run_check(fn: object) -> Done:
+        told.append(fn)
+        return Done()
+
+    server.run_check = run_check  # type: ignore[attr-defined]
+    uri = "file:///a.py"
+    st = server.state(uri)  # type: ignore[attr-defined]
+    st.running = True
+    for _ in range(3):  # three keystrokes during the check
+        server.dependency_changed(uri)  # type: ignore[attr-defined]
+    assert told == []
+    st.running = False
+    server._flush_changed(uri)  # type: ignore[attr-defined]
+    assert len(told) == 1
+    server._flush_changed(uri)  # type: ignore[attr-defined]
+    assert len(told) == 1
+    server.dependency_changed(uri)  # type: ignore[attr-defined]  # no check due: at once
+    assert len(told) == 2
