@@ -22,17 +22,6 @@ LOCK = Path(tempfile.gettempdir()) / f"onnxlint-extension-{_REPO_ID}.lock"
 NpmRunner = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist `--dist loadgroup`, keep these tests on one worker: they share dist/ and
-    node_modules/, and the e2e is slow enough without a second npm build competing for the cores."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.path)).parents:
-            item.add_marker(pytest.mark.xdist_group("vscode-extension"))
-
-
 @contextlib.contextmanager
 def repo_lock() -> Iterator[None]:
     """Serialises npm runs: parallel workers would write dist/ and node_modules/ at once."""

@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 NpmRunner = Callable[..., subprocess.CompletedProcess[str]]
 
-pytestmark = pytest.mark.editor
+pytestmark = [pytest.mark.editor, pytest.mark.xdist_group("vscode-extension")]
 
 
 def _output(result: object) -> str:
