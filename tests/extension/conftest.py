@@ -15,22 +15,33 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-# Outside node_modules/, which `npm ci` deletes while the lock is held.
 _REPO_ID = hashlib.sha256(bytes(REPO)).hexdigest()[:12]
-LOCK = Path(tempfile.gettempdir()) / f"onnxlint-extension-{_REPO_ID}.lock"
 
 NpmRunner = Callable[..., subprocess.CompletedProcess[str]]
 
 
 @contextlib.contextmanager
-def repo_lock() -> Iterator[None]:
-    """Serialises npm runs: parallel workers would write dist/ and node_modules/ at once."""
-    with LOCK.open("w") as handle:
+def file_lock(name: str) -> Iterator[None]:
+    """An exclusive lock, across pytest-xdist workers, of this checkout's `name` (the file
+    is in the temp folder: outside node_modules/, which `npm ci` deletes while it is held)."""
+    lock = Path(tempfile.gettempdir()) / f"onnxlint-{name}-{_REPO_ID}.lock"
+    with lock.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def repo_lock() -> contextlib.AbstractContextManager[None]:
+    """Serialises npm runs: parallel workers would write dist/ and node_modules/ at once."""
+    return file_lock("extension")
+
+
+@pytest.fixture(scope="session")
+def exclusive() -> Callable[[str], contextlib.AbstractContextManager[None]]:
+    """`file_lock` for the test modules (which cannot import this conftest)."""
+    return file_lock
 
 
 def _lock_digest() -> str:

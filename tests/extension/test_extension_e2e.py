@@ -18,7 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,14 +61,16 @@ def _missing_prerequisite() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def e2e_results(npm: NpmRunner, vsix: Path) -> dict[str, Any]:
+def e2e_results(
+    npm: NpmRunner, vsix: Path, exclusive: Callable[[str], contextlib.AbstractContextManager[None]]
+) -> dict[str, Any]:
     """The e2e's results, run once per pytest run: a session fixture runs once per xdist
     worker, and `--dist loadgroup` does not always keep the scenarios on one worker, so the
     first worker runs it and the others read its results (two runs at once share one
     artifacts folder and fail each other's windows)."""
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     shared = ARTIFACTS.parent / f"e2e-results-{run_id}.json" if run_id else None
-    with _e2e_lock():
+    with exclusive("e2e"):
         if shared is not None and shared.exists():
             found: dict[str, Any] = json.loads(shared.read_text())
             return found
@@ -76,22 +78,6 @@ def e2e_results(npm: NpmRunner, vsix: Path) -> dict[str, Any]:
         if shared is not None:
             shared.write_text(json.dumps(results))
         return results
-
-
-@contextlib.contextmanager
-def _e2e_lock() -> Iterator[None]:
-    import fcntl
-    import hashlib
-    import tempfile
-
-    repo_id = hashlib.sha256(bytes(REPO)).hexdigest()[:12]
-    lock = Path(tempfile.gettempdir()) / f"onnxlint-e2e-{repo_id}.lock"
-    with lock.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _run_e2e(npm: NpmRunner, vsix: Path) -> dict[str, Any]:
