@@ -102,6 +102,7 @@ class DocState:
     running: bool = False
     dirty: bool = False
     deps_changed: bool = False  # a file it read changed while its check was running
+    tell_after_check: bool = False  # edited while its check was due: see dependency_changed
     quiet: bool = False  # a re-check after the project model was built: publish only changes
     must_publish: bool = False  # a re-check someone asked for (restart, settings): always publish
     revision: int = 0  # bumped whenever what would be published changes (pull result ids)
@@ -111,6 +112,11 @@ class DocState:
     last_change: float = 0.0  # time.monotonic() of the last didChange
     # A notebook: what was last pushed per cell URI (version, diagnostics), to push only changes.
     cells_published: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def check_due(self) -> bool:
+        """A check of it runs or waits for its debounce timer."""
+        return self.running or self.timer is not None
 
 
 class OnnxlintServer(LanguageServer):
@@ -130,8 +136,6 @@ class OnnxlintServer(LanguageServer):
         self._blocks: dict[str, list[str]] = {}  # uri -> the block texts of its last check
         self._trim_timer: asyncio.TimerHandle | None = None
         self._building = False  # the project model is being built on the engine thread
-        # Documents edited while their own check ran: `dependency_changed` after it ends.
-        self._changed_after_check: set[str] = set()
         self.checker = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="onnxlint-check"
         )
@@ -362,7 +366,7 @@ class OnnxlintServer(LanguageServer):
     def schedule(self, uri: str, delay_ms: int | None = None) -> None:
         """(Re)start the debounce timer of `uri`; 0 checks at once."""
         st = self.state(uri)
-        busy = st.running or st.timer is not None  # the last edit's check has not ended
+        busy = st.check_due  # the last edit's check has not ended
         if st.timer is not None:
             st.timer.cancel()
             st.timer = None
@@ -726,27 +730,28 @@ class OnnxlintServer(LanguageServer):
         the project model (on the engine thread, before any re-check queued after it) and
         check again the open documents whose last check read it.
 
-        While `uri`'s own check is due or runs (an edit), that waits until the check has
-        ended and published: queued behind the check on the engine thread, telling the
-        project model took the GIL from the event loop as it published and delayed the
-        next keystroke's check (~5 ms per edit of a 4,000-line file); and in a storm of
-        keystrokes each one was told (indexed) on its own, ~10 ms apiece, while the
-        event loop waited for the GIL to read the next."""
+        While `uri`'s own check is due or runs (an edit), the telling waits until the
+        check has ended and published, and is done then with the documents' marking again:
+        queued behind the check on the engine thread, telling the project model took the
+        GIL from the event loop as it published and delayed the next keystroke's check
+        (~5 ms per edit of a 4,000-line file); and in a storm of keystrokes each one was
+        told (indexed) on its own, ~10 ms apiece, while the event loop waited for the GIL
+        to read the next. The documents that read it are marked at once all the same, so
+        that a pull answers none of them from before the change."""
         own = self.docs.get(uri)
-        if own is not None and (own.running or own.timer is not None):
-            self._changed_after_check.add(uri)
-            return
-        self._changed_after_check.discard(uri)
+        if own is not None:
+            own.tell_after_check = own.check_due
         path = self.path_of(uri)
+        if own is None or not own.tell_after_check:
 
-        def tell() -> None:  # (the engine may still be loading: not on the event loop)
-            doc = self.workspace.text_documents.get(uri)  # (the text as it is now)
-            engine = self.engine
-            engine.project_model.changed(
-                path, doc.source if doc is not None else engine.project.read(path)
-            )
+            def tell() -> None:  # (the engine may still be loading: not on the event loop)
+                doc = self.workspace.text_documents.get(uri)  # (the text as it is now)
+                engine = self.engine
+                engine.project_model.changed(
+                    path, doc.source if doc is not None else engine.project.read(path)
+                )
 
-        self.run_check(tell).add_done_callback(lambda _: self._after_model_change())
+            self.run_check(tell).add_done_callback(lambda _: self._after_model_change())
         for other, st in list(self.docs.items()):
             # (a check in flight may read it, whatever the last one read)
             if other != uri and (st.running or (st.result and path in st.result.deps)):
@@ -754,8 +759,8 @@ class OnnxlintServer(LanguageServer):
 
     def _flush_changed(self, uri: str) -> None:
         """`dependency_changed(uri)` if it waited for the check of `uri` (see there)."""
-        if uri in self._changed_after_check:
-            self._changed_after_check.discard(uri)
+        st = self.docs.get(uri)
+        if st is not None and st.tell_after_check:
             self.dependency_changed(uri)
 
     def recheck_all(self) -> None:
