@@ -352,7 +352,7 @@ def _print_text(results: list[DeepResult], problems: list[Violation], root: Path
         print(f"{head}, {plural(len(r.violations), 'finding')}, {r.wall:.1f} s, peak {mem}")
         skipped = report.script_skipped(r, root)
         if skipped:
-            print(f"  skipped (weights and devices do not matter here): {skipped}")
+            print(f"  skipped ({report.SKIPPED_WHY}): {skipped}")
         for line in report.memory_lines(r):
             print(f"  memory: {line}" if line.startswith("weights") else f"          {line}")
         for v in r.violations:

@@ -204,18 +204,34 @@ def _md_target(r: DeepResult) -> list[str]:
     return out
 
 
+SKIPPED_WHY = "weights, devices and output paths do not matter here"
+
+
 def script_skipped(r: DeepResult, root: Path) -> str:
-    """What a script target's run faked, short: `torch.load (export.py:25), .cuda() (:26)`."""
+    """What a script target's run faked, short, one entry per line of the script:
+    `required arguments --checkpoint, --out (export.py:8), torch.load, .cuda() (export.py:25)`."""
     items = (r.data or {}).get("script_skipped") or []
-    out = []
+    at: dict[str, list[str]] = {}
     for item in items:
         what = str(item.get("what", "")).split(" (")[0]
         try:
             where = str(Path(item["file"]).resolve().relative_to(root.resolve()))
         except (KeyError, ValueError):
             where = str(item.get("file", ""))
-        out.append(f"{what} ({where}:{item.get('line')})")
-    return ", ".join(out)
+        at.setdefault(f"{where}:{item.get('line')}", []).append(what)
+    return ", ".join(f"{_joined(whats)} ({where})" for where, whats in at.items())
+
+
+def _joined(whats: list[str]) -> str:
+    """`required argument a`, `required argument b` -> `required arguments a, b`."""
+    prefix = "required argument "
+    args = [w.removeprefix(prefix) for w in whats if w.startswith(prefix)]
+    rest = [w for w in whats if not w.startswith(prefix)]
+    if len(args) > 1:
+        rest.insert(0, "required arguments " + ", ".join(args))
+    elif args:
+        rest.insert(0, prefix + args[0])
+    return ", ".join(rest)
 
 
 def _script_words(r: DeepResult) -> str:
@@ -226,7 +242,7 @@ def _script_words(r: DeepResult) -> str:
         text += f" `{call.get('name')}` on line {call.get('line')}"
     skipped = script_skipped(r, r.target.root)
     if skipped:
-        text += f"; skipped (weights and devices do not matter here): {skipped}"
+        text += f"; skipped ({SKIPPED_WHY}): {skipped}"
     return text
 
 

@@ -66,10 +66,31 @@ import torch
 from nets import Net
 
 p = argparse.ArgumentParser()
+p.add_argument("--config", required=True, help="the model's config file")
 p.add_argument("--checkpoint", required=True)
 a = p.parse_args()
 model = Net().eval()
 torch.onnx.export(model, (torch.randn(2, 3, 16, 16),), "out.onnx")
+"""
+
+# Required, but their values do not matter: where to write, and which weights to load.
+REQUIRED_PATHS = """
+import argparse
+import os
+
+import torch
+
+from nets import Net
+
+p = argparse.ArgumentParser()
+p.add_argument("export_dir", help="Directory for exporting the onnx model.")
+p.add_argument("--checkpoint", required=True, help="Path to model checkpoint (.ckpt)")
+p.add_argument("--output-file", required=True, help="Path to output file (.onnx)")
+a = p.parse_args()
+assert os.path.isdir(a.export_dir) and a.output_file.endswith(".onnx")
+model = Net()
+model.load_state_dict(torch.load(a.checkpoint)["state_dict"])
+torch.onnx.export(model.eval(), (torch.randn(2, 3, 16, 16),), a.output_file)
 """
 
 TWO_CALLS = """
@@ -200,10 +221,35 @@ def test_required_argument_stops_at_parse_args_and_argv_fixes_it(
     stop = [v for v in res.violations if v.code == "OLX812"]
     assert len(stop) == 1, res.violations
     assert stop[0].line == line_of(script, "p.parse_args()")
-    assert "--checkpoint" in stop[0].message and "argv" in " ".join(stop[0].notes)
-    res = _analyze(analyzer, root, "export.py", call, ("--checkpoint", "missing.pt"))
+    # the config matters and stops the run; the checkpoint alone would have been filled
+    assert "--config" in stop[0].message and "argv" in " ".join(stop[0].notes)
+    res = _analyze(analyzer, root, "export.py", call, ("--config", "net.yaml"))
     assert "load" not in ((res.data or {}).get("failed") or {}), res.violations
     assert "OLX802" in _codes(res)
+    skipped = {s["what"].split(" (")[0] for s in (res.data or {})["script_skipped"]}
+    assert "required argument --checkpoint" in skipped, skipped
+
+
+def test_required_output_and_checkpoint_arguments_are_filled(analyzer: Any, tmp_path: Path) -> None:
+    root = _project(tmp_path, {"tools/export.py": REQUIRED_PATHS})
+    script = root / "tools" / "export.py"
+    res = _analyze(analyzer, root, "tools/export.py", line_of(script, "torch.onnx.export("))
+    data = res.data or {}
+    assert "load" not in (data.get("failed") or {}), res.violations
+    assert "OLX802" in _codes(res)
+    parse_line = line_of(script, "p.parse_args()")
+    filled = {
+        s["what"].split(" (")[0]: s["line"]
+        for s in data["script_skipped"]
+        if s["what"].startswith("required argument")
+    }
+    assert filled == {
+        "required argument export_dir": parse_line,
+        "required argument --checkpoint": parse_line,
+        "required argument --output-file": parse_line,
+    }, data["script_skipped"]
+    # nothing was written in the project, and the temporary folder is gone
+    assert sorted(p.name for p in root.rglob("*") if p.suffix == ".onnx") == []
 
 
 def test_two_export_calls_each_analysed_and_the_first_is_skipped_for_the_second(

@@ -12,9 +12,10 @@ What does not matter to the analysis is faked and listed in the result (`script_
 `torch.load` (a present file's structure on fake tensors, else an empty checkpoint),
 `load_state_dict`, `from_pretrained` of transformers models (built from their config),
 pretrained-weights downloads (torch.hub, gdown), `.cuda()` / `.to("cuda")` (kept on the
-CPU); `deepcopy` and dtype/device moves of the fake model work (`script_fakes`). What cannot
-be faked (a missing dataset, a required command-line argument, a download, a value read
-from tensor data) stops the run with a finding at the line that stopped it.
+CPU); `deepcopy` and dtype/device moves of the fake model work (`script_fakes`); required
+output and checkpoint arguments get a value (`script_args`). What cannot be faked (a
+missing dataset, a required config or model name, a download, a value read from tensor
+data) stops the run with a finding at the line that stopped it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import torch
 
 from . import load, torch_internals, wire
 from .record import Analysis, finding, first_line, place
+from .script_args import required_arguments
 from .script_fakes import (
     Captured,
     CpuOnly,
@@ -136,6 +138,7 @@ def _run_once(
         with contextlib.ExitStack() as stack:
             stack.enter_context(captures(state))
             stack.enter_context(fakes(state))
+            stack.enter_context(required_arguments(state))
             stack.enter_context(no_network())
             stack.enter_context(quiet_stdio(state))
             stack.enter_context(rec.fake_mode)

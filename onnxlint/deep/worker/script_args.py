@@ -1,0 +1,166 @@
+"""Required command-line arguments whose value does not matter to the analysis.
+
+Export scripts often require where to write (`--output-file`, an `export_dir` positional)
+and which checkpoint to load (`--checkpoint`). Neither changes what the export call
+exports: the capture ends the script before the call writes anything, and weights are
+faked anyway (`script_fakes`). So when argparse finds only such arguments missing, they get
+a value (a path in a temporary folder; a checkpoint path that is not there), the script
+goes on, and the report says so. A missing argument that does matter (a config, a model
+name, a dataset) still stops the run at its `parse_args` line, as it would for real.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import PurePath
+from typing import Any
+
+from .script_fakes import ScriptRun, _patched
+
+_REQUIRED = "the following arguments are required: "
+
+_OUTPUT_WORDS = {"out", "output", "outdir", "outfile", "outpath", "save", "dst", "destination"}
+_EXPORT_WORDS = {"export", "exported", "onnx", "torchscript", "engine"}
+_PATH_WORDS = {"dir", "directory", "folder", "path", "file", "filename"}
+_NAME_WORDS = _PATH_WORDS | {"name", "prefix"}
+_WEIGHTS_WORDS = {"ckpt", "checkpoint", "weights", "weight", "pth", "resume"}
+_DIR_WORDS = {"dir", "directory", "folder", "outdir"}
+_OUTPUT_HELP = re.compile(
+    r"\b(output|save|saving|store|storing|write|writing|destination)\b"
+    r"|\bexport\w* (\w+ ){0,3}(to|into)\b"
+)
+_WEIGHTS_HELP = re.compile(r"\b(checkpoints?|weights|ckpt|state dict)\b|\.(pth?|ckpt)\b")
+_PATH_TYPES = (None, str, PurePath, os.fspath)
+
+
+def _words(action: argparse.Action) -> set[str]:
+    names = [action.dest or "", str(action.metavar or ""), *action.option_strings]
+    return {w for n in names for w in re.split(r"[^a-z0-9]+", n.lower()) if w}
+
+
+def role_of(action: argparse.Action) -> str | None:
+    """ "output", "checkpoint" or None (the value matters, or it is not a path)."""
+    path_type = action.type in _PATH_TYPES or isinstance(action.type, argparse.FileType)
+    if not path_type or action.choices or action.nargs not in (None, "?", "+", "*"):
+        return None
+    if not isinstance(action, (argparse._StoreAction, argparse._AppendAction)):
+        return None
+    words, text = _words(action), (action.help or "").lower()
+    if words & _OUTPUT_WORDS or (words & _EXPORT_WORDS and words & _NAME_WORDS):
+        return "output"
+    if words & _WEIGHTS_WORDS:
+        return "checkpoint"
+    if words & _PATH_WORDS and _OUTPUT_HELP.search(text):
+        return "output"
+    if _WEIGHTS_HELP.search(text):
+        return "checkpoint"
+    return None
+
+
+class _Missing(Exception):
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+
+
+@contextlib.contextmanager
+def required_arguments(state: ScriptRun) -> Iterator[None]:
+    """For the run: argparse fills missing output and checkpoint arguments (see above)."""
+    original = argparse.ArgumentParser.parse_known_args
+    folder: list[str] = []
+
+    def scratch() -> str:
+        if not folder:
+            folder.append(tempfile.mkdtemp(prefix="onnxlint-script-args-"))
+        return folder[0]
+
+    def parse_known_args(
+        self: argparse.ArgumentParser, args: Any = None, namespace: Any = None
+    ) -> Any:
+        given = list(sys.argv[1:] if args is None else args)
+        try:
+            with _errors_raise_missing(self):
+                return original(self, given, namespace)
+        except _Missing as m:
+            extra = _fill(self, m.names, state, scratch)
+            if extra is None:
+                self.error(_REQUIRED + ", ".join(m.names))
+            return original(self, given + extra, namespace)
+
+    with _patched(argparse.ArgumentParser, "parse_known_args", parse_known_args):
+        try:
+            yield
+        finally:
+            for f in folder:
+                shutil.rmtree(f, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _errors_raise_missing(parser: argparse.ArgumentParser) -> Iterator[None]:
+    """While it parses, the parser's "arguments are required" error raises `_Missing`
+    instead of exiting; any other error is the parser's own."""
+    error = parser.error
+
+    def on_error(message: str) -> Any:
+        if message.startswith(_REQUIRED):
+            raise _Missing(message[len(_REQUIRED) :].split(", "))
+        return error(message)
+
+    had = "error" in vars(parser)
+    parser.error = on_error  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        if had:
+            parser.error = error  # type: ignore[method-assign]
+        else:
+            del parser.error
+
+
+def _fill(
+    parser: argparse.ArgumentParser, names: list[str], state: ScriptRun, scratch: Any
+) -> list[str] | None:
+    """The command-line words that give every missing argument a value, or None when one of
+    them matters to the analysis."""
+    by_name = {argparse._get_action_name(a): a for a in parser._actions}
+    actions = [by_name.get(n) for n in names]
+    roles = [role_of(a) if a is not None else None for a in actions]
+    if not actions or None in roles:
+        return None
+    options: list[str] = []
+    positionals: list[str] = []
+    for name, action, role in zip(names, actions, roles, strict=True):
+        assert action is not None
+        value = _value(action, role, scratch())
+        if action.option_strings:
+            flag = max(action.option_strings, key=len)
+            options += [flag, value]
+        else:
+            positionals.append(value)
+        if role == "output":
+            state.skip(f"required argument {name} (a temporary path: nothing is written there)")
+        else:
+            state.skip(f"required argument {name} (a checkpoint that is not there: no weights)")
+    return positionals + options
+
+
+def _value(action: argparse.Action, role: str | None, folder: str) -> str:
+    words = _words(action)
+    stem = re.sub(r"[^A-Za-z0-9_]+", "_", action.dest or "arg").strip("_") or "arg"
+    if role == "checkpoint":
+        return os.path.join(folder, "not-here", f"{stem}.pt")
+    help_text = (action.help or "").lower()
+    if words & _DIR_WORDS or re.search(r"\b(directory|folder|dir)\b", help_text):
+        path = os.path.join(folder, stem)
+        os.makedirs(path, exist_ok=True)
+        return path
+    suffix = ".onnx" if "onnx" in words or "onnx" in help_text else ""
+    if not suffix and ("torchscript" in words or "torchscript" in help_text):
+        suffix = ".pt"
+    return os.path.join(folder, stem + suffix)
