@@ -183,11 +183,14 @@ def _without(
     return [s for s in stmts if (w := words.get(id(s))) is None or not needed.isdisjoint(w)]
 
 
-def node_path(ctx: Context, node: cst.CSTNode) -> list[cst.CSTNode] | None:
+def node_path(
+    ctx: Context, node: cst.CSTNode, statement: cst.CSTNode | None = None
+) -> list[cst.CSTNode] | None:
     """The ancestors of `node` from a top-level statement down (excluding `node`).
 
-    Uses the walk's ancestor stack when `node` is the node being visited, else searches the
-    module body once (memoised per check).
+    Uses the walk's ancestor stack when `node` is the node being visited; else searches the
+    top-level `statement` known to hold it (an export call's, from the block index), or the
+    module body (memoised per check).
     """
     anc = ctx.ancestors
     if anc and any(child is node for child in iter_children(anc[-1])):
@@ -199,55 +202,13 @@ def node_path(ctx: Context, node: cst.CSTNode) -> list[cst.CSTNode] | None:
         found = memo[key]
         return None if found is None else list(found)  # type: ignore[call-overload]
     body: Sequence[cst.CSTNode] = ctx.model.module_body
-    if type(node) is cst.Call:  # look first in the statement known to hold the call
-        body = [*_holding(body, id(node)), *body]
-    for stmt in body:
+    for stmt in body if statement is None else [statement, *body]:
         path = _search(stmt, node)
         if path is not None:
             memo[key] = path
             return list(path)
     memo[key] = None
     return None
-
-
-def _holding(body: Sequence[cst.CSTNode], call: int) -> list[cst.CSTNode]:
-    """The top-level statement of `body` whose calls include the call with id `call`, if
-    known (`_STATEMENT_OF`), else the first one found by indexing the statements in order."""
-    known = _STATEMENT_OF.get(call)
-    if known is not None:
-        for stmt in body:
-            if id(stmt) == known and call in _call_ids(stmt):
-                return [stmt]
-    for stmt in body:
-        if call in _call_ids(stmt):
-            if len(_STATEMENT_OF) >= _CALL_IDS_MAX:
-                _STATEMENT_OF.clear()
-            _STATEMENT_OF[call] = id(stmt)
-            return [stmt]
-    return []
-
-
-# Top-level statement (by id) -> the ids of the calls in it. Parsed statements outlive a check
-# (the parse cache keeps unchanged blocks), so after an edit the search for an export call
-# goes straight to its statement instead of walking the module (a 4,000-line notebook: 230 ms
-# per re-check before). Only ids are kept, never the trees; a stale entry (an id reused by a
-# new statement) only costs the order of the search, which still tries every statement.
-_CALL_IDS: dict[int, frozenset[int]] = {}
-_CALL_IDS_MAX = 8192
-# And the statement (id) found holding an export call (id), so that the next search does
-# not sort or scan the module's statements by their calls (checked against `_CALL_IDS`).
-_STATEMENT_OF: dict[int, int] = {}
-
-
-def _call_ids(stmt: cst.CSTNode) -> frozenset[int]:
-    ids = _CALL_IDS.get(id(stmt))
-    if ids is None:
-        if len(_CALL_IDS) >= _CALL_IDS_MAX:
-            _CALL_IDS.clear()
-        ids = _CALL_IDS[id(stmt)] = frozenset(
-            id(n) for n in iter_descendants(stmt) if type(n) is cst.Call
-        )
-    return ids
 
 
 def _search(root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:
@@ -795,7 +756,7 @@ def _exported_model(ctx: Context, call: ExportCall) -> ModelRef | None:
     expr = call.model_expr
     if expr is None:
         return None
-    path = node_path(ctx, call.node)
+    path = node_path(ctx, call.node, call.statement)
     if path is None:
         return None
     scoped = _scope_of(ctx, path)

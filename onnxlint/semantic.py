@@ -101,7 +101,7 @@ class FunctionInfo:
             live = FunctionInfo(self.name, self.node, self.class_name, decorators=self.decorators)
             scratch = BlockIndex()
             for node in iter_live(self.node, self.live_targets()):
-                _index_node(node, scratch, live)
+                _index_node(node, scratch, live, self.node)  # (its call sites are unused)
         # Not `self` itself: a function in a reference cycle keeps its tree alive until a
         # garbage collection, which then walks every node of it.
         self.memo["live"] = _ITSELF if live is self else live
@@ -138,6 +138,7 @@ class CallSite:
 
     node: cst.Call
     dotted: str
+    statement: cst.CSTNode  # the top-level statement that holds it (where a search starts)
 
 
 # Calls collected in the index so file-level rules need not walk every block.
@@ -185,7 +186,7 @@ def index_block(module: cst.Module) -> BlockIndex:
     """One walk over a block collecting imports, classes, functions and their calls."""
     idx = BlockIndex()
     for stmt in module.body:
-        _index_statement(stmt, idx, None, None)
+        _index_statement(stmt, idx, None, None, stmt)
     return idx
 
 
@@ -204,6 +205,7 @@ def _index_statement(
     idx: BlockIndex,
     cls: ClassInfo | None,
     func: FunctionInfo | None,
+    top: cst.CSTNode,
 ) -> None:
     if isinstance(stmt, cst.ClassDef):
         info = ClassInfo(
@@ -214,7 +216,7 @@ def _index_statement(
         if cls is None and func is None:
             idx.classes.append(info)
         for child in stmt.body.body:
-            _index_statement(child, idx, info, None)
+            _index_statement(child, idx, info, None, top)
         return
     if isinstance(stmt, cst.FunctionDef):
         finfo = FunctionInfo(
@@ -230,17 +232,17 @@ def _index_statement(
                 idx.functions.append(finfo)
         target = finfo if func is None else func  # nested defs count for their parent
         for node in iter_descendants(stmt, leaves=False):
-            _index_node(node, idx, target)
+            _index_node(node, idx, target, top)
         return
     # Any other statement: walk it (module level or class body level).
-    _index_node(stmt, idx, func)
+    _index_node(stmt, idx, func, top)
     for node in iter_descendants(stmt, leaves=False):
         if type(node) in _DEF_TYPES:
             continue  # defs nested in if/try at module level: handled below
-        _index_node(node, idx, func)
+        _index_node(node, idx, func, top)
     if cls is None and func is None:
         for node in _nested_defs(stmt):
-            _index_statement(node, idx, None, None)
+            _index_statement(node, idx, None, None, top)
         _collect_targets(stmt, idx.assigned_names)
 
 
@@ -278,7 +280,9 @@ _INDEX_TYPES = frozenset({cst.Import, cst.ImportFrom, cst.Call, cst.Decorator, c
 _DEF_TYPES = frozenset({cst.FunctionDef, cst.ClassDef})
 
 
-def _index_node(node: cst.CSTNode, idx: BlockIndex, func: FunctionInfo | None) -> None:
+def _index_node(
+    node: cst.CSTNode, idx: BlockIndex, func: FunctionInfo | None, top: cst.CSTNode
+) -> None:
     if type(node) not in _INDEX_TYPES:  # type() is much cheaper than libcst's ABC isinstance
         return
     if type(node) is cst.Attribute:
@@ -319,13 +323,13 @@ def _index_node(node: cst.CSTNode, idx: BlockIndex, func: FunctionInfo | None) -
         if func is not None and d is not None and "." in d and not d.startswith("self."):
             func.attr_calls.add(d)
         if d is not None and d.rsplit(".", 1)[-1] in _INTERESTING_CALL_TAILS:
-            idx.call_sites.append(CallSite(node, d))
+            idx.call_sites.append(CallSite(node, d, top))
     elif type(node) is cst.Decorator:
         expr = node.decorator
         call = expr if isinstance(expr, cst.Call) else None
         d = dotted(call.func if call else expr)
         if d is not None and d.rsplit(".", 1)[-1] in _INTERESTING_CALL_TAILS and call:
-            idx.call_sites.append(CallSite(call, d))
+            idx.call_sites.append(CallSite(call, d, top))
 
 
 # --------------------------------------------------------------------------- export calls
@@ -409,6 +413,7 @@ class ExportCall:
     node: cst.Call
     qualname: str
     kind: ExportKind
+    statement: cst.CSTNode | None = None  # the top-level statement that holds the call
 
     def arg(self, name: str, position: int | None = None) -> cst.Arg | None:
         found = keyword_arg(self.node, name)
@@ -623,7 +628,7 @@ class FileModel:
                 continue
             kind = classify_export(site.node, q)
             if kind is not None:
-                self.export_calls.append(ExportCall(site.node, q, kind))
+                self.export_calls.append(ExportCall(site.node, q, kind, site.statement))
 
     @property
     def uses_torchscript(self) -> bool:
