@@ -252,6 +252,25 @@ def test_required_output_and_checkpoint_arguments_are_filled(analyzer: Any, tmp_
     assert sorted(p.name for p in root.rglob("*") if p.suffix == ".onnx") == []
 
 
+def test_a_filled_checkpoint_the_script_needs_stops_with_what_to_do(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # Lightning's load_from_checkpoint reads the model's config from the file: the
+    # placeholder cannot serve, and the stop says which argument to set.
+    script = REQUIRED_PATHS.replace(
+        'model.load_state_dict(torch.load(a.checkpoint)["state_dict"])',
+        "config = open(a.checkpoint).read()",
+    )
+    root = _project(tmp_path, {"tools/export.py": script})
+    path = root / "tools" / "export.py"
+    res = _analyze(analyzer, root, "tools/export.py", line_of(path, "torch.onnx.export("))
+    (stop,) = [v for v in res.violations if v.code == "OLX812"]
+    assert stop.line == line_of(path, "config = open(a.checkpoint)"), stop
+    assert "<the value given to the required --checkpoint>" in stop.message, stop.message
+    assert "onnxlint-script-args" not in stop.message
+    assert "a real --checkpoint" in " ".join(stop.notes), stop.notes
+
+
 def test_two_export_calls_each_analysed_and_the_first_is_skipped_for_the_second(
     analyzer: Any, tmp_path: Path
 ) -> None:

@@ -400,11 +400,22 @@ def _stopped(
             ],
         )
     else:
+        text, notes = first_line(str(error)), _advice(error)
+        for value, argument in state.filled.items():
+            if value in text:
+                # a path the user never wrote: say what it is, and that this one matters
+                text = text.replace(value, f"<the value given to the required {argument}>")
+                notes = [
+                    f"{argument} is required and got a placeholder (a temporary path, or a "
+                    "checkpoint that is not there), but the script needs what the file "
+                    f"holds: set `argv` in a [[tool.onnxlint.scripts]] entry (path = "
+                    f'"{_rel(state.script, rec.root)}") with a real {argument}, or declare a '
+                    "factory (`# onnxlint: target`)."
+                ]
         f = finding(
             wire.KIND_TARGET_ERROR,
-            f"target {name!r}: the script stopped before {where}: "
-            f"{type(error).__name__}: {first_line(str(error))}",
-            notes=_advice(error),
+            f"target {name!r}: the script stopped before {where}: {type(error).__name__}: {said}",
+            notes=notes,
         )
     fr, chain = rec.locate(rec.exception_frames(error))
     rec.add(place(f, fr or {"file": state.script, "line": 1}, chain))

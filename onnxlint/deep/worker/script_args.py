@@ -138,6 +138,7 @@ def _fill(
     for name, action, role in zip(names, actions, roles, strict=True):
         assert action is not None
         value = _value(action, role, scratch())
+        state.filled[value] = name
         if action.option_strings:
             flag = max(action.option_strings, key=len)
             options += [flag, value]

@@ -71,6 +71,7 @@ class ScriptRun:
     captured: Captured | None = None  # the wanted call, even if the script swallows the stop
     skipped: dict[tuple[str, str, int], int] = field(default_factory=dict)
     stderr: io.StringIO = field(default_factory=io.StringIO)
+    filled: dict[str, str] = field(default_factory=dict)  # value given -> required argument
 
     def skip(self, what: str) -> None:
         """Record a faked step at the script-side line that asked for it."""
