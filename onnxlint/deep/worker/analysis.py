@@ -48,6 +48,7 @@ def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
                 f"{torch_internals.torch_version()}. Results may be incomplete.",
             )
         )
+    ok = False  # an onnxlint error in the load phase is a finding (`_Phase`), then stop
     with _Phase(rec, "load", 0):
         # a factory builds the model; a script target runs the user's export script to it
         ok = script.run(rec) if rec.target.get("script") else load.run(rec)

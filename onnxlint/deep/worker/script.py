@@ -414,7 +414,7 @@ def _stopped(
                 ]
         f = finding(
             wire.KIND_TARGET_ERROR,
-            f"target {name!r}: the script stopped before {where}: {type(error).__name__}: {said}",
+            f"target {name!r}: the script stopped before {where}: {type(error).__name__}: {text}",
             notes=notes,
         )
     fr, chain = rec.locate(rec.exception_frames(error))
