@@ -75,3 +75,19 @@ def test_reports_show_an_excerpt_for_each_link_of_the_chain(tmp_path: Path) -> N
     html = report.to_html([res])
     assert "via factory make: <code>pkg/models.py:4</code>" in html
     assert "    4 | def make():" in html
+
+
+def test_the_end_of_analysis_message_names_filled_arguments(tmp_path: Path) -> None:
+    from onnxlint.server.deep import summary
+
+    target = Target(name="export.py:12", factory="", root=tmp_path)
+    skipped = [
+        {"what": "required argument --checkpoint (a checkpoint that is not there: no weights)"},
+        {"what": "required argument --out (a temporary path: nothing is written there)"},
+        {"what": "torch.load (an empty checkpoint instead)"},
+    ]
+    res = DeepResult(target=target, status="ok", data={"script_skipped": skipped})
+    message = summary(res)["message"]
+    assert message.endswith("; the script ran with placeholders for --checkpoint, --out"), message
+    plain = summary(DeepResult(target=target, status="ok"))["message"]
+    assert "placeholders" not in plain, plain
