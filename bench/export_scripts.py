@@ -54,6 +54,7 @@ DOWNLOADS = CORPUS / "_downloads"
 RESULTS = HERE / "results"
 RESULT_FILE = RESULTS / "export-scripts.json"
 VENV = CORPUS / "_venv"
+OVERLAYS = CORPUS / "_overlays"
 
 # What the scripts import beyond torch, installed by `env` into VENV, a venv over this Python
 # (--system-site-packages: torch 2.13.0, onnx and onnxlint come from here; nothing here changes).
@@ -145,6 +146,9 @@ class Script:
     argv: str | None = None  # only for a script that cannot run without one
     sdist: bool = False  # the script ships in the sdist only (not in the wheel)
     note: str = ""
+    # The package's own pins that the shared venv cannot hold (another script needs another
+    # version): installed --no-deps into OVERLAYS/<name>, first on this script's PYTHONPATH.
+    overlay: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -156,7 +160,8 @@ class Script:
 
 
 SCRIPTS: list[Script] = [
-    Script("yolov5", "7.0.14", "yolov5/export.py"),
+    # Its METADATA pins huggingface-hub<0.25 (the venv's transformers 5 needs 1.x).
+    Script("yolov5", "7.0.14", "yolov5/export.py", overlay=("huggingface-hub==0.24.7",)),
     Script("yolov7detect", "1.0.1", "yolov7/export.py", sdist=True),
     Script("yolov9pip", "0.0.4", "yolov9/export.py", sdist=True),
     Script("ultralytics", "8.0.100", "ultralytics/yolo/engine/exporter.py"),
@@ -165,8 +170,9 @@ SCRIPTS: list[Script] = [
     Script("yolox", "0.3.0", "tools/export_torchscript.py", argv="-n yolox-s", sdist=True),
     Script("realesrgan", "0.3.0", "scripts/pytorch2onnx.py", sdist=True),
     Script("silero-vad", "6.2.3", "examples/onnx_sequence/export.py", sdist=True),
-    # A required positional: the folder to write the ONNX files to.
-    Script("deepfilternet", "0.5.6", "df/scripts/export.py", argv="out", sdist=True),
+    # Its one required argument is the folder to write to, which the run fills (until
+    # e97e8d7 the table gave it `--argv out`).
+    Script("deepfilternet", "0.5.6", "df/scripts/export.py", sdist=True),
     Script("easyocr", "1.7.2", "easyocr/export.py"),
     Script("boxmot", "10.0.52", "boxmot/appearance/reid_export.py"),
     # A click group: with no command it prints its help; `export-onnx` requires -m and -o.
@@ -295,7 +301,8 @@ def _python() -> str:
 
 
 def env(args: argparse.Namespace) -> None:
-    """Make VENV and install DEPS and BUILT into it, constrained to this Python's versions."""
+    """Make VENV and install DEPS and BUILT into it, constrained to this Python's versions,
+    and each script's overlay beside it."""
     if not (VENV / "bin" / "python").is_file():
         subprocess.run(
             [sys.executable, "-m", "venv", "--system-site-packages", str(VENV)], check=True
@@ -315,6 +322,11 @@ def env(args: argparse.Namespace) -> None:
         build_env = dict(os.environ, **extra_env)
         subprocess.run([*pip, "--no-build-isolation", *spec], check=True, env=build_env)
     _torchvision(pip)
+    for s in SCRIPTS:
+        if s.overlay:
+            target = OVERLAYS / s.name
+            subprocess.run([*pip, "--no-deps", "--target", str(target), *s.overlay], check=True)
+            print(f"{target.relative_to(ROOT)}: {', '.join(s.overlay)}")
     torch_version = subprocess.run(
         [str(VENV / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
         capture_output=True,
@@ -367,7 +379,8 @@ def _analyze(s: Script, argv: str | None, timeout: float) -> dict[str, Any]:
     command = [_python(), "-m", "onnxlint", "analyze", script, "--format", "json", "--no-cache"]
     if argv is not None:
         command += ["--argv", argv]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    path = [str(OVERLAYS / s.name)] if s.overlay else []
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*path, str(ROOT)]))
     start = time.monotonic()
     try:
         proc = subprocess.run(
@@ -485,10 +498,11 @@ CAUSES: list[tuple[str, str, str]] = [
         "environment",
     ),
     (
-        r"No module named 'huggingface_hub.utils._errors'",
-        "environment: yolov5 7.0.14 needs huggingface_hub < 1.0 (the transformers here needs "
-        "1.x); behind it, the weights are a whole pickled model it downloads",
-        "environment",
+        r"OfflineModeIsEnabled: Cannot reach https://huggingface.co/api/models/yolov5s.pt",
+        "yolov5 looks the weights name up on the Hugging Face hub before it reads a local file, "
+        "and does not catch a failed lookup: offline it stops there, as the script itself "
+        "does without network; behind it, the weights are a whole pickled model it downloads",
+        "the user's checkpoint",
     ),
     (
         r"No module named 'mmcv._ext'",
@@ -527,6 +541,12 @@ CAUSES: list[tuple[str, str, str]] = [
         r'device "meta" to a storage on different device "cpu"',
         "a TorchScript file loaded (torch.jit.load) under fake tensors",
         "onnxlint (load it for real, or fake it)",
+    ),
+    (
+        r"<the value given to the required ([\w-]+)>",
+        "{0} is required and the run gave it a placeholder, but the script reads more than "
+        "weights from it (a Lightning checkpoint holds the model's hyperparameters)",
+        "configuration",
     ),
     (r"the following arguments are required|required", "a required argument", "configuration"),
     (
