@@ -140,3 +140,22 @@ def test_shutdown_during_an_analysis_does_not_wait_for_it(project: Path) -> None
     assert not runner.is_alive()
     assert time.monotonic() - start < 10
     assert [r.status for r in results] == ["cancelled"]  # type: ignore[attr-defined]
+
+
+def test_an_onnxlint_error_while_loading_is_a_finding_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In process (no worker): the load phase's own error must come back as the phase's
+    # finding; it used to crash the worker on an unbound result.
+    pytest.importorskip("torch")
+    from onnxlint.deep.worker import analysis, script
+
+    def broken(rec: object) -> bool:
+        raise RuntimeError("a bug in onnxlint's script run")
+
+    monkeypatch.setattr(script, "run", broken)
+    target = {"name": "export.py:3", "script": str(tmp_path / "export.py"), "root": str(tmp_path)}
+    result = analysis.run(target, lambda *a: None)
+    assert result["first_failed_phase"] == "load", result
+    messages = [f["message"] for f in result["findings"]]
+    assert any("onnxlint's load phase failed: RuntimeError" in m for m in messages), messages
