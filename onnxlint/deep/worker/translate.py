@@ -156,8 +156,13 @@ def _check_structure(model: Any) -> tuple[bool, str]:
                 out.shape = None
     try:
         model.graph.initializers.clear()
+        already = {v.name for v in saved_inputs}
         for v in inits.values():
-            model.graph.inputs.append(v)
+            # listed once: converted to an opset below 18, a program on fake weights can list
+            # a parameter both as a graph input and as an initializer (batch norm's weight
+            # and bias), and the checker rejects a name that is an input twice
+            if v.name not in already:
+                model.graph.inputs.append(v)
         proto = ir.serde.serialize_model(model)
     finally:
         model.graph.inputs.clear()
