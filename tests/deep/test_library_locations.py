@@ -248,14 +248,15 @@ def test_graph_breaks_match_dynamo_explain_with_real_tensors(
     assert res.data["explain"]["breaks"] == truth.graph_break_count
 
 
-def test_batch_one_example_is_blamed_not_the_model(libproject: Path, lib_analyzer) -> None:
+def test_a_batch_one_example_stays_dynamic_through_torch_onnx(
+    libproject: Path, lib_analyzer
+) -> None:
+    # torch.onnx.export (torch 2.13) captures with backed_size_oblivious: an example of size
+    # 1 no longer pins a dynamic dim (the real export keeps "batch" and runs at batch 5).
+    # Plain torch.export still pins it: tests/deep/test_scripts.py, the torch.export script.
     res = lib_analyzer.analyze(_target(libproject, "libproj.models:batch_one"))
-    models = libproject / "libproj" / "models.py"
-    spec = [v for v in res.violations if v.code == "OLX804"]
-    assert len(spec) == 1, res.violations
-    assert spec[0].line == line_of(models, "example = torch.randn(1, 4)")
-    assert "example input has size 1" in spec[0].message
-    assert "2 or more" in spec[0].message
+    assert res.outcome == "ok", res.violations
+    assert not [v for v in res.violations if v.code == "OLX804"], res.violations
 
 
 def test_no_findings_from_tracing_on_past_a_data_dependent_guard(

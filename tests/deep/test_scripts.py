@@ -678,3 +678,71 @@ def test_batch_norm_on_fake_weights_passes_the_checker(analyzer: Any, tmp_path: 
     res = _analyze(analyzer, root, "export.py", None)
     assert res.outcome == "ok", res.violations
     assert "OLX809" not in _codes(res)
+
+
+TORCH_EXPORT_BATCH_ONE = """
+import torch
+from torch.export import Dim
+
+from nets import Net
+
+model = Net().eval()
+example = torch.randn(1, 3, 16, 16)
+ep = torch.export.export(model, (example,), dynamic_shapes=({0: Dim.DYNAMIC},))
+"""
+
+
+def test_a_batch_one_example_pins_the_dim_of_a_plain_torch_export(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # The script's own call is torch.export.export: no torch.onnx capture settings, so an
+    # example of size 1 pins the dynamic dim, and the example's line is blamed.
+    root = _project(tmp_path, {"export.py": TORCH_EXPORT_BATCH_ONE})
+    script = root / "export.py"
+    res = _analyze(analyzer, root, "export.py", line_of(script, "torch.export.export("))
+    spec = [v for v in res.violations if v.code == "OLX804"]
+    assert len(spec) == 1, res.violations
+    assert spec[0].line == line_of(script, "example = torch.randn(1, 3, 16, 16)")
+    assert "example input has size 1" in spec[0].message
+
+
+LSTM_IN_INFERENCE_MODE = """
+import torch
+import torch.nn as nn
+
+
+class Seq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(8, 8)
+
+    def forward(self, x, h, c):
+        out, (h, c) = self.rnn(x, (h, c))
+        return out, h, c
+
+
+model = Seq().eval()
+x = torch.zeros(10, 1, 8)
+state = torch.zeros(1, 1, 8)
+with torch.inference_mode():
+    torch.onnx.export(
+        model,
+        (x, state, state.clone()),
+        "seq.onnx",
+        input_names=["x", "h", "c"],
+        dynamic_axes={"x": {0: "steps"}},
+    )
+"""
+
+
+def test_an_lstm_export_in_inference_mode_is_analysed_as_torch_onnx_runs_it(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # silero-vad's export script: torch 2.13's real export succeeds with the sequence dim
+    # dynamic. Before, the analysis ran outside the call's inference mode ("Inference
+    # tensors cannot be saved for backward", from `state.clone()` made inside it) and
+    # without torch.onnx's LSTM decomposition (the dim pinned to 10).
+    root = _project(tmp_path, {"seq.py": LSTM_IN_INFERENCE_MODE})
+    res = _analyze(analyzer, root, "seq.py", None)
+    assert res.outcome == "ok", res.violations
+    assert not {"OLX803", "OLX804"} & _codes(res), res.violations

@@ -32,6 +32,7 @@ from . import (
     wire,
 )
 from .record import Analysis, Emit, finding, first_line
+from .script_fakes import autograd_mode
 
 __all__ = ["Analysis", "run", "warm_up"]
 
@@ -53,24 +54,26 @@ def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
         # a factory builds the model; a script target runs the user's export script to it
         ok = script.run(rec) if rec.target.get("script") else load.run(rec)
     if ok:
-        with _Phase(rec, "memory", 5):
-            memory.run(rec)
-        with _Phase(rec, "explain", 10):
-            explain.run(rec)
-        with _Phase(rec, "export", 30):
-            export.run(rec)
-        if rec.ep is not None:
-            with _Phase(rec, "decompose", 55):
-                decompose.run(rec)
-        if rec.decomposed is not None:
-            with _Phase(rec, "translate", 75):
-                translate.run(rec)
-        if "memory" in rec.result:
-            # before verification, which allocates real weights
-            rec.result["memory"]["analysis_peak_bytes"] = memory.self_peak_rss()
-        if rec.target.get("verify"):
-            with _Phase(rec, "verify", 90):
-                verify.run(rec)
+        # a script's call made under `torch.inference_mode()` / `no_grad()` is analysed so
+        with autograd_mode(rec.autograd):
+            with _Phase(rec, "memory", 5):
+                memory.run(rec)
+            with _Phase(rec, "explain", 10):
+                explain.run(rec)
+            with _Phase(rec, "export", 30):
+                export.run(rec)
+            if rec.ep is not None:
+                with _Phase(rec, "decompose", 55):
+                    decompose.run(rec)
+            if rec.decomposed is not None:
+                with _Phase(rec, "translate", 75):
+                    translate.run(rec)
+            if "memory" in rec.result:
+                # before verification, which allocates real weights
+                rec.result["memory"]["analysis_peak_bytes"] = memory.self_peak_rss()
+            if rec.target.get("verify"):
+                with _Phase(rec, "verify", 90):
+                    verify.run(rec)
     return _finish(rec)
 
 

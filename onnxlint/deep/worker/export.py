@@ -53,7 +53,11 @@ def run(rec: Analysis) -> None:
                             assumed, torch_internals.PLACEHOLDER_INTS[placeholder]
                         )
                     )
-                rec.ep = torch_internals.export(rec.model, rec.args, rec.kwargs, dims)
+                # The Dim.AUTO retry is plain torch.export: under torch.onnx's settings a
+                # pinned dim stays dynamic behind a runtime assert, and the retry is there to
+                # find where the code pins it.
+                onnx = rec.onnx_capture and not auto
+                rec.ep = torch_internals.export(rec.model, rec.args, rec.kwargs, dims, onnx=onnx)
         except torch_internals.Unsupported as e:
             rec.add(finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
             rec.failed["export"] = "unsupported torch"

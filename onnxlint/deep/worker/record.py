@@ -72,6 +72,8 @@ class Analysis:
     kwargs: dict[str, Any] = field(default_factory=dict)
     dynamic_shapes: Any = None
     opset: int | None = None
+    autograd: str = ""  # a script's export call made under inference_mode / no_grad
+    onnx_capture: bool = True  # False: the script's own call is torch.export.export itself
     translation_table: dict[Any, Any] | None = None
     ep: Any = None
     decomposed: Any = None

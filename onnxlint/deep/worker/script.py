@@ -217,6 +217,7 @@ def _take(rec: Analysis, state: ScriptRun, call: Captured, made: dict[int, int],
         "file": call.file,
         "line": call.line,
     }
+    rec.autograd = call.mode  # the phases run in it, as the script's call would
     problem = _unpack_call(rec, call)
     if problem:
         rec.add(
@@ -284,6 +285,7 @@ def _unpack_call(rec: Analysis, call: Captured) -> str | None:
         args = a.get("args", ())
         kwargs = dict(a.get("kwargs") or {})
         shapes = a.get("dynamic_shapes")
+        rec.onnx_capture = False  # the user's own torch.export call, without torch.onnx's settings
         if a.get("strict"):
             rec.target["strict"] = True
     elif call.kind == "trace":
@@ -300,6 +302,7 @@ def _unpack_call(rec: Analysis, call: Captured) -> str | None:
         # torch.onnx.export(ep) of an ExportedProgram the script made before: analyse the
         # module it was made from, with its inputs and dynamic shapes.
         inner = _bind(pending)
+        rec.onnx_capture = False  # the program comes from the script's torch.export call
         model, args = inner.get("mod"), inner.get("args", ())
         kwargs = dict(inner.get("kwargs") or {})
         shapes = shapes or inner.get("dynamic_shapes")

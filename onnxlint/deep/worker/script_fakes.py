@@ -59,6 +59,10 @@ class Captured:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     original: Callable[..., Any] | None
+    # The autograd mode the call was made in: `with torch.inference_mode():` or
+    # `torch.no_grad()` around an export changes what torch traces (an LSTM's sequence dim
+    # stays dynamic in inference mode and is specialized outside it).
+    mode: str = ""  # "inference", "no_grad" or "" (grad enabled)
 
 
 @dataclass
@@ -265,7 +269,7 @@ def _capture(
     def capture(*args: Any, **kwargs: Any) -> Any:
         caller = sys._getframe(1)
         file, line = state.user_line(caller)
-        call = Captured(kind, name, file, line, args, dict(kwargs), original)
+        call = Captured(kind, name, file, line, args, dict(kwargs), original, _autograd_mode())
         if state.captured is None and state.wanted(caller):
             state.captured = call
             raise ScriptStop(call)
@@ -275,6 +279,25 @@ def _capture(
     capture.__name__ = name.rpartition(".")[2]
     capture.__doc__ = f"onnxlint: captures {name} while a script runs"
     return capture
+
+
+def _autograd_mode() -> str:
+    if torch.is_inference_mode_enabled():
+        return "inference"
+    return "" if torch.is_grad_enabled() else "no_grad"
+
+
+@contextlib.contextmanager
+def autograd_mode(mode: str) -> Iterator[None]:
+    """The autograd mode a captured export call was made in, for the phases that analyse it."""
+    if mode == "inference":
+        with torch.inference_mode():
+            yield
+    elif mode == "no_grad":
+        with torch.no_grad():
+            yield
+    else:
+        yield
 
 
 @contextlib.contextmanager

@@ -447,12 +447,48 @@ def is_data_dependent_error(exc: BaseException) -> bool:
     return "data-dependent" in text or "data dependent" in text
 
 
-def export(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any) -> Any:
-    """Non-strict torch.export, as torch.onnx.export's first capture strategy does."""
-    with full_stack_traces():
+def export(
+    model: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    dynamic_shapes: Any,
+    *,
+    onnx: bool = True,
+) -> Any:
+    """Non-strict torch.export as torch.onnx.export's first capture strategy runs it: with
+    its patches and flags (`onnx_capture_settings`), or the decisions differ (an LSTM's
+    sequence dim, a dim whose example is 1, are pinned without them). `onnx=False`: plain
+    torch.export, for a script whose own call is `torch.export.export`."""
+    settings = onnx_capture_settings(dynamic_shapes) if onnx else contextlib.nullcontext({})
+    with full_stack_traces(), settings as extra:
         return torch.export.export(
-            model, args, kwargs=kwargs or None, dynamic_shapes=dynamic_shapes, strict=False
+            model,
+            args,
+            kwargs=kwargs or None,
+            dynamic_shapes=dynamic_shapes,
+            strict=False,
+            **extra,
         )
+
+
+@contextlib.contextmanager
+def onnx_capture_settings(dynamic_shapes: Any) -> Iterator[dict[str, Any]]:
+    """What torch.onnx.export's non-strict capture (`TorchExportNonStrictStrategy`, torch
+    2.13) sets around torch.export: the LSTM/GRU while-loop decompositions when any shape
+    is dynamic, `backed_size_oblivious` (a dynamic dim may be 0 or 1), and its
+    deferred-runtime-asserts flag. Yields the extra torch.export arguments; where this
+    torch has none of it, nothing."""
+    try:
+        from torch.onnx._internal.exporter import _capture_strategies as strategies
+
+        rnn = strategies._patch_dynamic_shape_rnn_decompositions
+        deferred = bool(strategies._flags.PREFER_DEFERRED_RUNTIME_ASSERTS_OVER_GUARDS)
+        patch = torch.fx.experimental._config.patch  # type: ignore[attr-defined]
+    except (ImportError, AttributeError):  # pragma: no cover - other torch versions
+        yield {}
+        return
+    with rnn(dynamic_shapes), patch(backed_size_oblivious=True):
+        yield {"prefer_deferred_runtime_asserts_over_guards": deferred}
 
 
 @contextlib.contextmanager
