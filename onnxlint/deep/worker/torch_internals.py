@@ -459,7 +459,9 @@ def export(
     its patches and flags (`onnx_capture_settings`), or the decisions differ (an LSTM's
     sequence dim, a dim whose example is 1, are pinned without them). `onnx=False`: plain
     torch.export, for a script whose own call is `torch.export.export`."""
-    settings = onnx_capture_settings(dynamic_shapes) if onnx else contextlib.nullcontext({})
+    settings: contextlib.AbstractContextManager[dict[str, Any]] = (
+        onnx_capture_settings(dynamic_shapes) if onnx else contextlib.nullcontext({})
+    )
     with full_stack_traces(), settings as extra:
         return torch.export.export(
             model,
@@ -479,10 +481,11 @@ def onnx_capture_settings(dynamic_shapes: Any) -> Iterator[dict[str, Any]]:
     deferred-runtime-asserts flag. Yields the extra torch.export arguments; where this
     torch has none of it, nothing."""
     try:
+        from torch.onnx import _flags
         from torch.onnx._internal.exporter import _capture_strategies as strategies
 
         rnn = strategies._patch_dynamic_shape_rnn_decompositions
-        deferred = bool(strategies._flags.PREFER_DEFERRED_RUNTIME_ASSERTS_OVER_GUARDS)
+        deferred = bool(_flags.PREFER_DEFERRED_RUNTIME_ASSERTS_OVER_GUARDS)
         patch = torch.fx.experimental._config.patch  # type: ignore[attr-defined]
     except (ImportError, AttributeError):  # pragma: no cover - other torch versions
         yield {}
