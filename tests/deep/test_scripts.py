@@ -746,3 +746,41 @@ def test_an_lstm_export_in_inference_mode_is_analysed_as_torch_onnx_runs_it(
     res = _analyze(analyzer, root, "seq.py", None)
     assert res.outcome == "ok", res.violations
     assert not {"OLX803", "OLX804"} & _codes(res), res.violations
+
+
+IS_IN_ONNX_EXPORT = """
+import torch
+import torch.nn as nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        pred = self.fc(x).softmax(-1)
+        if torch.onnx.is_in_onnx_export():
+            return pred
+        return list(pred.detach().cpu().numpy())  # mmcls's post_process
+
+
+model = Head().eval()
+x = torch.randn(2, 4)
+torch.onnx.export(model, (x,), "head.onnx")
+ep = torch.export.export(model, (x,))
+"""
+
+
+def test_torch_onnx_is_in_onnx_export_is_true_while_an_onnx_export_is_analysed(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # mmcls 0.25's tools/deployment/pytorch2onnx.py: torch 2.13's real export succeeds, as
+    # its head returns the tensor during an ONNX export; the analysis ran the NumPy branch.
+    root = _project(tmp_path, {"head.py": IS_IN_ONNX_EXPORT})
+    script = root / "head.py"
+    res = _analyze(analyzer, root, "head.py", line_of(script, "torch.onnx.export("))
+    assert res.outcome == "ok", res.violations
+    # plain torch.export does not set it: the NumPy branch fails there, as it does for real
+    res = _analyze(analyzer, root, "head.py", line_of(script, "torch.export.export("))
+    assert "OLX803" in _codes(res), res.violations

@@ -54,8 +54,9 @@ def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
         # a factory builds the model; a script target runs the user's export script to it
         ok = script.run(rec) if rec.target.get("script") else load.run(rec)
     if ok:
-        # a script's call made under `torch.inference_mode()` / `no_grad()` is analysed so
-        with autograd_mode(rec.autograd):
+        # a script's call made under `torch.inference_mode()` / `no_grad()` is analysed so;
+        # an ONNX export runs with torch.onnx.is_in_onnx_export() true, as torch's does
+        with autograd_mode(rec.autograd), torch_internals.onnx_exporting(rec.onnx_capture):
             with _Phase(rec, "memory", 5):
                 memory.run(rec)
             with _Phase(rec, "explain", 10):

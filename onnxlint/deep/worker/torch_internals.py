@@ -474,6 +474,24 @@ def export(
 
 
 @contextlib.contextmanager
+def onnx_exporting(on: bool) -> Iterator[None]:
+    """`torch.onnx.is_in_onnx_export()` is True inside torch.onnx.export (torch 2.13 sets
+    `_flags._is_onnx_exporting` around it). Models branch on it (mmcls's head returns the
+    tensor, not a NumPy list), so the analysis of an ONNX export sets it too."""
+    try:
+        from torch.onnx._internal.exporter import _flags
+    except ImportError:  # pragma: no cover - other torch versions
+        yield
+        return
+    saved = _flags._is_onnx_exporting
+    _flags._is_onnx_exporting = on or saved
+    try:
+        yield
+    finally:
+        _flags._is_onnx_exporting = saved
+
+
+@contextlib.contextmanager
 def onnx_capture_settings(dynamic_shapes: Any) -> Iterator[dict[str, Any]]:
     """What torch.onnx.export's non-strict capture (`TorchExportNonStrictStrategy`, torch
     2.13) sets around torch.export: the LSTM/GRU while-loop decompositions when any shape
