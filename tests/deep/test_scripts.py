@@ -784,3 +784,46 @@ def test_torch_onnx_is_in_onnx_export_is_true_while_an_onnx_export_is_analysed(
     # plain torch.export does not set it: the NumPy branch fails there, as it does for real
     res = _analyze(analyzer, root, "head.py", line_of(script, "torch.export.export("))
     assert "OLX803" in _codes(res), res.violations
+
+
+CLICK_CLI = """
+import click
+import torch
+
+from nets import Net
+
+
+@click.command()
+@click.option("--checkpoint", required=True, type=click.Path(), help="model checkpoint (.pth)")
+@click.option("-o", "--output", required=True, help="where to write the ONNX file")
+@click.option("--opset", default=17, type=int)
+def main(checkpoint, output, opset):
+    model = Net()
+    model.load_state_dict(torch.load(checkpoint))
+    torch.onnx.export(model.eval(), (torch.randn(2, 3, 16, 16),), output, opset_version=opset)
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_click_command_gets_placeholders_for_output_and_checkpoint(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    pytest.importorskip("click")
+    root = _project(tmp_path, {"cli.py": CLICK_CLI})
+    script = root / "cli.py"
+    res = _analyze(analyzer, root, "cli.py", line_of(script, "torch.onnx.export("))
+    data = res.data or {}
+    assert "load" not in (data.get("failed") or {}), res.violations
+    filled = {
+        s["what"].split(" (")[0]: s["line"]
+        for s in data["script_skipped"]
+        if s["what"].startswith("required argument")
+    }
+    main_line = line_of(script, "    main()")
+    assert filled == {
+        "required argument --checkpoint": main_line,
+        "required argument --output": main_line,
+    }, data["script_skipped"]

@@ -3,10 +3,11 @@
 Export scripts often require where to write (`--output-file`, an `export_dir` positional)
 and which checkpoint to load (`--checkpoint`). Neither changes what the export call
 exports: the capture ends the script before the call writes anything, and weights are
-faked anyway (`script_fakes`). So when argparse finds only such arguments missing, they get
-a value (a path in a temporary folder; a checkpoint path that is not there), the script
-goes on, and the report says so. A missing argument that does matter (a config, a model
-name, a dataset) still stops the run at its `parse_args` line, as it would for real.
+faked anyway (`script_fakes`). So when argparse (or click, and so typer) finds such an
+argument missing, it gets a value (a path in a temporary folder; a checkpoint path that is
+not there), the script goes on, and the report says so. A missing argument that does
+matter (a config, a model name, a dataset) still stops the run where it is parsed, as it
+would for real.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-from .script_fakes import ScriptRun, _patched
+from .script_fakes import ScriptRun, _after_import, _patched
 
 _REQUIRED = "the following arguments are required: "
 
@@ -40,19 +43,38 @@ _WEIGHTS_HELP = re.compile(r"\b(checkpoints?|weights|ckpt|state dict)\b|\.(pth?|
 _PATH_TYPES = (None, str, PurePath, os.fspath)
 
 
-def _words(action: argparse.Action) -> set[str]:
-    names = [action.dest or "", str(action.metavar or ""), *action.option_strings]
-    return {w for n in names for w in re.split(r"[^a-z0-9]+", n.lower()) if w}
+@dataclass(frozen=True)
+class Argument:
+    """What the role rule reads of one command-line argument, argparse's or click's."""
+
+    dest: str
+    names: tuple[str, ...]  # its option strings and metavar
+    help: str
+
+    @property
+    def words(self) -> set[str]:
+        names = [self.dest, *self.names]
+        return {w for n in names for w in re.split(r"[^a-z0-9]+", n.lower()) if w}
+
+
+def _argparse_argument(action: argparse.Action) -> Argument:
+    names = (str(action.metavar or ""), *action.option_strings)
+    return Argument(action.dest or "", names, action.help or "")
 
 
 def role_of(action: argparse.Action) -> str | None:
-    """ "output", "checkpoint" or None (the value matters, or it is not a path)."""
+    """An argparse argument's role: "output", "checkpoint" or None (its value matters, or
+    it is not a path)."""
     path_type = action.type in _PATH_TYPES or isinstance(action.type, argparse.FileType)
     if not path_type or action.choices or action.nargs not in (None, "?", "+", "*"):
         return None
     if not isinstance(action, (argparse._StoreAction, argparse._AppendAction)):
         return None
-    words, text = _words(action), (action.help or "").lower()
+    return _role(_argparse_argument(action))
+
+
+def _role(arg: Argument) -> str | None:
+    words, text = arg.words, arg.help.lower()
     if words & _OUTPUT_WORDS or (words & _EXPORT_WORDS and words & _NAME_WORDS):
         return "output"
     if words & _WEIGHTS_WORDS:
@@ -93,12 +115,69 @@ def required_arguments(state: ScriptRun) -> Iterator[None]:
                 self.error(_REQUIRED + ", ".join(m.names))
             return original(self, given + extra, namespace)
 
-    with _patched(argparse.ArgumentParser, "parse_known_args", parse_known_args):
+    with (
+        _patched(argparse.ArgumentParser, "parse_known_args", parse_known_args),
+        _after_import("click.core", _click(state, scratch)),
+    ):
         try:
             yield
         finally:
             for f in folder:
                 shutil.rmtree(f, ignore_errors=True)
+
+
+def _click(state: ScriptRun, scratch: Callable[[], str]) -> Any:
+    """click (and typer, built on it) checks each parameter as it processes its value: a
+    required one that is missing and does not matter gets its placeholder there."""
+
+    def patch(core: types.ModuleType) -> Callable[[], None]:
+        original = core.Parameter.process_value
+
+        def process_value(self: Any, ctx: Any, value: Any) -> Any:
+            try:
+                return original(self, ctx, value)
+            except core.MissingParameter:
+                arg = _click_argument(core, self)
+                role = None if arg is None else _role(arg)
+                if arg is None or role is None:
+                    raise
+                name = max(arg.names, key=len) if arg.names else arg.dest
+                filled = _value(arg, role, scratch())
+                _say(state, name, role, filled, where=_script_line(state))
+                return original(self, ctx, filled)
+
+        core.Parameter.process_value = process_value
+
+        def undo() -> None:
+            core.Parameter.process_value = original
+
+        return undo
+
+    return patch
+
+
+def _click_argument(core: types.ModuleType, param: Any) -> Argument | None:
+    """A click parameter as the role rule reads it; None when it cannot be a path."""
+    import click
+
+    path_type = isinstance(param.type, (click.Path, click.File)) or param.type is click.STRING
+    if not path_type or getattr(param, "multiple", False) or param.nargs != 1:
+        return None
+    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+        return None
+    names = tuple(o for o in (*param.opts, *param.secondary_opts) if o.startswith("-"))
+    return Argument(param.name or "", names, str(getattr(param, "help", "") or ""))
+
+
+def _script_line(state: ScriptRun) -> tuple[str, int] | None:
+    """The script's own line on the stack (its `main()` call): the command line is parsed
+    inside click, a library, not at a line of the user's."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if os.path.realpath(frame.f_code.co_filename) == state.script:
+            return state.script, frame.f_lineno
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
 
 
 @contextlib.contextmanager
@@ -136,27 +215,34 @@ def _fill(
     options: list[str] = []
     positionals: list[str] = []
     for name, action, role in zip(names, actions, roles, strict=True):
-        assert action is not None
-        value = _value(action, role, scratch())
-        state.filled[value] = name
+        assert action is not None and role is not None
+        value = _value(_argparse_argument(action), role, scratch())
         if action.option_strings:
             flag = max(action.option_strings, key=len)
             options += [flag, value]
         else:
             positionals.append(value)
-        if role == "output":
-            state.skip(f"required argument {name} (a temporary path: nothing is written there)")
-        else:
-            state.skip(f"required argument {name} (a checkpoint that is not there: no weights)")
+        _say(state, name, role, value, where=state.user_line(sys._getframe(1)))
     return positionals + options
 
 
-def _value(action: argparse.Action, role: str | None, folder: str) -> str:
-    words = _words(action)
-    stem = re.sub(r"[^A-Za-z0-9_]+", "_", action.dest or "arg").strip("_") or "arg"
+def _say(state: ScriptRun, name: str, role: str, value: str, where: Any) -> None:
+    """Remember the placeholder (a stop that names it says which argument it stands for)
+    and list it with what the run skipped."""
+    state.filled[value] = name
+    if role == "output":
+        what = f"required argument {name} (a temporary path: nothing is written there)"
+    else:
+        what = f"required argument {name} (a checkpoint that is not there: no weights)"
+    state.skip(what, where)
+
+
+def _value(arg: Argument, role: str, folder: str) -> str:
+    words = arg.words
+    stem = re.sub(r"[^A-Za-z0-9_]+", "_", arg.dest or "arg").strip("_") or "arg"
     if role == "checkpoint":
         return os.path.join(folder, "not-here", f"{stem}.pt")
-    help_text = (action.help or "").lower()
+    help_text = arg.help.lower()
     if words & _DIR_WORDS or re.search(r"\b(directory|folder|dir)\b", help_text):
         path = os.path.join(folder, stem)
         os.makedirs(path, exist_ok=True)

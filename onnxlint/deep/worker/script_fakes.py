@@ -77,9 +77,9 @@ class ScriptRun:
     stderr: io.StringIO = field(default_factory=io.StringIO)
     filled: dict[str, str] = field(default_factory=dict)  # value given -> required argument
 
-    def skip(self, what: str) -> None:
-        """Record a faked step at the script-side line that asked for it."""
-        file, line = self.user_line(sys._getframe(2))
+    def skip(self, what: str, where: tuple[str, int] | None = None) -> None:
+        """Record a faked step at the script-side line that asked for it (or `where`)."""
+        file, line = where or self.user_line(sys._getframe(2))
         key = (what, file, line)
         self.skipped[key] = self.skipped.get(key, 0) + 1
 
