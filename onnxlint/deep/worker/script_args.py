@@ -93,7 +93,7 @@ class _Missing(Exception):
 
 @contextlib.contextmanager
 def required_arguments(state: ScriptRun) -> Iterator[None]:
-    """For the run: argparse fills missing output and checkpoint arguments (see above)."""
+    """For the run: argparse and click fill missing output and checkpoint arguments."""
     original = argparse.ArgumentParser.parse_known_args
     folder: list[str] = []
 
@@ -137,7 +137,7 @@ def _click(state: ScriptRun, scratch: Callable[[], str]) -> Any:
             try:
                 return original(self, ctx, value)
             except core.MissingParameter:
-                arg = _click_argument(core, self)
+                arg = _click_argument(self)
                 role = None if arg is None else _role(arg)
                 if arg is None or role is None:
                     raise
@@ -156,7 +156,7 @@ def _click(state: ScriptRun, scratch: Callable[[], str]) -> Any:
     return patch
 
 
-def _click_argument(core: types.ModuleType, param: Any) -> Argument | None:
+def _click_argument(param: Any) -> Argument | None:
     """A click parameter as the role rule reads it; None when it cannot be a path."""
     import click
 
