@@ -103,11 +103,14 @@ DEPS = [
     "einops==0.8.2",  # super-gradients' ViT
     "unidecode==1.4.0",  # cnstd
     "pathvalidate==3.3.1",  # piper
+    # added in session 11:
+    "deprecated==1.2.18",  # super-gradients' QAT trainer
 ]
 # Installed with --no-deps (their requirements would pull torchvision or a torch):
 NO_DEPS = [
     "ultralytics==8.3.40",  # yolov5 7.0.14 imports ultralytics.utils.checks (8.1+)
     "cnstd==1.2.8",  # cnocr's detector package
+    "data-gradients==0.3.2",  # super-gradients' dataloader adapters (its deps pull torchvision)
 ]
 # Kept at this Python's versions in the venv (with torch==2.13.0): what onnxlint's worker uses.
 PINNED = {"numpy", "onnx", "onnxruntime", "onnxscript", "onnx-ir", "ml-dtypes", "ml_dtypes"}
@@ -546,6 +549,17 @@ CAUSES: list[tuple[str, str, str]] = [
         r"<the value given to the required ([\w-]+)>",
         "{0} is required and the run gave it a placeholder, but the script reads more than "
         "weights from it (a Lightning checkpoint holds the model's hyperparameters)",
+        "configuration",
+    ),
+    (
+        r"does not include \.hydra artifacts to resume the experiment",
+        "the conversion recipe resumes a trained experiment (its checkpoint folder with the "
+        "run's .hydra settings), which is not here",
+        "the user's checkpoint",
+    ),
+    (
+        r"ConfigAttributeError: Missing key (\w+)",
+        "hydra: the recipe needs {0} on the command line",
         "configuration",
     ),
     (r"the following arguments are required|required", "a required argument", "configuration"),
