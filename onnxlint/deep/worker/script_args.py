@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-from .script_fakes import ScriptRun, _after_import, _patched
+from .script_fakes import ScriptRun, after_import, patched
 
 _REQUIRED = "the following arguments are required: "
 
@@ -116,8 +116,8 @@ def required_arguments(state: ScriptRun) -> Iterator[None]:
             return original(self, given + extra, namespace)
 
     with (
-        _patched(argparse.ArgumentParser, "parse_known_args", parse_known_args),
-        _after_import("click.core", _click(state, scratch)),
+        patched(argparse.ArgumentParser, "parse_known_args", parse_known_args),
+        after_import("click.core", _click(state, scratch)),
     ):
         try:
             yield
@@ -180,8 +180,7 @@ def _script_line(state: ScriptRun) -> tuple[str, int] | None:
     return None
 
 
-@contextlib.contextmanager
-def _errors_raise_missing(parser: argparse.ArgumentParser) -> Iterator[None]:
+def _errors_raise_missing(parser: argparse.ArgumentParser) -> Any:
     """While it parses, the parser's "arguments are required" error raises `_Missing`
     instead of exiting; any other error is the parser's own."""
     error = parser.error
@@ -191,19 +190,14 @@ def _errors_raise_missing(parser: argparse.ArgumentParser) -> Iterator[None]:
             raise _Missing(message[len(_REQUIRED) :].split(", "))
         return error(message)
 
-    had = "error" in vars(parser)
-    parser.error = on_error  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        if had:
-            parser.error = error  # type: ignore[method-assign]
-        else:
-            del parser.error
+    return patched(parser, "error", on_error)
 
 
 def _fill(
-    parser: argparse.ArgumentParser, names: list[str], state: ScriptRun, scratch: Any
+    parser: argparse.ArgumentParser,
+    names: list[str],
+    state: ScriptRun,
+    scratch: Callable[[], str],
 ) -> list[str] | None:
     """The command-line words that give every missing argument a value, or None when one of
     them matters to the analysis."""

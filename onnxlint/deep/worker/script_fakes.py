@@ -233,9 +233,13 @@ def _structure_of(
 
 
 @contextlib.contextmanager
-def _patched(obj: Any, attr: str, value: Any) -> Iterator[None]:
+def patched(obj: Any, attr: str, value: Any) -> Iterator[None]:
+    """`obj.attr = value` for the block, then what was there again. A class or an instance
+    gets back its own attribute, or none (an instance then uses its class's method again);
+    a module gets back the attribute it served."""
     missing = object()
-    old = obj.__dict__.get(attr, missing) if isinstance(obj, type) else getattr(obj, attr, missing)
+    own = not isinstance(obj, types.ModuleType)
+    old = vars(obj).get(attr, missing) if own else getattr(obj, attr, missing)
     setattr(obj, attr, value)
     try:
         yield
@@ -258,7 +262,7 @@ def captures(state: ScriptRun) -> Iterator[None]:
                 continue
             original = getattr(mod, attr, None)
             stack.enter_context(
-                _patched(mod, attr, _capture(state, kind, f"{mod_name}.{attr}", original))
+                patched(mod, attr, _capture(state, kind, f"{mod_name}.{attr}", original))
             )
         yield
 
@@ -365,26 +369,24 @@ def fakes(state: ScriptRun) -> Iterator[None]:
         return module_to(self, *args, **kwargs)
 
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_patched(torch.nn.Module, "cuda", module_cuda))
-        stack.enter_context(_patched(torch.nn.Module, "to", to))
-        stack.enter_context(
-            _patched(torch.nn.Module, "_apply", _fake_apply(torch.nn.Module._apply))
-        )
-        stack.enter_context(_patched(torch.Tensor, "__deepcopy__", _fake_deepcopy(torch.Tensor)))
-        stack.enter_context(_patched(torch, "load", torch_load))
-        stack.enter_context(_patched(torch.jit, "load", torch_jit_load))
-        stack.enter_context(_patched(torch.nn.Module, "load_state_dict", load_state_dict))
+        stack.enter_context(patched(torch.nn.Module, "cuda", module_cuda))
+        stack.enter_context(patched(torch.nn.Module, "to", to))
+        stack.enter_context(patched(torch.nn.Module, "_apply", _fake_apply(torch.nn.Module._apply)))
+        stack.enter_context(patched(torch.Tensor, "__deepcopy__", _fake_deepcopy(torch.Tensor)))
+        stack.enter_context(patched(torch, "load", torch_load))
+        stack.enter_context(patched(torch.jit, "load", torch_jit_load))
+        stack.enter_context(patched(torch.nn.Module, "load_state_dict", load_state_dict))
         for attr in ("synchronize", "empty_cache", "set_device", "manual_seed_all"):
             # one function per name: torch._dynamo's rule map refuses one object under two
-            stack.enter_context(_patched(torch.cuda, attr, _noop(attr)))
-        stack.enter_context(_patched(builtins, "input", _no_input))
-        stack.enter_context(_after_import("transformers.modeling_utils", _transformers(state)))
-        stack.enter_context(_after_import("gdown", _gdown(state)))
-        stack.enter_context(_patched(torch.hub, "load_state_dict_from_url", state_dict_from_url))
-        stack.enter_context(_patched(torch.hub, "download_url_to_file", download_url_to_file))
+            stack.enter_context(patched(torch.cuda, attr, _noop(attr)))
+        stack.enter_context(patched(builtins, "input", _no_input))
+        stack.enter_context(after_import("transformers.modeling_utils", _transformers(state)))
+        stack.enter_context(after_import("gdown", _gdown(state)))
+        stack.enter_context(patched(torch.hub, "load_state_dict_from_url", state_dict_from_url))
+        stack.enter_context(patched(torch.hub, "download_url_to_file", download_url_to_file))
         with contextlib.suppress(ImportError):
             st = importlib.import_module("safetensors.torch")
-            stack.enter_context(_patched(st, "load_file", lambda f, *a, **k: torch_load(f)))
+            stack.enter_context(patched(st, "load_file", lambda f, *a, **k: torch_load(f)))
         yield
 
 
@@ -540,7 +542,7 @@ def _transformers(state: ScriptRun) -> Callable[[types.ModuleType], Callable[[],
 
 
 @contextlib.contextmanager
-def _after_import(
+def after_import(
     name: str, patch: Callable[[types.ModuleType], Callable[[], None]]
 ) -> Iterator[None]:
     """Apply `patch` to module `name` now if it is imported, else as soon as it is."""
@@ -596,7 +598,7 @@ def no_network() -> Iterator[None]:
             "onnxlint: network access is off while the script runs under the analysis"
         )
 
-    with _patched(socket.socket, "connect", refuse), _patched(socket, "create_connection", refuse):
+    with patched(socket.socket, "connect", refuse), patched(socket, "create_connection", refuse):
         yield
 
 
