@@ -63,11 +63,7 @@ def summary(result: Any) -> dict[str, Any]:
         parts = [f"{c} {k}{'s' if c != 1 and k != 'info' else ''}" for k, c in counts.items() if c]
         found += f" ({', '.join(parts)})" if parts else ""
         message = f"onnxlint: {name}: {outcome_of(result)}, {found}"
-        filled = [
-            str(item.get("what", "")).removeprefix("required argument ").split(" (")[0]
-            for item in (result.data or {}).get("script_skipped") or []
-            if str(item.get("what", "")).startswith("required argument ")
-        ]
+        filled = (result.data or {}).get("script_filled") or []
         if filled:  # an assumption the user should know of (the report lists the rest)
             message += f"; the script ran with placeholders for {', '.join(filled)}"
     return {

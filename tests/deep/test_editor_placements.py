@@ -86,7 +86,8 @@ def test_the_end_of_analysis_message_names_filled_arguments(tmp_path: Path) -> N
         {"what": "required argument --out (a temporary path: nothing is written there)"},
         {"what": "torch.load (an empty checkpoint instead)"},
     ]
-    res = DeepResult(target=target, status="ok", data={"script_skipped": skipped})
+    data = {"script_skipped": skipped, "script_filled": ["--checkpoint", "--out"]}
+    res = DeepResult(target=target, status="ok", data=data)
     message = summary(res)["message"]
     assert message.endswith("; the script ran with placeholders for --checkpoint, --out"), message
     plain = summary(DeepResult(target=target, status="ok"))["message"]

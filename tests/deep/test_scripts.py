@@ -248,6 +248,8 @@ def test_required_output_and_checkpoint_arguments_are_filled(analyzer: Any, tmp_
         "required argument --checkpoint": parse_line,
         "required argument --output-file": parse_line,
     }, data["script_skipped"]
+    # and, for the editor's message, the arguments themselves
+    assert sorted(data["script_filled"]) == ["--checkpoint", "--output-file", "export_dir"]
     # nothing was written in the project, and the temporary folder is gone
     assert sorted(p.name for p in root.rglob("*") if p.suffix == ".onnx") == []
 
@@ -827,3 +829,4 @@ def test_a_click_command_gets_placeholders_for_output_and_checkpoint(
         "required argument --checkpoint": main_line,
         "required argument --output": main_line,
     }, data["script_skipped"]
+    assert sorted(data["script_filled"]) == ["--checkpoint", "--output"]

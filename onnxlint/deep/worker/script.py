@@ -92,6 +92,8 @@ def run(rec: Analysis) -> bool:
         {"what": what, "file": file, "line": ln, "count": n}
         for (what, file, ln), n in state.skipped.items()
     ]
+    # the required arguments that got a placeholder, in order (the editor names them)
+    rec.result["script_filled"] = list(dict.fromkeys(state.filled.values()))
     rec.result["script_passed"] = [
         {"kind": c.kind, "file": c.file, "line": c.line} for c in state.passed
     ]
