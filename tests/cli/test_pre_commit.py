@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,7 @@ def test_hook_fails_on_a_staged_bad_file_then_passes_after_the_fix(
     _run(["git", "init", "-q"], repo, env)
     (repo / "export_model.py").write_text(BAD)
     _run(["git", "add", "export_model.py"], repo, env)
-    pc = ["python", "-m", "pre_commit", "try-repo", str(repo_root)]
+    pc = [sys.executable, "-m", "pre_commit", "try-repo", str(repo_root)]
 
     first = _run([*pc, "onnxlint", "--files", "export_model.py"], repo, env)
     out = first.stdout + first.stderr
@@ -80,7 +81,7 @@ def test_hook_checks_a_staged_notebook(tmp_path: Path, repo_root: Path) -> None:
     (repo / "export.ipynb").write_text(json.dumps(nb, indent=1) + "\n")
     _run(["git", "add", "export.ipynb"], repo, env)
     run = _run(
-        ["python", "-m", "pre_commit", "try-repo", str(repo_root), "onnxlint", "--all-files"],
+        [sys.executable, "-m", "pre_commit", "try-repo", str(repo_root), "onnxlint", "--all-files"],
         repo,
         env,
     )

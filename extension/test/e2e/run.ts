@@ -150,15 +150,30 @@ function venvPython(dir: string): string {
     return process.platform === 'win32' ? path.join(dir, 'Scripts', 'python.exe') : path.join(dir, 'bin', 'python');
 }
 
-/** A venv that sees the base interpreter's packages (torch) and this checkout's onnxlint, like a dev install. */
+/**
+ * A venv that sees the test interpreter's packages (pygls, torch) and this checkout's onnxlint, like
+ * a dev install. Not `--system-site-packages`: that exposes the *base* interpreter's site-packages,
+ * which on a fresh machine has none of them (the test interpreter is itself a venv).
+ */
 function makeVenvWithOnnxlint(opts: Options, dir: string): string {
-    execFileSync(opts.python, ['-m', 'venv', '--system-site-packages', '--without-pip', dir]);
+    execFileSync(opts.python, ['-m', 'venv', '--without-pip', dir]);
     const python = venvPython(dir);
-    const site = execFileSync(python, ['-c', 'import sysconfig; print(sysconfig.get_paths()["purelib"])'], {
-        encoding: 'utf8',
-    }).trim();
-    fs.writeFileSync(path.join(site, 'onnxlint-checkout.pth'), `${opts.repo}\n`);
-    const version = execFileSync(python, ['-c', 'import onnxlint; print(onnxlint.__version__)'], {
+    const sitePaths = (py: string): string[] =>
+        JSON.parse(
+            execFileSync(
+                py,
+                ['-c', 'import json, sysconfig; p = sysconfig.get_paths(); print(json.dumps(sorted({p["purelib"], p["platlib"]})))'],
+                { encoding: 'utf8' },
+            ),
+        ) as string[];
+    const [site] = sitePaths(python);
+    if (site === undefined) {
+        throw new Error(`no site-packages in ${dir}`);
+    }
+    // addsitedir (not a plain path line) also runs the .pth files there (an editable install's finder).
+    const lines = [opts.repo, ...sitePaths(opts.python).map((p) => `import site; site.addsitedir(${JSON.stringify(p)})`)];
+    fs.writeFileSync(path.join(site, 'onnxlint-checkout.pth'), `${lines.join('\n')}\n`);
+    const version = execFileSync(python, ['-c', 'import onnxlint, pygls, lsprotocol; print(onnxlint.__version__)'], {
         encoding: 'utf8',
         cwd: os.tmpdir(),
     }).trim();
