@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import export_scripts_github as github
 from registry import pip_download, unpack
 
 HERE = Path(__file__).resolve().parent
@@ -659,19 +660,26 @@ def report(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("fetch", help="download and unpack the pinned packages")
-    sub.add_parser("env", help="a venv over this Python with what the scripts import")
-    sub.add_parser("imports", help="each script's imports that this Python lacks")
-    r = sub.add_parser("run", help="onnxlint analyze on each script")
+    sub.add_parser("pypi-fetch", help="download and unpack the pinned packages")
+    sub.add_parser("pypi-env", help="a venv over this Python with what the scripts import")
+    sub.add_parser("pypi-imports", help="each script's imports that this Python lacks")
+    r = sub.add_parser("pypi-run", help="onnxlint analyze on each script")
     r.add_argument("--timeout", type=float, default=900.0, help="seconds per onnxlint run")
     r.add_argument(
         "--only", nargs="*", default=[], help="only scripts whose key holds one of these"
     )
-    sub.add_parser("report", help="the table and the figure")
+    sub.add_parser("pypi-report", help="the table and the figure")
+    github.add_commands(sub)
     args = parser.parse_args()
-    {"fetch": fetch, "env": env, "imports": imports, "run": run, "report": report}[args.command](
-        args
-    )
+    commands = {
+        "pypi-fetch": fetch,
+        "pypi-env": env,
+        "pypi-imports": imports,
+        "pypi-run": run,
+        "pypi-report": report,
+        **github.COMMANDS,
+    }
+    commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -101,6 +101,9 @@ def outcome_of(r: DeepResult) -> str:
     failed = (r.data or {}).get("failed") or {}  # the worker's phases that did not succeed
     if "load" in failed:
         return f"cannot be analysed: {failed['load']}"
+    if (r.data or {}).get("script_call_removed"):
+        # the script's own call is to an export function this torch lacks
+        return "fails at the script's call (not in this torch)"
     if codes_found & _STEP1 or (r.data or {}).get("export_fails"):
         return "fails at step 1/3 (torch.export)"
     if any(v.code == "OLX808" and "step 2/3" in v.message for v in r.violations):

@@ -36,14 +36,42 @@ def export_call_lines(
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return []
-    if "export" not in text and "jit" not in text:
+    if "export" not in text and "jit" not in text and "onnx" not in text:
         return []
     index = index or ProjectIndex(ParseCache())
     facts = index.facts(str(path.resolve()), text)
-    if facts is None:
-        return []
-    lines = {call_line(facts, e.node) for e in facts.model.export_calls}
+    lines: set[int | None] = set(library_export_lines(text))
+    if facts is not None:
+        lines |= {call_line(facts, e.node) for e in facts.model.export_calls}
     return sorted(line for line in lines if line is not None)
+
+
+def library_export_lines(text: str) -> list[int]:
+    """The lines of the script's calls that export to ONNX inside a library: a model's
+    `.export(format="onnx")` (ultralytics and the like) or `.to_onnx(...)` (Lightning).
+    The torch.onnx.export call they make is inside an installed package; the script's call
+    is where the analysis finds it (the run captures the export its call makes)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    out: list[int] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        if node.func.attr == "to_onnx":
+            out.append(node.lineno)
+        elif node.func.attr == "export":
+            for kw in node.keywords:
+                value = kw.value
+                if (
+                    kw.arg == "format"
+                    and isinstance(value, ast.Constant)
+                    and isinstance(value.value, str)
+                    and value.value.lower() == "onnx"
+                ):
+                    out.append(node.lineno)
+    return out
 
 
 def is_script(text: str) -> bool:

@@ -35,6 +35,7 @@ import torch
 from . import load, torch_internals, wire
 from .record import Analysis, finding, first_line, place
 from .script_args import required_arguments
+from .script_explain import advice, assertion_text, exit_text, removed_call
 from .script_fakes import (
     Captured,
     CpuOnly,
@@ -46,6 +47,7 @@ from .script_fakes import (
     no_network,
     quiet_stdio,
 )
+from .script_shadow import project_first
 
 
 def run(rec: Analysis) -> bool:
@@ -138,6 +140,7 @@ def _run_once(
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     try:
         with contextlib.ExitStack() as stack:
+            stack.enter_context(project_first(list(dict.fromkeys([*first, folder]))))
             stack.enter_context(captures(state))
             stack.enter_context(fakes(state))
             stack.enter_context(required_arguments(state))
@@ -220,6 +223,16 @@ def _take(rec: Analysis, state: ScriptRun, call: Captured, made: dict[int, int],
         "line": call.line,
     }
     rec.autograd = call.mode  # the phases run in it, as the script's call would
+    gone = removed_call(call)
+    if gone:
+        # analysed as the torch.onnx.export it stood for, but the script's own call fails
+        rec.add(
+            place(
+                finding(wire.KIND_EXPORT_FAILURE, f"target {name!r}: {gone}"),
+                {"file": call.file, "line": call.line},
+            )
+        )
+        rec.result["script_call_removed"] = gone
     problem = _unpack_call(rec, call)
     if problem:
         rec.add(
@@ -376,11 +389,8 @@ def _stopped(
     if exit_code is not None:
         code = exit_code.code
         said = state.stderr.getvalue().strip().splitlines()
-        usage = next((ln for ln in reversed(said) if "error:" in ln), said[-1] if said else "")
-        msg = f"the script exited (exit code {code}) before {where}"
-        notes = []
-        if usage:
-            msg += f": {usage.strip()}"
+        usage = next((ln for ln in reversed(said) if "error:" in ln), "")
+        msg, notes = exit_text(exit_code, where, usage, state.stdout.getvalue(), said)
         if code not in (0, None) or "argument" in usage:
             notes.append(
                 "The script needs command-line arguments: set them as `argv` in a "
@@ -405,7 +415,9 @@ def _stopped(
             ],
         )
     else:
-        text, notes = first_line(str(error)), _advice(error)
+        text, notes = first_line(str(error)), advice(error) or _advice(error)
+        if isinstance(error, AssertionError):
+            text = assertion_text(error, text)
         for value, argument in state.filled.items():
             if value in text:
                 # a path the user never wrote: say what it is, and that this one matters

@@ -108,12 +108,14 @@ def required_arguments(state: ScriptRun) -> Iterator[None]:
         given = list(sys.argv[1:] if args is None else args)
         try:
             with _errors_raise_missing(self):
-                return original(self, given, namespace)
+                parsed = original(self, given, namespace)
         except _Missing as m:
             extra = _fill(self, m.names, state, scratch)
             if extra is None:
                 self.error(_REQUIRED + ", ".join(m.names))
-            return original(self, given + extra, namespace)
+            parsed = original(self, given + extra, namespace)
+        _note_checkpoints(self, parsed, state)
+        return parsed
 
     with (
         patched(argparse.ArgumentParser, "parse_known_args", parse_known_args),
@@ -126,6 +128,19 @@ def required_arguments(state: ScriptRun) -> Iterator[None]:
                 shutil.rmtree(f, ignore_errors=True)
 
 
+def _note_checkpoints(parser: argparse.ArgumentParser, parsed: Any, state: ScriptRun) -> None:
+    """The values of the parser's checkpoint arguments (given, default or filled): paths the
+    run knows hold weights (`ScriptRun.checkpoints`)."""
+    namespace = parsed[0] if isinstance(parsed, tuple) else parsed
+    for action in parser._actions:
+        if role_of(action) != "checkpoint":
+            continue
+        value = getattr(namespace, action.dest, None)
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, (str, os.PathLike)) and os.fspath(v):
+                state.checkpoints.add(str(os.fspath(v)))
+
+
 def _click(state: ScriptRun, scratch: Callable[[], str]) -> Any:
     """click (and typer, built on it) checks each parameter as it processes its value: a
     required one that is missing and does not matter gets its placeholder there."""
@@ -135,7 +150,7 @@ def _click(state: ScriptRun, scratch: Callable[[], str]) -> Any:
 
         def process_value(self: Any, ctx: Any, value: Any) -> Any:
             try:
-                return original(self, ctx, value)
+                out = original(self, ctx, value)
             except core.MissingParameter:
                 arg = _click_argument(self)
                 role = None if arg is None else _role(arg)
@@ -144,7 +159,11 @@ def _click(state: ScriptRun, scratch: Callable[[], str]) -> Any:
                 name = max(arg.names, key=len) if arg.names else arg.dest
                 filled = _value(arg, role, scratch())
                 _say(state, name, role, filled, where=_script_line(state))
-                return original(self, ctx, filled)
+                out = original(self, ctx, filled)
+            arg = _click_argument(self)
+            if arg is not None and _role(arg) == "checkpoint" and isinstance(out, str) and out:
+                state.checkpoints.add(out)
+            return out
 
         core.Parameter.process_value = process_value
 

@@ -76,6 +76,20 @@ class ScriptRun:
     skipped: dict[tuple[str, str, int], int] = field(default_factory=dict)
     stderr: io.StringIO = field(default_factory=io.StringIO)
     filled: dict[str, str] = field(default_factory=dict)  # value given -> required argument
+    stdout: io.StringIO = field(default_factory=io.StringIO)
+    # Paths the run knows hold weights: the values of checkpoint arguments (given, default or
+    # filled). One that is not here reads as present and as an empty checkpoint.
+    checkpoints: set[str] = field(default_factory=set)
+
+    def is_checkpoint(self, path: Any) -> bool:
+        """Whether `path` names weights the run may fake: a checkpoint argument's value, or
+        a file whose name says it holds weights (`.pt`, `.pth`, `.ckpt`, ...)."""
+        if not isinstance(path, (str, os.PathLike)):
+            return False
+        text = os.fspath(path)
+        if not isinstance(text, str) or not text:
+            return False
+        return text in self.checkpoints or text.lower().endswith(CHECKPOINT_SUFFIXES)
 
     def skip(self, what: str, where: tuple[str, int] | None = None) -> None:
         """Record a faked step at the script-side line that asked for it (or `where`)."""
@@ -271,6 +285,11 @@ def _capture(
     state: ScriptRun, kind: str, name: str, original: Callable[..., Any] | None
 ) -> Callable[..., Any]:
     def capture(*args: Any, **kwargs: Any) -> Any:
+        if kind == "script" and not (args and isinstance(args[0], torch.nn.Module)):
+            # `@torch.jit.script` on a helper function (often at import time, in a library
+            # the script imports) compiles code, it exports no model: the helper stays the
+            # Python function it was, and the script goes on to its own export call
+            return args[0] if args else None
         caller = sys._getframe(1)
         file, line = state.user_line(caller)
         call = Captured(kind, name, file, line, args, dict(kwargs), original, _autograd_mode())
@@ -311,9 +330,11 @@ def fakes(state: ScriptRun) -> Iterator[None]:
     real_load = torch.load
 
     def torch_load(f: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(f, MissingCheckpointFile):
+            f = f.path  # open(ckpt, "rb") of a checkpoint that is not here
         named = isinstance(f, (str, os.PathLike))
         source = repr(f) if named else type(f).__name__
-        present = named and os.path.isfile(f)
+        present = named and _REAL_ISFILE(f)  # (the run's os.path.isfile fakes checkpoints)
         problem = ""
         if present:
             options = {k: kwargs[k] for k in ("weights_only",) if k in kwargs}
@@ -368,7 +389,19 @@ def fakes(state: ScriptRun) -> Iterator[None]:
                 return self
         return module_to(self, *args, **kwargs)
 
+    real_save = torch.save
+
+    def torch_save(obj: Any, f: Any, *args: Any, **kwargs: Any) -> Any:
+        if _holds_fakes(obj):
+            # the model is built on fake tensors: there is nothing to write, and the file
+            # does not matter to the analysis
+            state.skip("torch.save (of the model on fake tensors: nothing written)")
+            return None
+        return real_save(obj, f, *args, **kwargs)
+
     with contextlib.ExitStack() as stack:
+        stack.enter_context(present_checkpoints(state))
+        stack.enter_context(patched(torch, "save", torch_save))
         stack.enter_context(patched(torch.nn.Module, "cuda", module_cuda))
         stack.enter_context(patched(torch.nn.Module, "to", to))
         stack.enter_context(patched(torch.nn.Module, "_apply", _fake_apply(torch.nn.Module._apply)))
@@ -388,6 +421,87 @@ def fakes(state: ScriptRun) -> Iterator[None]:
             st = importlib.import_module("safetensors.torch")
             stack.enter_context(patched(st, "load_file", lambda f, *a, **k: torch_load(f)))
         yield
+
+
+_REAL_ISFILE = os.path.isfile
+
+CHECKPOINT_SUFFIXES = (".pt", ".pth", ".pth.tar", ".ckpt", ".safetensors")
+"""What a path's name ends with when the run may take it for a checkpoint."""
+
+
+class MissingCheckpointFile(io.BytesIO):
+    """What `open(path, "rb")` gives for a checkpoint that is not here: no bytes, and
+    `torch.load` of it is an empty checkpoint (the path is kept to say which file)."""
+
+    def __init__(self, path: Any) -> None:
+        super().__init__(b"")
+        self.path = os.fspath(path)
+        self.name = self.path
+
+
+@contextlib.contextmanager
+def present_checkpoints(state: ScriptRun) -> Iterator[None]:
+    """A checkpoint that is not here exists for the script: `os.path.exists`,
+    `os.path.isfile`, `Path.exists` / `is_file` say yes and `open(path, "rb")` reads an
+    empty file, as `torch.load` reads an empty checkpoint (weights do not matter to the
+    analysis). Any other path is asked of the file system."""
+    import pathlib
+
+    real_exists, real_isfile, real_open = os.path.exists, os.path.isfile, builtins.open
+    path_exists, path_is_file = pathlib.Path.exists, pathlib.Path.is_file
+
+    def absent_checkpoint(path: Any, real: bool) -> bool:
+        if real or not state.is_checkpoint(path):
+            return False
+        state.skip(f"a check that {os.fspath(path)!r} exists (a checkpoint: read as present)")
+        return True
+
+    def exists(path: Any) -> bool:
+        real = real_exists(path)
+        return real or absent_checkpoint(path, real)
+
+    def isfile(path: Any) -> bool:
+        real = real_isfile(path)
+        return real or absent_checkpoint(path, real)
+
+    def p_exists(self: pathlib.Path, *args: Any, **kwargs: Any) -> bool:
+        real = path_exists(self, *args, **kwargs)
+        return real or absent_checkpoint(self, real)
+
+    def p_is_file(self: pathlib.Path, *args: Any, **kwargs: Any) -> bool:
+        real = path_is_file(self, *args, **kwargs)
+        return real or absent_checkpoint(self, real)
+
+    def open_(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if "r" in mode and "b" in mode and state.is_checkpoint(file) and not real_exists(file):
+            state.skip("open() of a checkpoint that is not here (an empty file)")
+            return MissingCheckpointFile(file)
+        return real_open(file, mode, *args, **kwargs)
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(patched(os.path, "exists", exists))
+        stack.enter_context(patched(os.path, "isfile", isfile))
+        stack.enter_context(patched(pathlib.Path, "exists", p_exists))
+        stack.enter_context(patched(pathlib.Path, "is_file", p_is_file))
+        stack.enter_context(patched(builtins, "open", open_))
+        yield
+
+
+def _holds_fakes(obj: Any, depth: int = 0) -> bool:
+    """Whether `obj` (a module, a tensor, or a dict/list of them) holds fake tensors."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if isinstance(obj, FakeTensor):
+        return True
+    if isinstance(obj, torch.nn.Module):
+        return any(isinstance(t, FakeTensor) for t in (*obj.parameters(), *obj.buffers()))
+    if depth > 3:
+        return False
+    if isinstance(obj, dict):
+        return any(_holds_fakes(v, depth + 1) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return any(_holds_fakes(v, depth + 1) for v in obj)
+    return False
 
 
 def _fake_apply(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -619,15 +733,17 @@ class _Tee(io.TextIOBase):
 
 @contextlib.contextmanager
 def quiet_stdio(state: ScriptRun) -> Iterator[None]:
-    """No stdin (the worker's requests come there), and stderr kept to explain an exit."""
-    saved = sys.stdin, sys.stderr
+    """No stdin (the worker's requests come there); what the script prints is kept to
+    explain an exit."""
+    saved = sys.stdin, sys.stderr, sys.stdout
     sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - closed below
     sys.stderr = _Tee(sys.stderr, state.stderr)
+    sys.stdout = _Tee(sys.stdout, state.stdout)
     try:
         yield
     finally:
         sys.stdin.close()
-        sys.stdin, sys.stderr = saved
+        sys.stdin, sys.stderr, sys.stdout = saved
 
 
 def _is_cuda(v: Any) -> bool:

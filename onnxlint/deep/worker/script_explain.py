@@ -1,0 +1,114 @@
+"""What a script stop says: why the run could not go on, in plain words, and what to do.
+
+A bare `AssertionError` names the assertion; an `exit()` with no code says what the script
+printed before it; a module that a release removed says which release and what replaced
+it; a call to an export function this torch does not have says that the call fails here.
+"""
+
+from __future__ import annotations
+
+import linecache
+from typing import Any
+
+import torch
+
+# Modules that releases removed, which projects written for older releases still import:
+# module -> (which release removed it, what to use instead).
+REMOVED_MODULES: dict[str, tuple[str, str]] = {
+    "torchvision.transforms.functional_tensor": (
+        "torchvision 0.17 removed it (deprecated since 0.15)",
+        "its functions are in torchvision.transforms.functional (for example "
+        "rgb_to_grayscale); change the import, or use a release of the library that "
+        "imports it made for torchvision 0.17 or later",
+    ),
+    "torch._six": (
+        "torch 2.0 removed it",
+        "use the standard library instead (math.inf, str for string_classes, collections.abc)",
+    ),
+}
+
+# Export functions that are gone from recent torch (the capture puts them back for the run).
+REMOVED_CALLS: dict[str, str] = {
+    "torch.onnx._export": "removed in torch 2.9",
+    "torch.onnx.dynamo_export": "use torch.onnx.export(..., dynamo=True)",
+}
+
+
+def removed_call(call: Any) -> str | None:
+    """What to say when the script's own export call is to a function this torch lacks
+    (the analysis goes on as if it were `torch.onnx.export`), else None."""
+    if call.original is not None:
+        return None
+    name = call.name
+    why = REMOVED_CALLS.get(name, "")
+    return (
+        f"`{name}` does not exist in torch {torch.__version__}"
+        f"{f' ({why})' if why else ''}: the script's own call at this line raises "
+        "AttributeError when it runs, so it exports nothing (even where the script catches "
+        "the error and exits 0). The analysis is of what torch.onnx.export would export "
+        "from the same arguments: call torch.onnx.export instead."
+    )
+
+
+def assertion_text(error: AssertionError, text: str) -> str:
+    """`assert <condition>` failed, with the condition's source (a bare AssertionError says
+    nothing by itself)."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    source = ""
+    if tb is not None:
+        source = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).strip()
+    said = f"`{source}` failed" if source.startswith("assert") else "an assertion failed"
+    return f"{said}: {text}" if text else said
+
+
+def exit_text(
+    exit_code: SystemExit, where: str, usage: str, stdout: str, stderr: list[str]
+) -> tuple[str, list[str]]:
+    """(message, notes) for a script that ended itself before the export call."""
+    code = exit_code.code
+    printed = [ln.strip() for ln in (*stdout.strip().splitlines(), *stderr) if ln.strip()]
+    last = printed[-1] if printed else ""
+    if usage:
+        return f"the script exited (exit code {code}) before {where}: {usage.strip()}", []
+    if isinstance(code, str):
+        return f"the script exited before {where}: {code}", []
+    how = f"with exit code {code}" if code not in (None, 0) else "by itself"
+    msg = f"the script ended {how} (exit() or sys.exit()) before {where}"
+    if last:
+        msg += f", after printing: {last!r}"
+    notes = [
+        "A real run ends there too: the script chose to stop (often after checking that a "
+        "file or a setting it needs is there). Give it what it checks for in `argv`, or "
+        "declare a factory (`# onnxlint: target`)."
+    ]
+    return msg, notes
+
+
+def advice(error: BaseException) -> list[str]:
+    """Advice for errors that say too little by themselves; [] when none applies."""
+    if isinstance(error, ModuleNotFoundError) and error.name:
+        name = error.name
+        for removed, (when, instead) in REMOVED_MODULES.items():
+            if name == removed or name.startswith(removed + "."):
+                return [
+                    f"{removed!r} is not a package to install: {when}. A real run stops "
+                    f"here too. {instead[0].upper()}{instead[1:]}."
+                ]
+        parent = name.rpartition(".")[0]
+        if parent:
+            import importlib.util
+
+            try:
+                found = importlib.util.find_spec(parent.split(".")[0]) is not None
+            except (ImportError, ValueError):
+                found = False
+            if found:
+                top = parent.split(".")[0]
+                return [
+                    f"{top!r} is installed, but this release of it has no module {name!r}: "
+                    "the code was written for another release. A real run stops here too; "
+                    "install the release it was written for, or update the import."
+                ]
+    return []

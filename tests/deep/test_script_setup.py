@@ -1,0 +1,298 @@
+"""Real projects' export scripts with no set-up (issue 26): what stopped the runs of
+projects' own export scripts, each as a small script, in the real worker with real torch."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import line_of
+from .test_scripts import NET, _analyze, _codes
+
+pytest.importorskip("torch")
+pytestmark = [pytest.mark.deep]
+
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "nets.py").write_text(textwrap.dedent(NET).lstrip())
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text).lstrip())
+    return root
+
+
+def _analysed(res: Any) -> dict[str, Any]:
+    data = res.data or {}
+    assert "load" not in (data.get("failed") or {}), res.violations
+    assert data["model"]["class"].endswith("Net"), data.get("model")
+    return data
+
+
+def _stop(res: Any) -> Any:
+    (stop,) = [v for v in res.violations if v.code == "OLX812"]
+    return stop
+
+
+def test_a_jit_script_decorator_at_import_time_is_not_the_export(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """`@torch.jit.script` on a helper in a module the script imports compiles a function:
+    it is neither the export (with no line, the first call reached) nor to be replaced."""
+    root = _project(
+        tmp_path,
+        {
+            "ops.py": """
+                import torch
+
+
+                @torch.jit.script
+                def scale(x: torch.Tensor) -> torch.Tensor:
+                    return x * 2
+            """,
+            "export.py": """
+                import torch
+
+                from nets import Net
+                from ops import scale
+
+                model = Net().eval()
+                x = scale(torch.randn(2, 3, 16, 16))
+                torch.onnx.export(model, (x,), "net.onnx")
+            """,
+        },
+    )
+    for line in (None, line_of(root / "export.py", "torch.onnx.export")):
+        res = _analyze(analyzer, root, "export.py", line)
+        data = _analysed(res)
+        assert data["script_call"]["line"] == line_of(root / "export.py", "torch.onnx.export")
+        assert "OLX802" in _codes(res), res.violations
+
+
+def test_torch_save_of_the_fake_model_writes_nothing_and_goes_on(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    script = """
+        import torch
+
+        from nets import Net
+
+        model = Net().eval()
+        torch.save(model, "whole.pt")
+        torch.save(model.state_dict(), "weights.pth")
+        torch.onnx.export(model, (torch.randn(2, 3, 16, 16),), "net.onnx")
+    """
+    root = _project(tmp_path, {"export.py": script})
+    res = _analyze(analyzer, root, "export.py", None)
+    data = _analysed(res)
+    assert not (root / "whole.pt").exists() and not (root / "weights.pth").exists()
+    assert any("torch.save" in s["what"] for s in data["script_skipped"]), data["script_skipped"]
+
+
+def test_a_checkpoint_checked_for_and_opened_reads_as_an_empty_one(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """`if not os.path.exists(ckpt): exit()`, `assert os.path.isfile(...)`, `open(ckpt,
+    "rb")` of a checkpoint argument that is not here: present, and an empty checkpoint."""
+    script = """
+        import argparse
+        import os
+        from pathlib import Path
+
+        import torch
+
+        from nets import Net
+
+        p = argparse.ArgumentParser()
+        p.add_argument("--ckpt-path", default="pretrained/modnet.ckpt")
+        p.add_argument("--weights", default="runs/best")
+        a = p.parse_args()
+        if not os.path.exists(a.ckpt_path):
+            print("Cannot find checkpoint path: {0}".format(a.ckpt_path))
+            exit()
+        assert os.path.isfile(a.weights)
+        assert Path(a.ckpt_path).is_file()
+        model = Net()
+        with open(a.ckpt_path, "rb") as fh:
+            model.load_state_dict(torch.load(fh, map_location="cpu"))
+        torch.onnx.export(model.eval(), (torch.randn(2, 3, 16, 16),), "net.onnx")
+    """
+    root = _project(tmp_path, {"export.py": script})
+    res = _analyze(analyzer, root, "export.py", None)
+    data = _analysed(res)
+    skipped = " ".join(s["what"] for s in data["script_skipped"])
+    assert "pretrained/modnet.ckpt" in skipped and "runs/best" in skipped, skipped
+
+
+def test_a_project_package_named_like_a_library_the_worker_imports(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """MODNet's `python -m onnx.export_onnx`: the project's `onnx/` package, not the onnx
+    library the worker has imported, is what the script's relative import finds."""
+    import onnx
+
+    root = _project(
+        tmp_path,
+        {
+            "onnx/__init__.py": "",
+            "onnx/modnet_onnx.py": "from nets import Net as MODNet\n",
+            "onnx/export_onnx.py": """
+                import torch
+
+                from . import modnet_onnx
+
+                if __name__ == "__main__":
+                    model = modnet_onnx.MODNet().eval()
+                    torch.onnx.export(model, (torch.randn(2, 3, 16, 16),), "modnet.onnx")
+            """,
+        },
+    )
+    res = _analyze(analyzer, root, "onnx/export_onnx.py", None)
+    _analysed(res)
+    assert "OLX802" in _codes(res), res.violations
+    assert onnx.helper is not None  # the library is back in the test process, untouched
+
+
+def test_an_export_made_by_a_library_the_script_calls(analyzer: Any, tmp_path: Path) -> None:
+    """`model.export(format="onnx")` (ultralytics and the like): the script's call is a
+    target, and the run captures the torch.onnx.export the library makes under it."""
+    from onnxlint.deep.scripts import script_targets
+
+    root = _project(
+        tmp_path,
+        {
+            "vendor/yolo/__init__.py": """
+                import torch
+
+                from nets import Net
+
+
+                class YOLO:
+                    def __init__(self, weights):
+                        self.model = Net().eval()
+
+                    def export(self, format="torchscript", imgsz=16):
+                        x = torch.randn(2, 3, imgsz, imgsz)
+                        torch.onnx.export(self.model, (x,), "model.onnx")
+                        return "model.onnx"
+            """,
+            "export.py": """
+                import sys
+
+                sys.path.insert(0, "vendor")
+                from yolo import YOLO
+
+                model = YOLO("yolo11n.pt")
+                model.export(format="onnx", imgsz=16)
+            """,
+        },
+    )
+    (target,) = script_targets(root / "export.py", root)
+    call = line_of(root / "export.py", 'format="onnx"')
+    assert target.script_line == call
+    res = analyzer.analyze(target, use_cache=False)
+    data = _analysed(res)
+    assert data["script_call"]["file"].endswith("vendor/yolo/__init__.py")
+
+
+def test_a_bare_assertion_and_an_exit_say_why(analyzer: Any, tmp_path: Path) -> None:
+    script = """
+        import os
+        import sys
+
+        import torch
+
+        from nets import Net
+
+        config = "configs/model.yaml"
+        MODE = os.environ.get("MODE", "assert")
+        if MODE == "assert":
+            assert os.path.isfile(config)
+        print("Cannot find the config: " + config)
+        sys.exit()
+        torch.onnx.export(Net().eval(), (torch.randn(2, 3, 16, 16),), "net.onnx")
+    """
+    root = _project(tmp_path, {"export.py": script})
+    stop = _stop(_analyze(analyzer, root, "export.py", None))
+    assert stop.line == line_of(root / "export.py", "assert os.path.isfile")
+    assert "`assert os.path.isfile(config)` failed" in stop.message, stop.message
+    (root / "export.py").write_text(
+        (root / "export.py").read_text().replace('"assert")', '"exit")')
+    )
+    stop = _stop(_analyze(analyzer, root, "export.py", None))
+    assert stop.line == line_of(root / "export.py", "sys.exit()")
+    assert "exit code None" not in stop.message, stop.message
+    assert "Cannot find the config: configs/model.yaml" in stop.message, stop.message
+
+
+def test_a_module_a_release_removed_says_which_release_and_what_replaces_it(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    script = """
+        import torch
+        from torchvision.transforms.functional_tensor import rgb_to_grayscale
+
+        from nets import Net
+
+        torch.onnx.export(Net().eval(), (torch.randn(2, 3, 16, 16),), "net.onnx")
+    """
+    # a torchvision of 0.17 or later: its transforms, without functional_tensor
+    root = _project(
+        tmp_path,
+        {
+            "export.py": script,
+            "torchvision/__init__.py": "__version__ = '0.28.0'\n",
+            "torchvision/transforms/__init__.py": "",
+            "torchvision/transforms/functional.py": "def rgb_to_grayscale(x):\n    return x\n",
+        },
+    )
+    stop = _stop(_analyze(analyzer, root, "export.py", None))
+    text = stop.message + " ".join(getattr(stop, "notes", []) or [])
+    assert "torchvision 0.17" in text and "torchvision.transforms.functional" in text, text
+    assert "Install" not in text, text
+
+
+def test_a_removed_export_call_is_analysed_but_not_ok(analyzer: Any, tmp_path: Path) -> None:
+    """`torch.onnx._export` (gone in torch 2.13): analysed as torch.onnx.export, and the
+    call is said to fail there, also when the script's logging decorator swallows it."""
+    import torch
+
+    assert not hasattr(torch.onnx, "_export")  # what the real script hits: AttributeError
+    script = """
+        import functools
+
+        import torch
+
+        from nets import Net
+
+
+        def log_errors(fn):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                try:
+                    return fn(*args, **kwargs)
+                except Exception as e:
+                    print("export failed:", e)
+
+            return wrapper
+
+
+        @log_errors
+        def main():
+            model = Net().eval()
+            torch.onnx._export(model, (torch.randn(2, 3, 16, 16),), "net.onnx", opset_version=11)
+
+
+        main()
+    """
+    root = _project(tmp_path, {"export.py": script})
+    call = line_of(root / "export.py", "torch.onnx._export(")
+    res = _analyze(analyzer, root, "export.py", call)
+    assert res.outcome != "ok", (res.outcome, res.violations)
+    at_call = [v for v in res.violations if v.line == call and "_export" in v.message]
+    assert at_call and "does not exist in torch" in at_call[0].message, res.violations
+    assert "OLX802" in _codes(res)  # the model is still analysed
