@@ -508,6 +508,20 @@ def env(args: argparse.Namespace) -> None:
     pip = [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q", "-c", str(constraints)]
     subprocess.run([*pip, *DEPS], check=True)
     subprocess.run([*pip, "--no-deps", *NO_DEPS], check=True)
+    # what this interpreter sees (onnxlint's own dependencies: onnxscript, onnxruntime, ...)
+    # comes after the venv's own packages
+    purelib = subprocess.run(
+        [
+            str(VENV / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    seen = [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]
+    (Path(purelib) / "zz-onnxlint-bench-base.pth").write_text("\n".join(seen) + "\n")
     export_scripts.VENV = VENV  # the torchvision workaround, in this venv
     export_scripts._torchvision(pip)
     out = subprocess.run(

@@ -26,10 +26,10 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def _analysed(res: Any) -> dict[str, Any]:
+def _analysed(res: Any, cls: str = "Net") -> dict[str, Any]:
     data = res.data or {}
     assert "load" not in (data.get("failed") or {}), res.violations
-    assert data["model"]["class"].endswith("Net"), data.get("model")
+    assert data["model"]["class"].endswith(cls), data.get("model")
     return data
 
 
@@ -296,3 +296,89 @@ def test_a_removed_export_call_is_analysed_but_not_ok(analyzer: Any, tmp_path: P
     at_call = [v for v in res.violations if v.line == call and "_export" in v.message]
     assert at_call and "does not exist in torch" in at_call[0].message, res.violations
     assert "OLX802" in _codes(res)  # the model is still analysed
+
+
+def test_a_whole_pickled_model_whose_class_overrides_apply_keeps_its_architecture(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """YOLO checkpoints (`torch.save(model)`): ultralytics' BaseModel overrides
+    `_apply(self, fn)` without torch's `recurse`, and keeps tensors in list attributes; the
+    file is present, so the run loads its structure (no "TypeError making fakes")."""
+    import sys
+
+    import torch
+
+    root = _project(
+        tmp_path,
+        {
+            "yolo.py": """
+                import torch
+
+                from nets import Net
+
+
+                class BaseModel(Net):
+                    def __init__(self):
+                        super().__init__()
+                        self.grid = [torch.zeros(1, 8), torch.zeros(1, 8)]
+
+                    def _apply(self, fn):
+                        self = super()._apply(fn)
+                        self.grid = [fn(g) for g in self.grid]
+                        return self
+
+                    def forward(self, x):
+                        return super().forward(x) + self.grid[0].sum()
+            """,
+            "export.py": """
+                import torch
+
+                ckpt = torch.load("best.pt", map_location="cpu", weights_only=False)
+                model = ckpt["model"].float().eval()
+                torch.onnx.export(model, (torch.randn(2, 3, 16, 16),), "best.onnx")
+            """,
+        },
+    )
+    sys.path.insert(0, str(root))
+    try:
+        from yolo import BaseModel  # type: ignore[import-not-found]
+
+        torch.save({"model": BaseModel().half()}, root / "best.pt")
+    finally:
+        sys.path.remove(str(root))
+        for name in ("yolo", "nets"):
+            sys.modules.pop(name, None)
+    res = _analyze(analyzer, root, "export.py", None)
+    _analysed(res, "BaseModel")
+    assert "OLX802" in _codes(res), res.violations
+
+
+def test_a_plain_tensor_attribute_made_by_the_script_run_is_a_real_constant(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """A tensor kept in a plain attribute (a list of grids) is made on fake tensors by the
+    script run; torch 2.13 crashes (SIGSEGV) decomposing a program with a fake constant."""
+    script = """
+        import torch
+
+        from nets import Net
+
+
+        class Grids(Net):
+            def __init__(self):
+                super().__init__()
+                self.grid = [torch.zeros(1, 8)]
+
+            def forward(self, x):
+                return super().forward(x) + self.grid[0].sum()
+
+
+        torch.onnx.export(Grids().eval(), (torch.randn(2, 3, 16, 16),), "grids.onnx")
+    """
+    root = _project(tmp_path, {"export.py": script})
+    res = _analyze(analyzer, root, "export.py", None)
+    assert "OLX813" not in _codes(res), res.violations
+    data = res.data or {}
+    assert "load" not in (data.get("failed") or {}), res.violations
+    assert data["model"]["class"].endswith("Grids")
+    assert "OLX802" in _codes(res), res.violations

@@ -243,12 +243,49 @@ def _take(rec: Analysis, state: ScriptRun, call: Captured, made: dict[int, int],
         )
         rec.failed["load"] = "export call not analysable"
         return False
+    _real_constants(rec.model)
     for i, leaf in enumerate(torch.utils._pytree.tree_leaves((rec.args, rec.kwargs))):
         at = made.get(id(leaf))
         if at is not None:
             rec.input_lines[i] = {"file": state.script, "line": at, "name": "<script>"}
     rec.result["model"] = load.summary(rec)
     return True
+
+
+_CONSTANT_LIMIT = 64 * 2**20  # bytes: anchors, grids and masks are small
+
+
+def _real_constants(model: Any) -> None:
+    """Plain tensor attributes of the model's modules (not parameters nor buffers: YOLO's
+    grids and anchors, often in lists) were made on fake tensors by the script run; torch
+    lifts them as constants, and torch 2.13's `run_decompositions` crashes the process
+    (SIGSEGV) on a fake constant. They get real zeros of the same shape and dtype (their
+    values do not matter to the analysis, as the weights do not)."""
+    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+
+    if not isinstance(model, torch.nn.Module):
+        return
+
+    def real(v: Any) -> Any:
+        if isinstance(v, FakeTensor) and not isinstance(v, torch.nn.Parameter):
+            size = v.numel() * v.element_size()
+            if size > _CONSTANT_LIMIT or any(not isinstance(d, int) for d in v.shape):
+                return v
+            with unset_fake_temporarily():
+                return torch.zeros(tuple(v.shape), dtype=v.dtype)
+        if isinstance(v, list) and any(isinstance(x, FakeTensor) for x in v):
+            return [real(x) for x in v]
+        if isinstance(v, tuple) and any(isinstance(x, FakeTensor) for x in v):
+            return type(v)(real(x) for x in v) if not hasattr(v, "_fields") else v
+        return v
+
+    for m in model.modules():
+        for k, v in list(vars(m).items()):
+            if k.startswith("_"):
+                continue
+            new = real(v)
+            if new is not v:
+                object.__setattr__(m, k, new)
 
 
 def _bind(call: Captured) -> dict[str, Any]:

@@ -214,19 +214,31 @@ def _structure_of(
         said = str(e).strip().splitlines()
         return None, f"{type(e).__name__}: {said[0] if said else ''}"
 
+    made: dict[int, Any] = {}  # one fake per tensor (tied weights stay tied)
+
     def fake(v: Any, depth: int) -> Any:
         if isinstance(v, torch.nn.Module):
-            v.to_empty(device="cpu")
-            for m in v.modules():  # plain tensor attributes (anchors, strides) too
-                for k, t in list(vars(m).items()):
-                    if isinstance(t, torch.Tensor) and t.is_meta:
+            # each parameter and buffer in place, not `to_empty`: a model class may override
+            # `_apply` with another signature (ultralytics' BaseModel._apply(fn) refuses
+            # to_empty's `recurse`), and nothing of the model's own code should run here
+            for m in v.modules():
+                for table in (m._parameters, m._buffers):
+                    for k, t in list(table.items()):
+                        if isinstance(t, torch.Tensor) and t.is_meta:
+                            table[k] = fake(t, depth)
+                for k, t in list(vars(m).items()):  # plain tensor attributes (anchors, strides)
+                    items = t if isinstance(t, (list, tuple)) else [t]
+                    if any(isinstance(x, torch.Tensor) and x.is_meta for x in items):
                         setattr(m, k, fake(t, depth))
             return v
         if isinstance(v, torch.Tensor):
+            if id(v) in made:
+                return made[id(v)]
             out = torch.empty_strided(v.size(), v.stride(), dtype=v.dtype, device="cpu")
-            return (
-                torch.nn.Parameter(out, v.requires_grad) if v.is_leaf and v.requires_grad else out
-            )
+            if isinstance(v, torch.nn.Parameter):
+                out = torch.nn.Parameter(out, v.requires_grad)
+            made[id(v)] = out
+            return out
         if depth > 4:
             return v
         if isinstance(v, dict):
