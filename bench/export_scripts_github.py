@@ -409,6 +409,13 @@ DEPS = [
     "thop",
     "easydict",
     "yacs",
+    # after the first run, each a stop at an import that installs beside torch 2.13 (pinned):
+    "tensorboard==2.21.0",  # PINTO0309/human-instance-segmentation
+    "typeguard==4.6.1",  # William1617/ctc_kws
+    "imageio==2.38.1",  # jiwoong-choi/EDSR-PyTorch
+    "lhotse==1.33.0",  # k2-fsa/icefall (k2 itself has no build for torch 2.13)
+    "swanlab==0.10.3",  # WuChenDi/MODNet
+    "evaluate==0.4.6",  # TexasInstruments/edgeai-tensorlab
 ]
 # With --no-deps (their requirements would replace torch or pull a CUDA torchvision).
 NO_DEPS = ["ultralytics==8.3.235"]
@@ -569,7 +576,7 @@ def _selected(args: argparse.Namespace) -> list[GitHubScript]:
 def _analyze(s: GitHubScript, timeout: float) -> dict[str, Any]:
     script = os.path.relpath(s.folder / s.script, s.cwd)
     command = [_python(), "-m", "onnxlint", "analyze", script, "--format", "json", "--no-cache"]
-    command += ["--argv", shlex.join(s.args)]
+    command.append(f"--argv={shlex.join(s.args)}")  # (an argv may start with "--")
     start = time.monotonic()
     try:
         proc = subprocess.run(

@@ -382,3 +382,84 @@ def test_a_plain_tensor_attribute_made_by_the_script_run_is_a_real_constant(
     assert "load" not in (data.get("failed") or {}), res.violations
     assert data["model"]["class"].endswith("Grids")
     assert "OLX802" in _codes(res), res.violations
+
+
+def test_printing_a_tensor_value_with_a_format_goes_on(analyzer: Any, tmp_path: Path) -> None:
+    """`print(f"range: [{out.min():.4f}, ...]")` before the export: a real run prints it;
+    the analysis has no values, prints a placeholder and goes on to the export."""
+    script = """
+        import torch
+
+        from nets import Net
+
+        model = Net().eval()
+        x = torch.randn(2, 3, 16, 16)
+        out = model.fc(model.conv(x).mean((2, 3)))
+        print(f"Output range: [{out.min():.4f}, {out.max():.4f}]")
+        torch.onnx.export(model, (x,), "net.onnx")
+    """
+    root = _project(tmp_path, {"export.py": script})
+    res = _analyze(analyzer, root, "export.py", None)
+    _analysed(res)
+    assert "OLX816" not in _codes(res), res.violations
+
+
+def test_an_image_that_is_not_here_stops_at_its_read(analyzer: Any, tmp_path: Path) -> None:
+    """cv2.imread returns None for a missing file and the script fails later on
+    `'NoneType' object has no attribute 'shape'`: the stop is at the read, and says why."""
+    script = """
+        import cv2
+        import torch
+
+        from nets import Net
+
+        image = cv2.imread("./data/test.images/img_1.jpg")
+        h, w = image.shape[:2]
+        torch.onnx.export(Net().eval(), (torch.randn(2, 3, h, w),), "net.onnx")
+    """
+    # cv2 as it behaves: None for a file that is not there
+    cv2 = "def imread(filename, flags=1):\n    return None\n"
+    root = _project(tmp_path, {"export.py": script, "cv2.py": cv2})
+    stop = _stop(_analyze(analyzer, root, "export.py", None))
+    assert stop.line == line_of(root / "export.py", "cv2.imread"), stop
+    assert "img_1.jpg" in stop.message and "not here" in stop.message, stop.message
+
+
+def test_an_error_a_decorator_caught_is_named_when_the_export_is_not_reached(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """ByteTrack's `@logger.catch def main()`: loguru prints the traceback and the script
+    ends; the stop says what was caught, not only that the call was not reached."""
+    script = """
+        import sys
+        import traceback
+
+        import torch
+
+        from nets import Net
+
+
+        def catch(fn):
+            def run():
+                try:
+                    return fn()
+                except Exception:
+                    traceback.print_exc(file=sys.stderr)
+
+            return run
+
+
+        @catch
+        def main():
+            exp = {"name": "yolox_s"}
+            model = Net().eval()
+            depth = exp["depth"]
+            torch.onnx.export(model, (torch.randn(2, 3, 16, 16),), "net.onnx")
+
+
+        main()
+    """
+    root = _project(tmp_path, {"export.py": script})
+    stop = _stop(_analyze(analyzer, root, "export.py", line_of(root / "export.py", "onnx.export")))
+    assert "ran to its end" in stop.message
+    assert "KeyError: 'depth'" in stop.message, stop.message

@@ -35,7 +35,7 @@ import torch
 from . import load, torch_internals, wire
 from .record import Analysis, finding, first_line, place
 from .script_args import required_arguments
-from .script_explain import advice, assertion_text, exit_text, removed_call
+from .script_explain import advice, assertion_text, exit_text, removed_call, swallowed_error
 from .script_fakes import (
     Captured,
     CpuOnly,
@@ -412,6 +412,10 @@ def _stopped(
     if error is None and exit_code is None:
         at = {"file": state.script, "line": state.line or 1}
         msg = f"the script ran to its end without reaching {where}"
+        caught = swallowed_error(state.stderr.getvalue(), state.stdout.getvalue())
+        if caught:
+            # a decorator (loguru's logger.catch) or an `except` printed it and went on
+            msg += f"; it printed an error it caught: {caught}"
         notes = []
         if state.passed:
             lines = ", ".join(str(c.line) for c in state.passed)

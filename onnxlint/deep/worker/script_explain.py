@@ -8,6 +8,7 @@ it; a call to an export function this torch does not have says that the call fai
 from __future__ import annotations
 
 import linecache
+import re
 from typing import Any
 
 import torch
@@ -112,3 +113,18 @@ def advice(error: BaseException) -> list[str]:
                     "install the release it was written for, or update the import."
                 ]
     return []
+
+
+_ERROR_LINE = re.compile(r"^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception|Interrupt)\b:?.*)$")
+
+
+def swallowed_error(stderr: str, stdout: str) -> str:
+    """The last `SomeError: message` line the script printed (a traceback that a decorator
+    such as loguru's `logger.catch`, or an `except` that prints, kept from ending the run),
+    or ""."""
+    for text in (stderr, stdout):
+        for line in reversed(text.splitlines()):
+            m = _ERROR_LINE.match(line)
+            if m and len(m.group(1)) > len("Error"):
+                return m.group(1).strip()[:300]
+    return ""

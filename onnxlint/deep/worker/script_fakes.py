@@ -411,7 +411,21 @@ def fakes(state: ScriptRun) -> Iterator[None]:
             return None
         return real_save(obj, f, *args, **kwargs)
 
+    real_format: Callable[[torch.Tensor, str], Any] = torch.Tensor.__format__
+
+    def tensor_format(self: torch.Tensor, spec: str) -> str:
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        if isinstance(self, FakeTensor) and spec:
+            # f"{loss.item():.4f}" / f"{out.min():.4f}" in a print: a value the analysis does
+            # not have; printing goes on (control flow on a value still stops)
+            state.skip("a tensor's value formatted for printing (no values here)")
+            return "<no value in the analysis>"
+        return str(real_format(self, spec))
+
     with contextlib.ExitStack() as stack:
+        stack.enter_context(patched(torch.Tensor, "__format__", tensor_format))
+        stack.enter_context(after_import("cv2", _cv2))
         stack.enter_context(present_checkpoints(state))
         stack.enter_context(patched(torch, "save", torch_save))
         stack.enter_context(patched(torch.nn.Module, "cuda", module_cuda))
@@ -615,6 +629,28 @@ def is_weights_file(path: Any) -> bool:
     file stays missing and `torch.load` gives an empty checkpoint); any other download
     (a config, a dataset) fails, as the network is off."""
     return isinstance(path, (str, os.PathLike)) and str(path).lower().endswith(WEIGHT_SUFFIXES)
+
+
+def _cv2(mod: types.ModuleType) -> Callable[[], None]:
+    """`cv2.imread` of a file that is not here returns None, and the script fails a line
+    later on `'NoneType' object has no attribute 'shape'`: it says so at the read."""
+    original = mod.imread
+
+    def imread(filename: Any, *args: Any, **kwargs: Any) -> Any:
+        image = original(filename, *args, **kwargs)
+        if image is None and not os.path.exists(filename):
+            raise FileNotFoundError(
+                f"cv2.imread({os.fspath(filename)!r}): the file is not here (cv2 returns None "
+                "for it, and the script goes on with None)"
+            )
+        return image
+
+    setattr(mod, "imread", imread)  # noqa: B010
+
+    def undo() -> None:
+        setattr(mod, "imread", original)  # noqa: B010
+
+    return undo
 
 
 def _gdown(state: ScriptRun) -> Callable[[types.ModuleType], Callable[[], None]]:
