@@ -416,6 +416,7 @@ DEPS = [
     "lhotse==1.33.0",  # k2-fsa/icefall (k2 itself has no build for torch 2.13)
     "swanlab==0.10.3",  # WuChenDi/MODNet
     "evaluate==0.4.6",  # TexasInstruments/edgeai-tensorlab
+    "hydra-core==1.3.2",  # (the hydra test of tests/deep/test_script_setup.py runs in this venv)
 ]
 # With --no-deps (their requirements would replace torch or pull a CUDA torchvision).
 NO_DEPS = ["ultralytics==8.3.235"]

@@ -463,3 +463,40 @@ def test_an_error_a_decorator_caught_is_named_when_the_export_is_not_reached(
     stop = _stop(_analyze(analyzer, root, "export.py", line_of(root / "export.py", "onnx.export")))
     assert "ran to its end" in stop.message
     assert "KeyError: 'depth'" in stop.message, stop.message
+
+
+def test_a_hydra_config_gets_placeholders_for_a_required_checkpoint_and_output(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """`ckpt_path: ???` and `output: ???` in a hydra config, not given on the command line:
+    filled as argparse's and click's are; a required model name still stops where read."""
+    pytest.importorskip("hydra")
+    script = """
+        import os
+
+        import hydra
+        import torch
+
+        from nets import Net
+
+
+        @hydra.main(config_path="conf", config_name="export", version_base=None)
+        def main(cfg):
+            assert os.path.isfile(cfg.ckpt_path)
+            model = Net()
+            model.load_state_dict(torch.load(cfg.ckpt_path))
+            arch = cfg.model.arch
+            torch.onnx.export(model.eval(), (torch.randn(2, 3, 16, 16),), cfg.output)
+
+
+        if __name__ == "__main__":
+            main()
+    """
+    config = "ckpt_path: ???\noutput: ???\nmodel:\n  arch: ???\n"
+    root = _project(tmp_path, {"tools/export.py": script, "tools/conf/export.yaml": config})
+    call = line_of(root / "tools/export.py", "torch.onnx.export")
+    stop = _stop(_analyze(analyzer, root, "tools/export.py", call))
+    assert "model.arch" in stop.message and "ckpt_path" not in stop.message, stop.message
+    res = _analyze(analyzer, root, "tools/export.py", call, ("model.arch=small",))
+    data = _analysed(res)
+    assert {"ckpt_path", "output"} <= set(data["script_filled"]), data["script_filled"]

@@ -138,6 +138,9 @@ def _run_once(
     os.environ["ONNXLINT_DEEP"] = "1"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # hydra re-raises the task's error instead of printing it and exiting 1: the stop is
+    # then at the script's line that raised
+    os.environ.setdefault("HYDRA_FULL_ERROR", "1")
     try:
         with contextlib.ExitStack() as stack:
             stack.enter_context(project_first(list(dict.fromkeys([*first, folder]))))

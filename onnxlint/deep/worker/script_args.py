@@ -120,6 +120,7 @@ def required_arguments(state: ScriptRun) -> Iterator[None]:
     with (
         patched(argparse.ArgumentParser, "parse_known_args", parse_known_args),
         after_import("click.core", _click(state, scratch)),
+        after_import("omegaconf.dictconfig", _omegaconf(state, scratch)),
     ):
         try:
             yield
@@ -169,6 +170,60 @@ def _click(state: ScriptRun, scratch: Callable[[], str]) -> Any:
 
         def undo() -> None:
             core.Parameter.process_value = original
+
+        return undo
+
+    return patch
+
+
+def _omegaconf(state: ScriptRun, scratch: Callable[[], str]) -> Any:
+    """hydra and OmegaConf configs mark a required value `???`; reading one that was not
+    given on the command line (`ckpt_path=...`) raises MissingMandatoryValue. One whose key
+    names an output or a checkpoint gets its placeholder there, as argparse's and click's
+    do; any other still stops where it is read."""
+
+    def patch(dictconfig: types.ModuleType) -> Callable[[], None]:
+        # (omegaconf is still being imported here: its errors module is loaded already)
+        from omegaconf.errors import MissingMandatoryValue  # type: ignore[import-not-found,unused-ignore]
+
+        cls = dictconfig.DictConfig
+        get_attr, get_item = cls.__getattr__, cls.__getitem__
+
+        def fill(config: Any, key: Any, error: MissingMandatoryValue) -> Any:
+            arg = Argument(str(key), (str(key),), "")
+            role = _role(arg) if isinstance(key, str) else None
+            if role is None:
+                raise error
+            try:
+                full = str(config._get_full_key(key))
+            except Exception:
+                full = str(key)
+            from omegaconf import flag_override  # type: ignore[import-not-found,unused-ignore]
+
+            value = _value(arg, role, scratch())
+            with flag_override(config, ["readonly", "struct"], False):
+                config[key] = value
+            _say(state, full, role, value, where=state.user_line(sys._getframe(2)))
+            if role == "checkpoint":
+                state.checkpoints.add(value)
+            return value
+
+        def getattr_(self: Any, key: str) -> Any:
+            try:
+                return get_attr(self, key)
+            except MissingMandatoryValue as e:
+                return fill(self, key, e)
+
+        def getitem(self: Any, key: Any) -> Any:
+            try:
+                return get_item(self, key)
+            except MissingMandatoryValue as e:
+                return fill(self, key, e)
+
+        cls.__getattr__, cls.__getitem__ = getattr_, getitem
+
+        def undo() -> None:
+            cls.__getattr__, cls.__getitem__ = get_attr, get_item
 
         return undo
 

@@ -77,7 +77,10 @@ def exit_text(
         return f"the script exited before {where}: {code}", []
     how = f"with exit code {code}" if code not in (None, 0) else "by itself"
     msg = f"the script ended {how} (exit() or sys.exit()) before {where}"
-    if last:
+    caught = swallowed_error("\n".join(stderr), stdout) if code not in (None, 0) else ""
+    if caught:
+        msg += f", after printing the error: {caught}"
+    elif last:
         msg += f", after printing: {last!r}"
     notes = [
         "A real run ends there too: the script chose to stop (often after checking that a "
