@@ -104,7 +104,10 @@ def outcome_of(r: DeepResult) -> str:
     if (r.data or {}).get("script_call_removed"):
         # the script's own call is to an export function this torch lacks
         return "fails at the script's call (not in this torch)"
-    if codes_found & _STEP1 or (r.data or {}).get("export_fails"):
+    # torch.onnx.export falls back to strict capture when the non-strict one fails: the
+    # first capture's findings are then information, and step 1/3 succeeded
+    strict_fallback = (r.data or {}).get("capture") == "strict"
+    if (codes_found & _STEP1 and not strict_fallback) or (r.data or {}).get("export_fails"):
         return "fails at step 1/3 (torch.export)"
     if any(v.code == "OLX808" and "step 2/3" in v.message for v in r.violations):
         return "fails at step 2/3 (ONNX decompositions)"
@@ -112,10 +115,18 @@ def outcome_of(r: DeepResult) -> str:
         return "fails at step 3/3 (ONNX translation)"
     if "OLX809" in codes_found:
         return "fails the ONNX checker"
+    if "OLX824" in codes_found:
+        return "exports, but onnxruntime refuses the file (duplicate names)"
+    if "OLX822" in codes_found:
+        return "exports, but the ONNX model computes with aliased inputs"
     if codes_found & _DIMS:
         return "exports, but with static dims that were asked to be dynamic"
     if codes_found & _VERIFY:
         return "exports, but onnxruntime disagrees with PyTorch"
+    if "OLX825" in codes_found:
+        return "exports, but only some sizes of a dynamic dim work"
+    if any(v.code == "OLX823" and v.severity != Severity.INFO for v in r.violations):
+        return "exports, with an example input baked in as a constant"
     if "OLX820" in codes_found:
         return "exports, but onnxruntime's memory keeps growing"
     if "OLX817" in codes_found:

@@ -23,6 +23,7 @@ from . import (
     explain,
     export,
     frames,
+    inputs,
     load,
     memory,
     script,
@@ -53,6 +54,8 @@ def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
     with _Phase(rec, "load", 0):
         # a factory builds the model; a script target runs the user's export script to it
         ok = script.run(rec) if rec.target.get("script") else load.run(rec)
+        if ok:
+            inputs.run(rec)  # examples that export fine and give a wrong model
     if ok:
         # a script's call made under `torch.inference_mode()` / `no_grad()` is analysed so;
         # an ONNX export runs with torch.onnx.is_in_onnx_export() true, as torch's does
@@ -108,7 +111,16 @@ def _finish(rec: Analysis) -> dict[str, Any]:
         # a script target's own file is no module, and its edits change the analysis
         | ({os.path.realpath(rec.target["script"])} if rec.target.get("script") else set())
     )
-    for name in ("load", "memory", "explain", "export", "decompose", "translate", "verify"):
+    for name in (
+        "load",
+        "inputs",
+        "memory",
+        "explain",
+        "export",
+        "decompose",
+        "translate",
+        "verify",
+    ):
         if name in rec.failed:
             rec.result["first_failed_phase"] = name
             break

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from . import frames, torch_internals, wire
-from .record import Analysis, finding, first_line, place
+from .record import Analysis, cause, finding, place
 from .workarounds import workaround
 
 
@@ -26,7 +26,7 @@ def run(rec: Analysis) -> None:
     except Exception as e:
         f = finding(
             wire.KIND_TRANSLATION_FAILURE,
-            f"ONNX decomposition (step 2/3) failed: {type(e).__name__}: {first_line(str(e))}",
+            f"ONNX decomposition (step 2/3) failed: {cause(e)}",
         )
         stack = failing_node_stack(rec.ep, e)
         if stack:

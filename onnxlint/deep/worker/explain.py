@@ -16,21 +16,25 @@ import re
 from typing import Any
 
 from . import torch_internals, wire
-from .record import Analysis, finding, first_line
+from .record import Analysis, cause, finding, first_line
 
 _GB_URL = re.compile(r"https://\S+/gb/(gb\d+)\.html")
 
 
 def run(rec: Analysis) -> None:
     explain_out: Any = None
+    seen: list[Any] = []  # break reasons found before a line that stops the search
     try:
         with torch_internals.lenient_scalars(rec.fake_mode):
-            explain_out = torch_internals.explain(rec.model, rec.args, rec.kwargs)
+            explain_out = torch_internals.explain(
+                rec.model, rec.args, rec.kwargs, rec.fake_mode, seen
+            )
     except torch_internals.Unsupported as e:
         rec.add(finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
         rec.failed["explain"] = "unsupported torch"
         return
     except Exception as e:
+        _report_breaks(rec, seen)
         if not torch_internals.is_fake_limitation(e):
             # the model's own error: the export phase reports it (once) at its line
             rec.failed["explain"] = f"{type(e).__name__}"
@@ -40,7 +44,7 @@ def run(rec: Analysis) -> None:
             rec.place_exc(
                 finding(
                     wire.KIND_FAKE_MODE_LIMIT,
-                    f"graph-break search stopped here: {type(e).__name__}: {first_line(str(e))}",
+                    f"graph-break search stopped here: {cause(e)}",
                     notes=[
                         "This code cannot run on fake tensors (no data), so the breaks "
                         "after it were not looked for. `.numpy()` and data-dependent "
@@ -56,9 +60,20 @@ def run(rec: Analysis) -> None:
             torch_internals.reset_dynamo()
     if explain_out is None:
         return
+    reasons = list(getattr(explain_out, "break_reasons", None) or ())
+    _report_breaks(rec, reasons)
+    rec.result["explain"] = {
+        "graphs": int(getattr(explain_out, "graph_count", 0)),
+        "breaks": len(reasons),
+        "ops": int(getattr(explain_out, "op_count", 0)),
+        "strict": bool(rec.target.get("strict")),
+    }
+
+
+def _report_breaks(rec: Analysis, reasons: list[Any]) -> None:
+    """One finding per line and reason (a count when several breaks share them)."""
     strict = bool(rec.target.get("strict"))
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-    reasons = list(getattr(explain_out, "break_reasons", None) or ())
     for r in reasons:
         text = str(getattr(r, "reason", r))
         f = _graph_break_finding(text, strict)
@@ -73,12 +88,6 @@ def run(rec: Analysis) -> None:
         if f["count"] > 1:
             f["message"] += f" ({f['count']} breaks here)"
         rec.add(f)
-    rec.result["explain"] = {
-        "graphs": int(getattr(explain_out, "graph_count", 0)),
-        "breaks": len(reasons),
-        "ops": int(getattr(explain_out, "op_count", 0)),
-        "strict": strict,
-    }
 
 
 def _graph_break_finding(reason: str, strict: bool) -> dict[str, Any]:

@@ -17,13 +17,85 @@ from typing import Any
 import torch
 
 from . import frames, torch_internals, wire
-from .record import Analysis, finding, first_line, place, resize_inputs
+from .record import Analysis, cause, finding, first_line, place, resize_inputs
 
 PROBE_BUDGET_S = 30.0
 """Wall-time budget of the eager fake-mode runs that check output dims (OLX818)."""
 
 
 def run(rec: Analysis) -> None:
+    """Capture as torch.onnx.export does: non-strict torch.export, and when that fails,
+    strict torch.export (its fallback strategy). The export succeeds when either does;
+    the first capture's failure is then kept as information at its line."""
+    before = len(rec.findings)
+    _nonstrict(rec)
+    failed = rec.ep is None or rec.result.get("export_fails")
+    if (
+        not failed
+        or not rec.onnx_capture
+        or rec.target.get("strict")
+        or rec.failed.get("export") == "unsupported torch"
+    ):
+        return
+    _strict_fallback(rec, rec.findings[before:])
+
+
+def _strict_fallback(rec: Analysis, first: list[dict[str, Any]]) -> None:
+    """torch.onnx.export's second capture strategy: strict torch.export (TorchDynamo), with
+    the shapes refined once from torch's suggested fixes on a `UserError`, as torch does.
+    When it succeeds, torch.onnx.export goes on with its graph: so does the analysis, and
+    the first capture's findings become information (torch prints the same ❌ then ✅)."""
+    dims = torch_internals.to_export_dims(rec.dynamic_shapes)
+    try:
+        try:
+            ep = torch_internals.export(rec.model, rec.args, rec.kwargs, dims, strict=True)
+        except Exception as e:
+            refined = torch_internals.refined_shapes(e, dims)
+            if refined is None:
+                raise
+            ep = torch_internals.export(rec.model, rec.args, rec.kwargs, refined, strict=True)
+    except Exception as e:
+        # torch.onnx.export then raises the first strategy's error: what is reported
+        rec.result["skipped"]["strict_capture"] = (
+            "torch.onnx.export's fallback capture (strict torch.export) fails too: "
+            f"{type(e).__name__}: {first_line(str(e))}"
+        )
+        return
+    finally:
+        with contextlib.suppress(Exception):
+            torch_internals.reset_dynamo()
+    rec.ep = ep
+    rec.failed.pop("export", None)
+    rec.result.pop("export_fails", None)
+    rec.result.pop("assumed_branches", None)
+    rec.result["capture"] = "strict"
+    for f in first:
+        if f["kind"] not in _STEP1_KINDS:
+            continue
+        f["severity"] = "info"
+        f["message"] = (
+            "torch.onnx.export's first capture (non-strict torch.export) fails here, and "
+            "its fallback (strict torch.export) succeeds: "
+            + f["message"].removeprefix("torch.export failed: ")
+        )
+        f["notes"].insert(
+            0,
+            "The ONNX model comes from the strict capture (TorchDynamo), which traces this "
+            "code instead of running it; torch.onnx.export prints the same two attempts.",
+        )
+
+
+_STEP1_KINDS = frozenset(
+    {
+        wire.KIND_EXPORT_FAILURE,
+        wire.KIND_DATA_DEPENDENT,
+        wire.KIND_CUSTOM_OP_NO_FAKE,
+        wire.KIND_DIM_SPECIALIZED,
+    }
+)
+
+
+def _nonstrict(rec: Analysis) -> None:
     """Non-strict torch.export; then, if it fails, the retries that let us go on.
 
     A constraint violation is retried with Dim.AUTO (each static dim is then
@@ -99,6 +171,8 @@ def run(rec: Analysis) -> None:
         break
     if rec.ep is None:
         return
+    if _leaked_tensor(rec):
+        return
     if first_error is not None:
         rec.failed["export"] = f"{type(first_error).__name__}"
     torch_error = str(first_error) if auto and first_error is not None else None
@@ -131,6 +205,55 @@ def run(rec: Analysis) -> None:
         _report_output_dims(rec, guards)
     except Exception as e:  # a probe must never cost the rest of the analysis
         rec.result["skipped"]["output_dims"] = f"{type(e).__name__}: {first_line(str(e))}"
+
+
+def _leaked_tensor(rec: Analysis) -> bool:
+    """torch.export's own check that no tensor made while tracing leaked into the program's
+    constants (`torch.autograd.grad` in forward leaks the weights its backward saved). torch
+    skips it when the inputs are already fake, as they are here, so it is made again: a
+    constant torch named `lifted_tensor_*` that holds no value of its own."""
+    if rec.ep is None:
+        return False
+    for name, value in (getattr(rec.ep, "constants", None) or {}).items():
+        if not name.rpartition(".")[2].startswith("lifted_tensor"):
+            continue
+        if not torch_internals.is_fake(value) or getattr(value, "constant", None) is not None:
+            continue
+        f = finding(
+            wire.KIND_EXPORT_FAILURE,
+            "torch.export failed: RuntimeError: We found a fake tensor in the exported "
+            "program constant's list. This typically means our tracing system encountered "
+            f"an op that we can't trace through (model attribute {name})",
+            notes=[
+                "A tensor made while tracing ended up as a constant of the program: "
+                "autograd (`torch.autograd.grad`, `.backward()`) inside forward is the usual "
+                "cause. torch.export traces the forward pass only; compute gradients "
+                "outside the exported model, or write the derivative as forward ops."
+            ],
+        )
+        rec.place_at(f, _constant_user_stack(rec.ep, name))
+        rec.add(f)
+        rec.failed["export"] = "RuntimeError"
+        rec.ep = None
+        return True
+    return False
+
+
+def _constant_user_stack(ep: Any, name: str) -> list[dict[str, Any]]:
+    """The source stack of the first node that reads constant `name`."""
+    sig = getattr(ep, "graph_signature", None)
+    wanted = {
+        spec.arg.name
+        for spec in getattr(sig, "input_specs", ())
+        if getattr(spec, "target", None) == name
+    }
+    for node in ep.graph.nodes:
+        if node.op == "placeholder" and node.name in wanted:
+            for user in node.users:
+                stack = frames.parse_stack_trace(user.meta.get("stack_trace"))
+                if stack:
+                    return stack
+    return []
 
 
 def _report_assumed(rec: Analysis, assumed: list[dict[str, Any]]) -> None:
@@ -175,7 +298,6 @@ def _export_failure(
     """torch.export's error at its line; a `Constraints violated` error (no line of its
     own) at the line where the ShapeEnv pinned a dim to a constant."""
     text = str(e)
-    head = first_line(text)
     notes = []
     if placeholders:
         tried = ", ".join(map(str, torch_internals.PLACEHOLDER_INTS))
@@ -201,7 +323,7 @@ def _export_failure(
         )
     else:
         kind = wire.KIND_EXPORT_FAILURE
-    f = finding(kind, f"torch.export failed: {type(e).__name__}: {head}", notes=notes)
+    f = finding(kind, f"torch.export failed: {cause(e)}", notes=notes)
     pinned = None
     if torch_internals.is_constraint_violation(e) and events:
         pinned = next((ev for ev in reversed(events) if rec.locate(ev["stack"])[0]), None)
@@ -213,7 +335,27 @@ def _export_failure(
         )
     else:
         rec.place_exc(f, e)
+    files = {fr.filename.replace("\\", "/") for fr in frames.exception_stack(e)}
+    if any(f.endswith(_OBSERVING) for f in files):
+        notes.append(
+            "A quantization observer (FakeQuantize, in QAT) looks at the data on every call: "
+            "turn the observers off before export (`model.apply(torch.ao.quantization."
+            "disable_observer)`), or convert the model first."
+        )
+    quantized = rec.result.get("quantized_at")
+    if quantized and "PackedParams" in text:
+        notes.append(
+            "torch.export cannot export eager-mode quantized modules (torch.ao.nn.quantized, "
+            "packed int8 weights). Export the float model and quantize the ONNX file "
+            "(onnxruntime.quantization), or quantize after export with PT2E "
+            "(torch.ao.quantization.quantize_pt2e)."
+        )
+        if not f.get("file"):
+            place(f, quantized)
     rec.add(f)
+
+
+_OBSERVING = ("torch/ao/quantization/fake_quantize.py", "torch/ao/quantization/observer.py")
 
 
 def _report_specialized(
@@ -331,21 +473,15 @@ def _report_output_dims(rec: Analysis, guards: list[dict[str, Any]]) -> None:
         return
     if env is None or not hints or not outputs:
         return
-    groups: dict[str, list[tuple[int, int, Any]]] = {}
-    for flat, dim, name, _label in requested:
-        val = placeholders[flat] if flat < len(placeholders) else None
-        if not isinstance(val, torch.Tensor) or dim >= val.dim():
-            continue
-        expr = torch_internals.size_expr(val.shape[dim])
-        syms = torch_internals.free_symbols(expr)
-        if len(syms) != 1 or expr not in syms or expr not in hints:
-            continue  # static (OLX804 reports it) or not a plain symbol
-        groups.setdefault(name, []).append((flat, dim, expr))
+    groups = _dim_symbols(rec, placeholders, hints)
+    relations = _report_relations(rec, guards, groups, hints)
     found: dict[tuple[int, int], dict[str, Any]] = {}
     deadline = time.perf_counter() + PROBE_BUDGET_S
     for name, members in groups.items():
         symbols = {m[2] for m in members}
         for size in _probe_sizes(rec, members, hints):
+            if name in relations and size % relations[name][0] != relations[name][1]:
+                continue  # a size the model does not support (OLX825 says so)
             if time.perf_counter() > deadline:
                 rec.result["skipped"]["output_dims"] = (
                     f"stopped after {PROBE_BUDGET_S:g} s of eager probes"
@@ -386,6 +522,129 @@ def _report_output_dims(rec: Analysis, guards: list[dict[str, Any]]) -> None:
                     }
     for r in found.values():
         rec.add(_output_dim_finding(rec, r))
+
+
+def _dim_symbols(
+    rec: Analysis, placeholders: list[Any], hints: dict[Any, int]
+) -> dict[str, list[tuple[int, int, Any]]]:
+    """Each requested dim that stayed dynamic: name -> (flat input, dim, its symbol)."""
+    groups: dict[str, list[tuple[int, int, Any]]] = {}
+    for flat, dim, name, _label in rec.requested_dims():
+        val = placeholders[flat] if flat < len(placeholders) else None
+        if not isinstance(val, torch.Tensor) or dim >= val.dim():
+            continue
+        expr = torch_internals.size_expr(val.shape[dim])
+        syms = torch_internals.free_symbols(expr)
+        if len(syms) != 1 or expr not in syms or expr not in hints:
+            continue  # static (OLX804 reports it) or not a plain symbol
+        groups.setdefault(name, []).append((flat, dim, expr))
+    return groups
+
+
+RELATION_SIZES = range(2, 129)
+"""The sizes a dynamic dim's guards are tried at to find a periodic relation."""
+
+
+def _report_relations(
+    rec: Analysis,
+    guards: list[dict[str, Any]],
+    groups: dict[str, list[tuple[int, int, Any]]],
+    hints: dict[Any, int],
+) -> dict[str, tuple[int, int]]:
+    """Each requested dim that a guard or a deferred assertion restricts to a residue
+    (`Eq(2*((s0 - 1)//2) + 2, s0)`: s0 even), at the guard's line, once per line. A bound
+    (`s0 > 2`, a branch taken) is not a relation: OLX804/OLX818 deal with those. Returns
+    name -> (modulus, residue)."""
+    out: dict[str, tuple[int, int]] = {}
+    by_line: dict[tuple[str, int], dict[str, Any]] = {}
+    symbol_names = {m[2]: name for name, members in groups.items() for m in members}
+    for g in guards:
+        syms = torch_internals.free_symbols(g["expr"])
+        if len(syms) != 1:
+            continue
+        sym = next(iter(syms))
+        name = symbol_names.get(sym)
+        if name is None or name in out:
+            continue
+        values = {**hints}
+        holds = []
+        for v in _relation_sizes(rec, groups[name]):
+            values[sym] = v
+            holds.append((v, torch_internals.substitute(g["expr"], values)))
+        residue = _residue(holds)
+        if residue is None:
+            continue
+        fr, chain = rec.locate(g["stack"])
+        if fr is None:
+            continue
+        out[name] = residue
+        key = (fr["file"], fr["line"])
+        entry = by_line.setdefault(key, {"frame": fr, "chain": chain, "dims": []})
+        entry["dims"].append((name, residue, g["expr"], sym))
+    for entry in by_line.values():
+        rec.add(_relation_finding(rec, entry))
+    return out
+
+
+def _relation_sizes(rec: Analysis, members: list[tuple[int, int, Any]]) -> list[int]:
+    lo, hi = RELATION_SIZES.start, RELATION_SIZES.stop - 1
+    for f, d, _ in members:
+        b_lo, b_hi = rec.dim_bounds.get((f, d), (None, None))
+        lo = max(lo, b_lo or lo)
+        hi = min(hi, b_hi or hi)
+    return list(range(lo, hi + 1))
+
+
+def _residue(holds: list[tuple[int, bool | int | None]]) -> tuple[int, int] | None:
+    """(k, r) when the guard holds exactly at the sizes = r mod k (k > 1), else None."""
+    if any(h is None for _, h in holds) or all(h for _, h in holds) or not any(h for _, h in holds):
+        return None
+    for k in range(2, len(holds) // 2 + 1):
+        good = {v % k for v, h in holds if h}
+        if len(good) == 1:
+            r = next(iter(good))
+            if all(bool(h) == (v % k == r) for v, h in holds):
+                return k, r
+    return None
+
+
+def _relation_finding(rec: Analysis, entry: dict[str, Any]) -> dict[str, Any]:
+    dims = entry["dims"]
+    names = [d[0] for d in dims]
+    k, r = dims[0][1]
+    same = all(d[1] == (k, r) for d in dims)
+    if same and r == 0:
+        need = "even" if k == 2 else f"a multiple of {k}"
+        sizes = f"only for {need} sizes"
+        hint = ", ".join(f"`{n} = {k}*Dim(...)`" for n in names)
+    else:
+        sizes = (
+            "only for some sizes ("
+            + "; ".join(f"{n} = {rr} mod {kk}" for n, (kk, rr), _e, _s in dims)
+            + ")"
+        )
+        hint = ", ".join(
+            f"`{n} = {kk}*Dim(...) + {rr}`" if rr else f"`{n} = {kk}*Dim(...)`"
+            for n, (kk, rr), _e, _s in dims
+        )
+    which = " and ".join(f"{n!r}" for n in names)
+    dim_word, verb = ("dims", "work") if len(names) > 1 else ("dim", "works")
+    conds = "; ".join(f"`{_rename_symbols(e, {s}, n)}`" for n, _r, e, s in dims)
+    f = finding(
+        wire.KIND_DIM_RELATION,
+        f"the dynamic {dim_word} {which} {verb} {sizes} here: torch.export needs {hint}; "
+        "torch.onnx.export does not check it, and "
+        "the ONNX model fails or is wrong at the other sizes",
+        notes=[
+            f"torch.export assumes {conds} on this line. With a named Dim it stops with "
+            '"Constraints violated" and suggests the relation; torch.onnx.export accepts '
+            "the model and its ONNX file does not check the sizes it is given.",
+            "Declare the relation in dynamic_shapes, or pad the input in forward so that "
+            "every size works.",
+        ],
+        relation=[{"dim": n, "modulus": kk, "residue": rr} for n, (kk, rr), _e, _s in dims],
+    )
+    return place(f, entry["frame"], entry["chain"])
 
 
 def _probe_sizes(

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from . import torch_internals, wire
+from . import frames, torch_internals, wire
 from .record import Analysis, finding, first_line, place, source_loc
 
 
@@ -83,6 +83,12 @@ def run(rec: Analysis) -> bool:
     if table_ref:
         rec.translation_table = _load_table(rec, str(table_ref), name)
     made: dict[int, int] = {}
+    if rec.target.get(wire.RETRY_REAL_TENSORS):
+        out = _build_real(rec, fn, made)
+        if out is None:
+            rec.failed["load"] = "factory raised"
+            return False
+        return _finish_load(rec, out, name, factory, made)
     try:
         out = _build(rec, fn, made, assume=False)
     except BaseException as e:
@@ -99,9 +105,19 @@ def run(rec: Analysis) -> bool:
         except BaseException as e2:
             if isinstance(e2, (KeyboardInterrupt, SystemExit)):
                 raise
+            if in_quantization(e2):
+                # eager-mode int8: build with real tensors, in a fresh child (see wire)
+                rec.result[wire.RETRY_REAL_TENSORS] = _quantization_reason(rec, e2)
+                return False
             # past the values fake tensors lack, the factory's own error (if any) shows
-            _factory_failed(rec, e if torch_internals.is_fake_limitation(e2) else e2, name, factory)
+            err = e if torch_internals.is_fake_limitation(e2) else e2
+            _factory_failed(rec, err, name, factory)
             return False
+    return _finish_load(rec, out, name, factory, made)
+
+
+def _finish_load(rec: Analysis, out: Any, name: str, factory: str, made: dict[int, int]) -> bool:
+    """Check the factory's result and put it on the record."""
     problem = unpack(rec, out)
     if problem:
         rec.add(
@@ -171,6 +187,43 @@ def _build(rec: Analysis, fn: Any, made: dict[int, int], *, assume: bool) -> Any
                 rec.result["assumed_in_build"] = [
                     {"file": f, "line": ln, "count": n} for (f, ln), n in places.items()
                 ]
+
+
+def in_quantization(e: BaseException) -> bool:
+    """Whether fake tensors failed inside torch's eager-mode quantization (`torch.ao`):
+    observers and packed int8 weights need real values."""
+    return any("/torch/ao/" in fr.filename.replace("\\", "/") for fr in frames.exception_stack(e))
+
+
+def _quantization_reason(rec: Analysis, e: BaseException) -> dict[str, Any]:
+    """Why and where the fake build failed in quantization (carried to the fresh child)."""
+    at, _chain = rec.locate(rec.exception_frames(e))
+    return {
+        "why": f"{type(e).__name__}: {first_line(str(e))}",
+        "at": {"file": at["file"], "line": at["line"]} if at else None,
+    }
+
+
+def _build_real(rec: Analysis, fn: Any, made: dict[int, int]) -> Any:
+    """Build a model that fake tensors cannot build (eager-mode int8 quantization) with
+    real tensors, so that torch itself says what it does with it. Such models are small
+    (their weights are int8); the worker's memory limit still applies. Runs in a fresh
+    child: a failed fake build of such a model leaves torch in a state that crashes it."""
+    rec.fake_mode = None  # the phases run on the real tensors
+    reason = rec.target.get(wire.RETRY_REAL_TENSORS)
+    reason = reason if isinstance(reason, dict) else {}
+    rec.result["built_with_real_tensors"] = (
+        "eager-mode quantization (torch.ao) cannot run on fake tensors"
+        + (f" ({reason['why']})" if reason.get("why") else "")
+    )
+    if reason.get("at"):
+        rec.result["quantized_at"] = reason["at"]
+    try:
+        with ExampleLines(getattr(fn, "__code__", None), made):
+            return fn()
+    except Exception as e:
+        _factory_failed(rec, e, str(rec.target.get("name")), str(rec.target.get("factory")))
+        return None
 
 
 def _factory_failed(rec: Analysis, e: BaseException, name: str, factory: str) -> None:

@@ -145,6 +145,11 @@ def self_peak_rss() -> int | None:
 
 def run(rec: Analysis) -> None:
     """Fill `rec.result["memory"]`: weights, inputs, the run's peak and where it is."""
+    if rec.fake_mode is None:
+        # built with real tensors (eager-mode int8): counting their storages under a
+        # dispatch mode crashes the process on packed quantized weights
+        rec.result["skipped"]["memory"] = "skipped: the model was built with real tensors"
+        return
     model = rec.model
     params: list[Any] = []
     if isinstance(model, torch.nn.Module):

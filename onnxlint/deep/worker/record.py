@@ -40,6 +40,23 @@ def first_line(text: str) -> str:
     return str(text).strip()
 
 
+def cause(exc: BaseException) -> str:
+    """`Type: first line` of an error, with torch's own reason when a wrapper hides it:
+    the innermost error of the chain that says something ("GraphConstructionError: Error
+    when calling function ..." -> "AssertionError: only 4D query, key, and value are
+    supported"). Every deep message keeps this one line."""
+    chain: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and e not in chain:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    said = [c for c in chain if first_line(str(c))]
+    inner = said[-1] if said else exc
+    if inner is exc or first_line(str(inner)) in str(exc):
+        return f"{type(exc).__name__}: {first_line(str(exc))}"
+    return f"{type(inner).__name__}: {first_line(str(inner))}"
+
+
 def place(
     f: dict[str, Any], fr: dict[str, Any] | None, chain: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
@@ -75,6 +92,8 @@ class Analysis:
     autograd: str = ""  # a script's export call made under inference_mode / no_grad
     onnx_capture: bool = True  # False: the script's own call is torch.export.export itself
     translation_table: dict[Any, Any] | None = None
+    io_names: dict[str, list[str]] = field(default_factory=dict)
+    """A script's export call's `input_names` / `output_names` (the ONNX graph's names)."""
     ep: Any = None
     decomposed: Any = None
     registry: Any = None

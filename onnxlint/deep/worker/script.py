@@ -335,6 +335,10 @@ def _unpack_call(rec: Analysis, call: Captured) -> str | None:
             rec.opset = opset
         if a.get("dynamo") is False:
             rec.result["script_exporter"] = "the TorchScript exporter (dynamo=False)"
+        for key in ("input_names", "output_names"):
+            names = a.get(key)
+            if isinstance(names, (list, tuple)) and all(isinstance(n, str) for n in names):
+                rec.io_names[key] = list(names)
     elif call.kind == "torch.export":
         model = a.get("mod")
         args = a.get("args", ())

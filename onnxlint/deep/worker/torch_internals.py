@@ -115,6 +115,9 @@ def _data_dependent_scalar_ops() -> tuple[Any, ...]:
 
 @contextlib.contextmanager
 def lenient_scalars(mode: Any) -> Iterator[None]:
+    if mode is None:  # real tensors: their values exist
+        yield
+        return
     old = getattr(mode, "lenient_scalars", False)
     mode.lenient_scalars = True
     try:
@@ -126,11 +129,99 @@ def lenient_scalars(mode: Any) -> Iterator[None]:
 # --------------------------------------------------------------------------- graph breaks
 
 
-def explain(model: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def explain(
+    model: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    fake_mode: Any = None,
+    seen: list[Any] | None = None,
+) -> Any:
+    """`torch._dynamo.explain` on the fake model. With the fake mode given, it gets a
+    ShapeEnv for the run (`unbacked_sizes`): an op whose output size depends on the data
+    (`nonzero`, boolean indexing, `unique`) then runs eagerly after its graph break, as on
+    real tensors, instead of raising DynamicOutputShapeException and ending the search.
+    `seen` gets the break reasons gathered so far, so that they are not lost when a later
+    line stops the run."""
     import torch._dynamo
 
     torch._dynamo.reset()
-    return torch._dynamo.explain(model)(*args, **kwargs)
+    with unbacked_sizes(fake_mode), _breaks_so_far(seen):
+        return torch._dynamo.explain(model)(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def unbacked_sizes(fake_mode: Any) -> Iterator[None]:
+    """Give a fake mode without one a ShapeEnv for a while: data-dependent output sizes
+    become unbacked symbols (as under torch.export's own fake mode), and what Python asks
+    of them is decided as if each were `PLACEHOLDER_INTS[0]` (`if idx.numel() == 0:` goes
+    on as for data that selects two elements), never an error."""
+    if fake_mode is None or getattr(fake_mode, "shape_env", None) is not None:
+        yield
+        return
+    fake_mode.shape_env = _placeholder_shape_env()
+    try:
+        yield
+    finally:
+        fake_mode.shape_env = None
+
+
+def _placeholder_shape_env() -> Any:
+    import sympy  # type: ignore[import-untyped]
+
+    try:
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    except ImportError as e:  # pragma: no cover
+        raise Unsupported(f"torch {torch_version()} has no ShapeEnv: {e}") from e
+
+    class PlaceholderShapeEnv(ShapeEnv):
+        def _evaluate_expr(
+            self,
+            orig_expr: Any,
+            hint: Any = None,
+            fx_node: Any = None,
+            size_oblivious: bool = False,
+            fallback_value: Any = None,
+            **kw: Any,
+        ) -> Any:
+            if fallback_value is None and isinstance(orig_expr, sympy.Basic):
+                values = dict(symbol_hints(self))
+                values.update(
+                    {s: PLACEHOLDER_INTS[0] for s in free_symbols(orig_expr) if s not in values}
+                )
+                decided = substitute(orig_expr, values)
+                if decided is not None:
+                    fallback_value = sympy.sympify(decided)
+            return super()._evaluate_expr(
+                orig_expr, hint, fx_node, size_oblivious, fallback_value, **kw
+            )
+
+    return PlaceholderShapeEnv()
+
+
+@contextlib.contextmanager
+def _breaks_so_far(seen: list[Any] | None) -> Iterator[None]:
+    """Copy explain's break reasons into `seen` each time a graph is compiled."""
+    try:
+        from torch._dynamo.backends import debugging
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    original = getattr(debugging, "_explain_graph_detail", None)
+    if seen is None or original is None:
+        yield
+        return
+
+    def hooked(*a: Any) -> Any:
+        out = original(*a)
+        with contextlib.suppress(Exception):  # recording must never change what explain does
+            seen[:] = list(out[4])
+        return out
+
+    _patch(debugging, "_explain_graph_detail", hooked)
+    try:
+        yield
+    finally:
+        _patch(debugging, "_explain_graph_detail", original)
 
 
 def reset_dynamo() -> None:
@@ -200,7 +291,7 @@ def assume_data_dependent(
     sites after it and check the ops. Sympy's Symbol is also a Boolean: only
     relations and logic are conditions, any other expression is a number.
     """
-    import sympy  # type: ignore[import-untyped]
+    import sympy
 
     try:
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
@@ -454,13 +545,16 @@ def export(
     dynamic_shapes: Any,
     *,
     onnx: bool = True,
+    strict: bool = False,
 ) -> Any:
     """Non-strict torch.export as torch.onnx.export's first capture strategy runs it: with
     its patches and flags (`onnx_capture_settings`), or the decisions differ (an LSTM's
     sequence dim, a dim whose example is 1, are pinned without them). `onnx=False`: plain
-    torch.export, for a script whose own call is `torch.export.export`."""
+    torch.export, for a script whose own call is `torch.export.export`. `strict=True`:
+    torch.onnx.export's second strategy (strict torch.export, TorchDynamo), which it
+    falls back to when the first fails."""
     settings: contextlib.AbstractContextManager[dict[str, Any]] = (
-        onnx_capture_settings(dynamic_shapes) if onnx else contextlib.nullcontext({})
+        onnx_capture_settings(dynamic_shapes, strict=strict) if onnx else contextlib.nullcontext({})
     )
     with full_stack_traces(), settings as extra:
         return torch.export.export(
@@ -468,7 +562,7 @@ def export(
             args,
             kwargs=kwargs or None,
             dynamic_shapes=dynamic_shapes,
-            strict=False,
+            strict=strict,
             **extra,
         )
 
@@ -492,23 +586,29 @@ def onnx_exporting(on: bool) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def onnx_capture_settings(dynamic_shapes: Any) -> Iterator[dict[str, Any]]:
-    """What torch.onnx.export's non-strict capture (`TorchExportNonStrictStrategy`, torch
-    2.13) sets around torch.export: the LSTM/GRU while-loop decompositions when any shape
-    is dynamic, `backed_size_oblivious` (a dynamic dim may be 0 or 1), and its
-    deferred-runtime-asserts flag. Yields the extra torch.export arguments; where this
-    torch has none of it, nothing."""
+def onnx_capture_settings(dynamic_shapes: Any, *, strict: bool = False) -> Iterator[dict[str, Any]]:
+    """What torch.onnx.export's capture strategies (`TorchExportNonStrictStrategy`, then
+    `TorchExportStrictStrategy`, torch 2.13) set around torch.export: the LSTM/GRU
+    while-loop decompositions when any shape is dynamic, `backed_size_oblivious` (a
+    dynamic dim may be 0 or 1), its deferred-runtime-asserts flag, and for the strict one
+    `torch.jit.isinstance` as `isinstance`. Yields the extra torch.export arguments; where
+    this torch has none of it, nothing."""
     try:
         from torch.onnx import _flags
         from torch.onnx._internal.exporter import _capture_strategies as strategies
 
         rnn = strategies._patch_dynamic_shape_rnn_decompositions
+        unsupported = strategies._patch_dynamo_unsupported_functions
         deferred = bool(_flags.PREFER_DEFERRED_RUNTIME_ASSERTS_OVER_GUARDS)
         patch = torch.fx.experimental._config.patch  # type: ignore[attr-defined]
     except (ImportError, AttributeError):  # pragma: no cover - other torch versions
         yield {}
         return
-    with rnn(dynamic_shapes), patch(backed_size_oblivious=True):
+    with contextlib.ExitStack() as stack:
+        if strict:
+            stack.enter_context(unsupported())
+        stack.enter_context(rnn(dynamic_shapes))
+        stack.enter_context(patch(backed_size_oblivious=True))
         yield {"prefer_deferred_runtime_asserts_over_guards": deferred}
 
 
@@ -697,6 +797,21 @@ def _exc_chain(exc: BaseException) -> Iterator[BaseException]:
         e = e.__cause__ or e.__context__
 
 
+def refined_shapes(exc: BaseException, dims: Any) -> Any:
+    """The dynamic shapes torch.onnx.export retries with after a `UserError` (torch's
+    suggested fixes applied), or None when it does not retry."""
+    try:
+        from torch._dynamo.exc import UserError
+    except ImportError:  # pragma: no cover
+        return None
+    if not isinstance(exc, UserError):
+        return None
+    try:
+        return torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes(exc.msg, dims)
+    except Exception:
+        return None
+
+
 def onnx_export_refines(
     exc: BaseException, model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dims: Any
 ) -> bool:
@@ -704,16 +819,10 @@ def onnx_export_refines(
     strategy does: a `torch._dynamo.exc.UserError` is retried once with
     `refine_dynamic_shapes_from_suggested_fixes` (the dim becomes static); any other error,
     or a retry that fails, stops the export at step 1/3."""
-    try:
-        from torch._dynamo.exc import UserError
-    except ImportError:  # pragma: no cover
-        return False
-    if not isinstance(exc, UserError):
+    refined = refined_shapes(exc, dims)
+    if refined is None:
         return False
     try:
-        refined = torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes(
-            exc.msg, dims
-        )
         export(model, args, kwargs, refined)
     except Exception:
         return False

@@ -8,7 +8,9 @@ from collections import Counter
 from typing import Any
 
 from . import frames, torch_internals, wire
-from .record import Analysis, finding, first_line, place
+from .record import Analysis, cause, finding, first_line, place
+
+_FUNCTION = re.compile(r"Error when calling function '\w*\(<function (\w+)")
 
 
 def run(rec: Analysis) -> None:
@@ -26,6 +28,14 @@ def run(rec: Analysis) -> None:
         rec.failed["translate"] = "unsupported torch"
         return
     except Exception as e:
+        if rec.result.get("assumed_branches"):
+            # the graph is one the model only makes if the data-dependent conditions the
+            # export stopped at hold: torch.onnx.export never gets here
+            rec.result["skipped"]["translate"] = (
+                "the graph traced past the data-dependent conditions does not translate: "
+                f"{cause(e)}"
+            )
+            return
         rec.add(_translation_failure(rec, e))
         rec.failed["translate"] = f"{type(e).__name__}"
         return
@@ -33,6 +43,82 @@ def run(rec: Analysis) -> None:
     if problem:
         rec.result["skipped"]["opset"] = f"conversion to opset {rec.opset_or_default()}: {problem}"
     rec.result["onnx"] = _onnx_summary(rec.onnx_program, rec.opset_or_default(), rec)
+    _name_collisions(rec, rec.onnx_program.model)
+
+
+def _name_collisions(rec: Analysis, model: Any) -> None:
+    """`input_names` / `output_names` that name a value the graph already has a name for:
+    torch.onnx.export renames the graph's inputs and outputs without checking, and ONNX
+    Runtime refuses the file ("Duplicate definition of name"). Checked on the graph before
+    torch's optimizer, whose node names it keeps."""
+    renamed: dict[int, tuple[str, int, str]] = {}  # id(value) -> (which, index, new name)
+    for which, values in (
+        ("input_names", model.graph.inputs),
+        ("output_names", model.graph.outputs),
+    ):
+        for i, (value, name) in enumerate(zip(values, rec.io_names.get(which, ()), strict=False)):
+            renamed[id(value)] = (which, i, name)
+    if not renamed:
+        return
+    owners: dict[str, list[tuple[Any, Any]]] = {}  # final name -> (value, producing node)
+    seen: set[int] = set()
+
+    def add(value: Any, node: Any) -> None:
+        if id(value) in seen or not value.name:
+            return
+        seen.add(id(value))
+        name = renamed[id(value)][2] if id(value) in renamed else value.name
+        owners.setdefault(name, []).append((value, node))
+
+    for v in model.graph.inputs:
+        add(v, None)
+    for v in model.graph.initializers.values():
+        add(v, None)
+    for node in _all_nodes(model.graph):
+        if node.op_type in ("Identity", "Constant"):  # torch's optimizer folds these away
+            continue
+        for v in node.outputs:
+            add(v, node)
+    for v in model.graph.outputs:
+        add(v, v.producer())
+    for name, holders in owners.items():
+        mine = [h for h in holders if id(h[0]) in renamed]
+        if len(holders) < 2 or not mine:
+            continue
+        which, i, _ = renamed[id(mine[0][0])]
+        other = next(h for h in holders if h is not mine[0])
+        what = _value_role(other, model)
+        notes = [
+            "torch.onnx.export renames the graph's inputs and outputs to the names given "
+            "after it has named every other value; it does not check for clashes.",
+            "Pick names the graph does not use (e.g. `logits`, `boxes`).",
+        ]
+        trace = other[1].metadata_props.get("pkg.torch.onnx.stack_trace") if other[1] else None
+        at = frames.pick(frames.parse_stack_trace(trace), rec.root) if trace else None
+        if at is not None:
+            notes.insert(1, f"the other `{name}` comes from {at['file']}:{at['line']}")
+        rec.add(
+            place(
+                finding(
+                    wire.KIND_NAME_COLLISION,
+                    f"{which}[{i}] {name!r} is also the name of {what} in the ONNX graph: "
+                    'the file is written, and ONNX Runtime refuses it ("Duplicate '
+                    f'definition of name ({name})")',
+                    notes=notes,
+                    name=name,
+                ),
+                rec.factory_loc,
+            )
+        )
+
+
+def _value_role(holder: tuple[Any, Any], model: Any) -> str:
+    value, node = holder
+    if node is not None:
+        return f"the output of a {node.op_type} node"
+    if value.name in model.graph.initializers:
+        return "a weight"
+    return "another input"
 
 
 def _translation_failure(rec: Analysis, e: BaseException) -> dict[str, Any]:
@@ -44,11 +130,11 @@ def _translation_failure(rec: Analysis, e: BaseException) -> dict[str, Any]:
             if node.name == m.group(1):
                 stack = frames.parse_stack_trace(node.meta.get("stack_trace"))
                 break
-    cause = e.__cause__
-    detail = f"{type(cause).__name__}: {first_line(str(cause))}" if cause else first_line(text)
+    fn = _FUNCTION.search(text + "".join(str(c) for c in (e.__cause__, e.__context__) if c))
+    where = f" in {fn.group(1)}" if fn else ""
     f = finding(
         wire.KIND_TRANSLATION_FAILURE,
-        f"ONNX translation (step 3/3) failed: {detail}",
+        f"ONNX translation (step 3/3) failed{where}: {cause(e)}",
         notes=[first_line(text)],
     )
     return rec.place_at(f, stack) if stack else rec.place_exc(f, e)

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from . import frames, ort_memory, wire
-from .record import Analysis, finding, first_line, resize_inputs
+from .record import Analysis, cause, finding, first_line, resize_inputs
 
 ATOL = 1e-4
 RTOL = 1e-3
@@ -72,6 +72,10 @@ def _verify(a: Analysis) -> None:
                 (args, kwargs), {(f, d): size for f, d, _, _ in members}, _random_like
             )
             cases.append((f"{name}={size}", new_args, new_kwargs))
+    aliased = [f for f in a.findings if f["kind"] == wire.KIND_ALIASED_INPUTS]
+    if aliased:
+        # the case the aliasing hides: OLX822 says what goes wrong, this measures it
+        cases.append((DISTINCT, *distinct_inputs((args, kwargs))))
     report: list[dict[str, Any]] = []
     a.result["verify"] = report
     try:
@@ -90,8 +94,7 @@ def _verify(a: Analysis) -> None:
         a.add(
             finding(
                 wire.KIND_VERIFY_FAILURE,
-                f"torch.onnx.export with real weights failed: {type(e).__name__}: "
-                f"{first_line(str(e))}",
+                f"torch.onnx.export with real weights failed: {cause(e)}",
             )
         )
         return
@@ -111,7 +114,7 @@ def _verify(a: Analysis) -> None:
             a.add(
                 finding(
                     wire.KIND_VERIFY_FAILURE,
-                    f"onnxruntime failed on {label}: {type(e).__name__}: {first_line(str(e))}",
+                    f"onnxruntime failed on {label}: {cause(e)}",
                 )
             )
             continue
@@ -141,6 +144,13 @@ def _verify(a: Analysis) -> None:
                 bad = f"output {i}: max abs diff {max_abs:.3g}, max rel diff {max_rel:.3g}"
                 break
         entry.update({"max_abs": worst[0], "max_rel": worst[1], "status": bad or "ok"})
+        if bad and label == DISTINCT:
+            for f in aliased:
+                f["notes"].append(
+                    f"Measured: with the aliased inputs made distinct, {bad} between "
+                    "onnxruntime and eager PyTorch."
+                )
+            continue
         if bad:
             f = finding(
                 wire.KIND_VERIFY_MISMATCH,
@@ -159,6 +169,13 @@ def _verify(a: Analysis) -> None:
                     f"diff {first['max_abs']:.3g}, max rel diff {first['max_rel']:.3g}"
                 )
                 f["notes"].insert(0, f"the model's output: {bad}")
+                if first.get("why"):
+                    f["message"] += f"; {first['why']}"
+                    f["notes"].append(
+                        "Where a row can be fully masked (padding), set its output yourself "
+                        "(`torch.where(mask.any(-1, keepdim=True), out, 0)`) so that both "
+                        "agree, or keep at least one position unmasked per row."
+                    )
                 f["op"] = first["eager_op"]
                 a.place_at(f, first["stack"])
             a.add(f)
@@ -312,8 +329,9 @@ def first_differing_op(program: Any, args: tuple[Any, ...], kwargs: dict[str, An
                 eager[n.name] = (n, out.detach())
             return out
 
+    recorder = Recorder(gm, garbage_collect_values=False)
     with torch.no_grad():
-        Recorder(gm).run(*torch.utils._pytree.tree_leaves((args, kwargs)))
+        recorder.run(*torch.utils._pytree.tree_leaves((args, kwargs)))
     producers: dict[str, Any] = {}
     for node in program.model.graph:
         for out in node.outputs:
@@ -345,8 +363,64 @@ def first_differing_op(program: Any, args: tuple[Any, ...], kwargs: dict[str, An
             "max_abs": max_abs,
             "max_rel": max_rel,
             "stack": frames.parse_stack_trace(node.meta.get("stack_trace")),
+            "why": _masked_rows(node, recorder.env, expected, actual),
         }
     return None
+
+
+def _masked_rows(node: Any, env: dict[Any, Any], expected: Any, actual: Any) -> str | None:
+    """Why scaled_dot_product_attention differs, when it does because a row of its mask is
+    fully masked: eager PyTorch (2.13: zeros) and the ONNX translation (softmax over an
+    all-masked row: the mean of `value`, or NaN) define that row differently."""
+    if "scaled_dot_product_attention" not in str(node.target):
+        return None
+    mask_arg = node.kwargs.get("attn_mask", node.args[3] if len(node.args) > 3 else None)
+    mask = env.get(mask_arg) if isinstance(mask_arg, torch.fx.Node) else None
+    if not isinstance(mask, torch.Tensor) or mask.dim() < 1:
+        return None
+    blocked = ~mask if mask.dtype == torch.bool else torch.isneginf(mask)
+    full = blocked.all(dim=-1)
+    rows = int(full.sum())
+    if rows == 0:
+        return None
+    full = full.expand(expected.shape[:-1]) if full.dim() <= expected.dim() - 1 else full
+
+    def looks(t: Any) -> str:
+        vals = t[full]
+        if bool(torch.isnan(vals).any()):
+            return "NaN"
+        if bool((vals == 0).all()):
+            return "zeros"
+        return "numbers (the softmax of an all-masked row is uniform: the mean of `value`)"
+
+    try:
+        eager, onnx = looks(expected), looks(actual)
+    except Exception:  # a mask that does not broadcast to the output's rows
+        eager, onnx = "one thing", "another"
+    return (
+        f"{rows} row(s) of the attention mask are fully masked: eager PyTorch gives {eager} "
+        f"there, the ONNX model {onnx}"
+    )
+
+
+DISTINCT = "the aliased example inputs made distinct"
+
+
+def distinct_inputs(tree: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """(args, kwargs) with every repeat of a tensor (or of a view of one) replaced by a
+    new random tensor of its shape."""
+    leaves, spec = torch.utils._pytree.tree_flatten(tree)
+    seen: set[int] = set()
+    out = []
+    for leaf in leaves:
+        if isinstance(leaf, torch.Tensor):
+            base = id(leaf._base if leaf._base is not None else leaf)
+            if base in seen:
+                leaf = _random_like(leaf, list(leaf.shape))
+            seen.add(base)
+        out.append(leaf)
+    args, kwargs = torch.utils._pytree.tree_unflatten(out, spec)
+    return tuple(args), dict(kwargs)
 
 
 def _random_like(leaf: torch.Tensor, shape: list[int]) -> torch.Tensor:

@@ -37,6 +37,11 @@ EV_RESULT = "result"  # {"id", "result": {...}} sent by the child before it exit
 EV_END = "end"  # {"id", "status", "detail", "peak_rss", "exit"} sent by the zygote
 EV_FATAL = "fatal"  # the zygote itself cannot work (e.g. torch missing)
 
+# A child's result with this key set is not the answer: the zygote runs the analysis
+# again in a fresh child with the key set in the target (the model is built with real
+# tensors from the start).
+RETRY_REAL_TENSORS = "real_tensors"
+
 # End statuses
 STATUS_OK = "ok"
 STATUS_CRASHED = "crashed"
@@ -62,6 +67,10 @@ KIND_TORCH_UNSUPPORTED = "torch-version-unsupported"
 KIND_OUTPUT_DIM_SPECIALIZED = "output-dim-specialized"
 KIND_ORT_MEMORY_LEAK = "onnxruntime-memory-leak"
 KIND_ORT_MEMORY_OPTIONS = "onnxruntime-memory-options"
+KIND_ALIASED_INPUTS = "aliased-example-inputs"
+KIND_SCALAR_INPUT = "python-scalar-example-input"
+KIND_NAME_COLLISION = "onnx-name-collision"
+KIND_DIM_RELATION = "dynamic-dim-relation"
 
 PHASES = ("load", "memory", "explain", "export", "decompose", "translate", "verify")
 

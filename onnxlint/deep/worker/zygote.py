@@ -172,6 +172,7 @@ class Zygote:
         reader = LineReader(r)
         start = time.monotonic()
         got_result = False
+        retry: Any = None
         status: str | None = None
         detail = ""
         peak = 0
@@ -188,6 +189,9 @@ class Zygote:
                         ev["id"] = rid
                         if ev.get("ev") == wire.EV_RESULT:
                             got_result = True
+                            retry = (ev.get("result") or {}).get(wire.RETRY_REAL_TENSORS)
+                            if retry:
+                                continue  # not the answer: a fresh child gives it
                         self.send(ev)
                 if 0 in ready:
                     for line in self.stdin.read():
@@ -223,6 +227,11 @@ class Zygote:
             os.close(r)
         peak = max(peak, int(usage.ru_maxrss) * (1 if sys.platform == "darwin" else 1024))
         code = os.waitstatus_to_exitcode(wstatus)
+        if retry and status is None and code == 0:
+            # fake tensors failed where only real ones work (eager-mode int8), and the
+            # failed attempt may have left the child's torch in a bad state: start clean
+            target = {**(req.get("target") or {}), wire.RETRY_REAL_TENSORS: retry}
+            return self.run_child({**req, "target": target})
         if status is None:
             if code == EXIT_MEMORY:
                 status = wire.STATUS_MEMORY
