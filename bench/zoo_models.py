@@ -311,6 +311,132 @@ def scatter_mean_verify() -> tuple[Any, ...]:
     return ScatterMean(), (x, index), {}, None
 
 
+# ---------------------------------------------------------------- where users struggle most
+# Data-dependent ops, eager int8, silent wrong results (issue 25): each from installable
+# code (transformers, MONAI, diffusers, torch.ao), with what torch 2.13 does measured by
+# zoo.py's ground truth.
+
+
+def switch_moe() -> tuple[Any, ...]:
+    """A mixture of experts with data-dependent routing (boolean indexing per expert)."""
+    import transformers as t
+
+    cfg = t.SwitchTransformersConfig(
+        vocab_size=64,
+        d_model=32,
+        d_kv=8,
+        d_ff=64,
+        num_layers=2,
+        num_sparse_encoder_layers=1,
+        num_decoder_layers=1,
+        num_sparse_decoder_layers=1,
+        num_heads=4,
+        num_experts=4,
+    )
+    return _text(t.SwitchTransformersEncoderModel(cfg))
+
+
+class NMSDetector(torch.nn.Module):
+    """A one-stage detection head with its post-processing: a score threshold (boolean
+    indexing) and MONAI's pure-torch batched NMS (a while loop over the data)."""
+
+    def __init__(self, classes: int = 3) -> None:
+        super().__init__()
+        self.backbone = torch.nn.Sequential(
+            torch.nn.Conv2d(3, 8, 3, stride=4, padding=1), torch.nn.ReLU()
+        )
+        self.boxes = torch.nn.Conv2d(8, 4, 1)
+        self.scores = torch.nn.Conv2d(8, classes, 1)
+
+    def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        from monai.data.box_utils import batched_nms
+
+        f = self.backbone(images)
+        boxes = self.boxes(f).permute(0, 2, 3, 1).reshape(-1, 4)
+        boxes = torch.cat([boxes[:, :2], boxes[:, :2] + boxes[:, 2:].exp()], dim=1)
+        logits = self.scores(f).sigmoid().permute(0, 2, 3, 1).reshape(boxes.shape[0], -1)
+        scores, labels = logits.max(dim=1)
+        keep = scores > 0.3
+        boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+        picked = batched_nms(boxes, scores, labels, nms_thresh=0.5)
+        return boxes[picked], scores[picked], labels[picked]
+
+
+def nms_detector() -> tuple[Any, ...]:
+    return NMSDetector().eval(), (torch.randn(1, 3, 32, 32),), {}, None
+
+
+def monai_unet_dynamic() -> tuple[Any, ...]:
+    """A U-Net with skip connections and dynamic H/W: works for multiples of 4 only."""
+    from monai.networks.nets import UNet
+
+    model = UNet(
+        spatial_dims=2,
+        in_channels=1,
+        out_channels=2,
+        channels=(4, 8, 16),
+        strides=(2, 2),
+        num_res_units=1,
+    ).eval()
+    return model, (torch.randn(1, 1, 32, 32),), {}, {"x": {2: "h", 3: "w"}}
+
+
+def bert_int8() -> tuple[Any, ...]:
+    """Eager-mode dynamic int8 quantization (the transformers + torch.ao tutorial)."""
+    import transformers as t
+
+    model = t.BertModel(t.BertConfig(**_SMALL)).eval()
+    quantized = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+    return quantized, (), {"input_ids": _ids()}, None
+
+
+def diffusers_unet_float_timestep() -> tuple[Any, ...]:
+    """diffusers' UNet2DModel with the timestep given as a Python float."""
+    from diffusers import UNet2DModel
+
+    model = UNet2DModel(
+        sample_size=16,
+        in_channels=3,
+        out_channels=3,
+        layers_per_block=1,
+        block_out_channels=(8, 16),
+        down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+        up_block_types=("AttnUpBlock2D", "UpBlock2D"),
+        norm_num_groups=4,
+    ).eval()
+    return model, (torch.randn(1, 3, 16, 16), 10.0), {}, None
+
+
+def bart_aliased_ids() -> tuple[Any, ...]:
+    """One tensor for the encoder's and the decoder's ids (`model(ids, decoder_input_ids=ids)`)."""
+    import transformers as t
+
+    cfg = t.BartConfig(
+        vocab_size=64,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        use_cache=False,
+    )
+    ids = torch.randint(3, 64, (2, 8))
+    return t.BartModel(cfg).eval(), (), {"input_ids": ids, "decoder_input_ids": ids}, None
+
+
+def bert_padded_row_verify() -> tuple[Any, ...]:
+    """BERT with a batch row that is all padding: its attention rows are fully masked."""
+    import transformers as t
+
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1] = 0
+    model = t.BertModel(t.BertConfig(**_SMALL)).eval()
+    return model, (), {"input_ids": _ids(), "attention_mask": mask}, None
+
+
 ZOO = {
     f.__name__: f
     for f in (
@@ -340,6 +466,13 @@ ZOO = {
         monai_vit,
         lstm_tagger,
         scatter_mean_verify,
+        switch_moe,
+        nms_detector,
+        monai_unet_dynamic,
+        bert_int8,
+        diffusers_unet_float_timestep,
+        bart_aliased_ids,
+        bert_padded_row_verify,
     )
 }
-VERIFY = {"scatter_mean_verify"}
+VERIFY = {"scatter_mean_verify", "bert_padded_row_verify"}

@@ -198,7 +198,7 @@ def test_verification_is_skipped_above_the_parameter_limit(project: Path, analyz
     assert "verify" not in res.data
 
 
-def test_numpy_in_forward_fails_fake_export_at_its_line(project: Path, analyzer) -> None:
+def test_numpy_in_forward_fails_the_first_capture_at_its_line(project: Path, analyzer) -> None:
     mod = project / "deepproj" / "usesnumpy.py"
     mod.write_text(
         textwrap.dedent(
@@ -220,9 +220,11 @@ def test_numpy_in_forward_fails_fake_export_at_its_line(project: Path, analyzer)
     [v] = res.violations
     assert (v.code, v.line) == ("OLX803", line_of(mod, "y.numpy()"))
     assert "not supported for tensor subclasses" in v.message
+    # torch.onnx.export's strict fallback captures it (test_agreement compares with torch)
+    assert res.outcome == "ok" and v.severity.value == "info"
 
 
-def test_graph_break_search_stops_where_fake_tensors_cannot_go(project: Path, analyzer) -> None:
+def test_graph_break_search_goes_on_past_a_data_dependent_size(project: Path, analyzer) -> None:
     mod = project / "deepproj" / "dynshape.py"
     mod.write_text(
         textwrap.dedent(
@@ -240,8 +242,11 @@ def test_graph_break_search_stops_where_fake_tensors_cannot_go(project: Path, an
         )
     )
     res = analyzer.analyze(_target(project, "deepproj.dynshape:make"))
-    stops = [v for v in res.violations if v.code == "OLX816"]
-    assert [v.line for v in stops] == [line_of(mod, "torch.nonzero")], res.violations
+    # as torch._dynamo.explain on real tensors: a break at the op, and no stop
+    assert {(v.code, v.line) for v in res.violations} == {
+        ("OLX801", line_of(mod, "torch.nonzero"))
+    }, res.violations
+    assert "Dynamic shape operator" in res.violations[0].message
 
 
 def test_weights_loaded_from_disk_are_faked_and_a_missing_file_is_explained(

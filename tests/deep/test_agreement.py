@@ -1,0 +1,452 @@
+"""The deep analysis tells the same story as torch 2.13 run for real (issue 25).
+
+Each test builds a small model of a kind users struggle with and compares the analysis with
+torch itself, run in this process on real tensors: `torch._dynamo.explain`'s breaks,
+`torch.onnx.export`'s outcome, and, for exports that succeed, onnxruntime against eager
+where the exported model is silently wrong.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onnxlint.deep.targets import Target
+
+from .conftest import line_of
+
+pytestmark = [pytest.mark.deep, pytest.mark.xdist_group("deep")]
+torch = pytest.importorskip("torch")
+
+
+def _module(root: Path, name: str, source: str) -> Path:
+    path = root / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    return path
+
+
+def _analyze(analyzer: Any, root: Path, factory: str, **kw: Any) -> Any:
+    target = Target(name=factory, factory=factory, root=root, **kw)
+    return analyzer.analyze(target, use_cache=False)
+
+
+def _factory(root: Path, spec: str) -> Any:
+    """The same factory, imported here: torch's own answer on real tensors."""
+    mod, _, fn = spec.partition(":")
+    sys.path.insert(0, str(root))
+    try:
+        importlib.invalidate_caches()
+        sys.modules.pop(mod, None)
+        return getattr(importlib.import_module(mod), fn)()
+    finally:
+        sys.path.remove(str(root))
+
+
+def _torch_breaks(root: Path, spec: str, file: Path) -> list[int]:
+    """The lines of `file` where torch._dynamo.explain, on real tensors, breaks (each
+    break at its innermost frame outside torch)."""
+    model, args, kwargs, _ = _factory(root, spec)
+    torch._dynamo.reset()
+    try:
+        out = torch._dynamo.explain(model)(*args, **kwargs)
+    finally:
+        torch._dynamo.reset()
+    lines = []
+    for reason in out.break_reasons:
+        user = [f for f in reason.user_stack if "/torch/" not in f.filename]
+        if user and Path(user[-1].filename) == file:
+            lines.append(user[-1].lineno)
+    return sorted(set(lines))
+
+
+def _torch_exports(root: Path, spec: str) -> bool:
+    model, args, kwargs, ds = _factory(root, spec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            torch.onnx.export(model, args, kwargs=kwargs, dynamic_shapes=ds, dynamo=True)
+        except Exception:
+            return False
+    return True
+
+
+def _at(res: Any, code: str) -> list[int]:
+    return sorted(v.line for v in res.violations if v.code == code)
+
+
+DETECT = """
+import torch
+
+from logs import log_shape
+
+
+class Detect(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        p = self.head(x)
+        log_shape(p)
+        scores = p[..., 4].sigmoid()
+        keep = scores > 0.5
+        boxes = p[keep]
+        idx = torch.nonzero(keep)
+        order = scores[keep].argsort(descending=True)
+        print("kept", boxes.shape)
+        return boxes[order], idx
+
+
+def make():
+    return Detect().eval(), (torch.randn(2, 16, 8),), {}, None
+"""
+
+
+def test_the_break_search_goes_on_past_data_dependent_ops_as_torch_does(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    logs = _module(tmp_path, "logs", 'def log_shape(x):\n    print("shape", x.shape)\n')
+    det = _module(tmp_path, "detect", DETECT)
+    res = _analyze(analyzer, tmp_path, "detect:make")
+    assert "OLX816" not in {v.code for v in res.violations}, res.violations
+    ours = {(Path(v.path), v.line) for v in res.violations if v.code == "OLX801"}
+    # the break before the data-dependent ops (in another file), the ones at them, and after
+    assert (logs, 2) in ours
+    assert sorted(line for f, line in ours if f == det) == _torch_breaks(
+        tmp_path, "detect:make", det
+    )
+    assert line_of(det, 'print("kept"') in _at(res, "OLX801")
+    assert res.outcome == "ok" and _torch_exports(tmp_path, "detect:make")
+
+
+MOE = """
+import torch
+
+
+class MoE(torch.nn.Module):
+    def __init__(self, n=4, d=8):
+        super().__init__()
+        self.gate = torch.nn.Linear(d, n)
+        self.experts = torch.nn.ModuleList(torch.nn.Linear(d, d) for _ in range(n))
+
+    def forward(self, x):
+        w, idx = self.gate(x).topk(2, dim=-1)
+        out = torch.zeros_like(x)
+        for e, expert in enumerate(self.experts):
+            tok, slot = torch.where(idx == e)
+            if tok.numel() == 0:
+                continue
+            out[tok] += expert(x[tok]) * w[tok, slot, None]
+        return out
+
+
+def make():
+    return MoE().eval(), (torch.randn(6, 8),), {}, None
+"""
+
+
+def test_moe_routing_fails_where_torch_fails_and_is_no_stop(analyzer: Any, tmp_path: Path) -> None:
+    moe = _module(tmp_path, "moe", MOE)
+    res = _analyze(analyzer, tmp_path, "moe:make")
+    assert "OLX816" not in {v.code for v in res.violations}, res.violations
+    assert _at(res, "OLX801") == _torch_breaks(tmp_path, "moe:make", moe)
+    assert _at(res, "OLX802") == [line_of(moe, "if tok.numel() == 0")]
+    assert res.outcome == "fails at step 1/3 (torch.export)"
+    assert not _torch_exports(tmp_path, "moe:make")
+
+
+NUMPY = """
+import numpy as np
+import torch
+
+
+class M(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2
+        return torch.from_numpy(np.exp(y.numpy()))
+
+
+def make():
+    return M(), (torch.randn(2, 3),), {}, None
+"""
+
+
+def test_an_export_only_the_strict_fallback_captures_is_ok(analyzer: Any, tmp_path: Path) -> None:
+    mod = _module(tmp_path, "usesnumpy", NUMPY)
+    res = _analyze(analyzer, tmp_path, "usesnumpy:make")
+    assert _torch_exports(tmp_path, "usesnumpy:make")
+    assert res.outcome == "ok", res.violations
+    [v] = res.violations
+    assert (v.code, v.line, v.severity.value) == ("OLX803", line_of(mod, "y.numpy()"), "info")
+    assert "fallback (strict torch.export) succeeds" in v.message
+
+
+GRAD = """
+import torch
+
+
+class GradNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(3, 1)
+
+    def forward(self, x):
+        x = x.requires_grad_(True)
+        y = self.l(x).sum()
+        (g,) = torch.autograd.grad(y, x, create_graph=True)
+        return g
+
+
+def make():
+    return GradNet(), (torch.randn(2, 3),), {}, None
+"""
+
+
+def test_autograd_in_forward_fails_as_torch_export_does(analyzer: Any, tmp_path: Path) -> None:
+    mod = _module(tmp_path, "gradnet", GRAD)
+    res = _analyze(analyzer, tmp_path, "gradnet:make")
+    assert not _torch_exports(tmp_path, "gradnet:make")
+    assert res.outcome == "fails at step 1/3 (torch.export)", res.violations
+    [v] = [v for v in res.violations if v.code == "OLX803"]
+    assert v.line == line_of(mod, "torch.autograd.grad")
+    assert "fake tensor in the exported program constant" in v.message
+
+
+INT8 = """
+import torch
+
+
+def make():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
+    q = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+    return q, (torch.randn(2, 8),), {}, None
+"""
+
+
+def test_an_eager_int8_model_gets_torchs_own_verdict(analyzer: Any, tmp_path: Path) -> None:
+    mod = _module(tmp_path, "int8", INT8)
+    res = _analyze(analyzer, tmp_path, "int8:make")
+    assert not _torch_exports(tmp_path, "int8:make")
+    assert res.outcome == "fails at step 1/3 (torch.export)", res.violations
+    [v] = res.violations
+    assert v.code == "OLX803" and v.line == line_of(mod, "quantize_dynamic")
+    assert "__obj_flatten__" in v.message  # torch's own error
+    assert any("quantize" in n for n in v.notes)
+    assert res.data["built_with_real_tensors"]
+
+
+QAT = """
+import torch
+
+
+class QAT(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fq = torch.ao.quantization.FakeQuantize()
+        self.l = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.l(self.fq(x))
+
+
+def make():
+    return QAT().train(), (torch.randn(2, 4),), {}, None
+"""
+
+
+def test_fake_quantize_observers_say_what_to_do(analyzer: Any, tmp_path: Path) -> None:
+    mod = _module(tmp_path, "qat", QAT)
+    res = _analyze(analyzer, tmp_path, "qat:make")
+    assert not _torch_exports(tmp_path, "qat:make")
+    assert res.outcome == "fails at step 1/3 (torch.export)"
+    # one finding for the one cause (nothing from the graph traced past the observer's `if`)
+    [v] = res.violations
+    assert v.code == "OLX802" and v.line == line_of(mod, "self.fq(x)")
+    assert any("disable_observer" in n for n in v.notes)
+
+
+ALIASED = """
+import torch
+
+
+class Add(torch.nn.Module):
+    def forward(self, a, b):
+        return a * 2 + b
+
+
+def make():
+    x = torch.randn(2, 3)
+    return Add(), (x, x), {}, None
+"""
+
+
+def test_aliased_example_inputs_are_reported_and_measured(analyzer: Any, tmp_path: Path) -> None:
+    mod = _module(tmp_path, "aliased", ALIASED)
+    res = _analyze(analyzer, tmp_path, "aliased:make", verify=True)
+    [v] = res.violations
+    assert (v.code, v.line) == ("OLX822", line_of(mod, "return Add()"))
+    assert "`a`, `b`" in v.message
+    assert any(n.startswith("Measured: with the aliased inputs made distinct") for n in v.notes)
+    assert res.outcome != "ok"
+    # torch's own export and onnxruntime, with the inputs made distinct: wrong numbers
+    model, (x, _), _, _ = _factory(tmp_path, "aliased:make")
+    program = torch.onnx.export(model, (x, x), dynamo=True)
+    b = torch.randn(2, 3)
+    assert not torch.allclose(torch.as_tensor(program(x, b)[0]), model(x, b), atol=1e-4)
+
+
+SCALARS = """
+import torch
+
+
+class Scale(torch.nn.Module):
+    def forward(self, x, scale: float, flip: bool = False):
+        return -x * scale if flip else x * scale
+
+
+def make():
+    return Scale(), (torch.randn(2, 3), 0.5), {"flip": False}, None
+"""
+
+
+def test_python_scalar_example_inputs_are_baked_in(analyzer: Any, tmp_path: Path) -> None:
+    mod = _module(tmp_path, "scalars", SCALARS)
+    res = _analyze(analyzer, tmp_path, "scalars:make")
+    found = {(v.code, v.line, v.severity.value, v.message.split(":")[0]) for v in res.violations}
+    line = line_of(mod, "return Scale()")
+    assert found == {
+        ("OLX823", line, "warning", "the example input `scale` is a Python float (0.5)"),
+        ("OLX823", line, "info", "the example input `flip` is a Python bool (False)"),
+    }
+    model, args, kwargs, _ = _factory(tmp_path, "scalars:make")
+    program = torch.onnx.export(model, args, kwargs=kwargs, dynamo=True)
+    assert len(program.model.graph.inputs) == 1  # the float is gone: baked in
+
+
+TWO = """
+import torch
+
+
+class Two(torch.nn.Module):
+    def forward(self, x):
+        y = torch.relu(x)
+        return y + 1, y * 2
+"""
+
+NAMES_SCRIPT = """
+import torch
+
+from two import Two
+
+torch.onnx.export(
+    Two().eval(), (torch.randn(2, 3),), "two.onnx", input_names=["x"], output_names=["relu", "add"]
+)
+"""
+
+
+def test_output_names_that_clash_with_the_graphs_names(analyzer: Any, tmp_path: Path) -> None:
+    import onnxruntime as ort
+
+    from onnxlint.deep.scripts import script_target
+
+    _module(tmp_path, "two", TWO)
+    script = _module(tmp_path, "export_two", NAMES_SCRIPT)
+    call = line_of(script, "torch.onnx.export(")
+    res = analyzer.analyze(script_target(script, call, tmp_path, ()), use_cache=False)
+    [v] = [v for v in res.violations if v.code == "OLX824"]
+    assert v.line == call and "output_names[0] 'relu'" in v.message
+    assert res.outcome.startswith("exports, but onnxruntime refuses")
+    # torch writes the file, and onnxruntime refuses it
+    two = _factory(tmp_path, "two:Two")
+    program = torch.onnx.export(
+        two, (torch.randn(2, 3),), input_names=["x"], output_names=["relu", "add"], dynamo=True
+    )
+    with pytest.raises(Exception, match="Duplicate definition"):
+        ort.InferenceSession(program.model_proto.SerializeToString())
+
+
+UNET = """
+import torch
+
+
+class UNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.down = torch.nn.Conv2d(3, 4, 3, stride=2, padding=1)
+        self.up = torch.nn.ConvTranspose2d(4, 3, 2, stride=2)
+
+    def forward(self, x):
+        y = self.up(self.down(x))
+        return torch.cat([x, y], 1)
+
+
+def make():
+    return UNet().eval(), (torch.randn(1, 3, 16, 16),), {}, {"x": {2: "h", 3: "w"}}
+"""
+
+
+def test_a_dim_the_model_needs_even_is_said_with_its_relation(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    mod = _module(tmp_path, "unet", UNET)
+    res = _analyze(analyzer, tmp_path, "unet:make")
+    [v] = res.violations
+    assert (v.code, v.line) == ("OLX825", line_of(mod, "torch.cat"))
+    assert "'h' and 'w' work only for even sizes" in v.message and "2*Dim(...)" in v.message
+    assert res.outcome == "exports, but only some sizes of a dynamic dim work"
+    # torch.onnx.export accepts it, and the ONNX model fails at an odd size
+    model, args, _, ds = _factory(tmp_path, "unet:make")
+    program = torch.onnx.export(model, args, dynamic_shapes=ds, dynamo=True)
+    with pytest.raises(Exception, match="Concat"):
+        program(torch.randn(1, 3, 17, 17))
+
+
+ATTN = """
+import torch
+import torch.nn.functional as F
+
+
+class Attn(torch.nn.Module):
+    def forward(self, q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def make():
+    q, k, v = (torch.randn(1, 2, 4, 8) for _ in range(3))
+    mask = torch.ones(1, 1, 4, 4, dtype=torch.bool)
+    mask[..., 0, :] = False
+    return Attn(), (q, k, v, mask), {}, None
+
+
+class Attn3(torch.nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, scale=0.5, enable_gqa=True)
+
+
+def make3():
+    return Attn3(), tuple(torch.randn(2, 4, 8) for _ in range(3)), {}, None
+"""
+
+
+def test_attention_with_a_fully_masked_row_is_explained_at_the_op(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    mod = _module(tmp_path, "attn", ATTN)
+    res = _analyze(analyzer, tmp_path, "attn:make", verify=True)
+    [v] = res.violations
+    assert (v.code, v.line) == ("OLX810", line_of(mod, "scaled_dot_product_attention(q, k, v, a"))
+    assert "fully masked: eager PyTorch gives zeros there" in v.message
+
+
+def test_a_translation_failure_keeps_torchs_own_reason(analyzer: Any, tmp_path: Path) -> None:
+    mod = _module(tmp_path, "attn3", ATTN)
+    res = _analyze(analyzer, tmp_path, "attn3:make3")
+    [v] = res.violations
+    assert (v.code, v.line) == ("OLX808", line_of(mod, "scale=0.5"))
+    assert "only 4D query, key, and value are supported" in v.message
