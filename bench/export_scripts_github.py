@@ -416,7 +416,9 @@ DEPS = [
     "lhotse==1.33.0",  # k2-fsa/icefall (k2 itself has no build for torch 2.13)
     "swanlab==0.10.3",  # WuChenDi/MODNet
     "evaluate==0.4.6",  # TexasInstruments/edgeai-tensorlab
-    "hydra-core==1.3.2",  # (the hydra test of tests/deep/test_script_setup.py runs in this venv)
+    "hydra-core==1.3.2",
+    "pycocotools==2.0.11",  # PINTO0309/human-instance-segmentation (the real run's import)
+    "scikit-image==0.26.0",  # devonsuper/monodepth2 (the real run's import)
 ]
 # With --no-deps (their requirements would replace torch or pull a CUDA torchvision).
 NO_DEPS = ["ultralytics==8.3.235"]
@@ -630,13 +632,20 @@ def run(args: argparse.Namespace) -> None:
 # The real run: the script as `python SCRIPT ARGS` (or `python -m`), with every export call
 # recorded and weights that are not here replaced by the model's own initialisation.
 TRUTH_RUNNER = r"""
-import builtins, io, json, os, runpy, socket, sys, traceback
-import torch
+import builtins, importlib, io, json, os, runpy, socket, sys, traceback
 
 REPORT = os.environ["ONNXLINT_TRUTH_REPORT"]
 SCRIPT = os.path.realpath(sys.argv[1])
 MODULE = os.environ.get("ONNXLINT_TRUTH_MODULE")
 sys.argv = sys.argv[1:]
+# as `python SCRIPT` (its folder first) or `python -m MODULE` (the working folder first),
+# with the project root after it, as onnxlint's run has it (a README's `pip install -e .`
+# or `export PYTHONPATH=$PWD`)
+sys.path[0] = os.getcwd() if MODULE else os.path.dirname(SCRIPT)
+sys.path.append(os.getcwd())
+if MODULE:
+    importlib.import_module(MODULE.split(".")[0])  # the project's package, before torch
+import torch
 calls = []
 WEIGHTS = (".pt", ".pth", ".pth.tar", ".ckpt", ".bin", ".tar", ".pkl", ".model", ".safetensors")
 
@@ -677,8 +686,9 @@ real_load = torch.load
 class Empty(dict):
     def __missing__(self, k):
         return Empty()
+real_exists, real_isfile = os.path.exists, os.path.isfile
 def load(f, *a, **k):
-    if isinstance(f, (str, os.PathLike)) and not os.path.isfile(f):
+    if isinstance(f, (str, os.PathLike)) and not real_isfile(f):
         return Empty()
     if isinstance(f, io.BytesIO) and not f.getvalue():
         return Empty()
@@ -688,7 +698,6 @@ keys = torch.nn.modules.module._IncompatibleKeys
 torch.nn.Module.load_state_dict = lambda self, *a, **k: keys([], [])
 torch.nn.Module.cuda = lambda self, *a, **k: self
 torch.Tensor.cuda = lambda self, *a, **k: self
-real_exists, real_isfile = os.path.exists, os.path.isfile
 os.path.exists = lambda p: real_exists(p) or is_weights(p)
 os.path.isfile = lambda p: real_isfile(p) or is_weights(p)
 real_open = builtins.open
@@ -706,7 +715,6 @@ try:
     if MODULE:
         runpy.run_module(MODULE, run_name="__main__", alter_sys=True)
     else:
-        sys.path.insert(0, os.path.dirname(SCRIPT))
         runpy.run_path(SCRIPT, run_name="__main__")
 except SystemExit as e:
     outcome["exit"] = str(e.code)
@@ -777,7 +785,14 @@ def _truth_outcome(record: dict[str, Any]) -> str:
     return "ends without an ONNX export call"
 
 
-ANALYSED = ("ok", "fails at step", "fails the ONNX checker", "exports, but", "incomplete")
+ANALYSED = (
+    "ok",
+    "fails at step",
+    "fails the ONNX checker",
+    "fails at the script",
+    "exports, but",
+    "incomplete",
+)
 STOP_CODES = ("OLX812", "OLX814", "OLX815", "OLX816")
 
 
@@ -845,6 +860,18 @@ def report(args: argparse.Namespace) -> None:
     print(f"scripts: {n}; analysed: {analysed}; stopped: {n - analysed}; wrong verdicts: {wrong}")
     for cause, k in sorted(causes.items(), key=lambda kv: -kv[1]):
         print(f"  {k:3d}  {cause}")
+    print("\n| domain | project, script | onnxlint | the real run (weights absent) |")
+    print("|---|---|---|---|")
+    for s in SCRIPTS:
+        record = results["runs"].get(_key(s))
+        if record is None:
+            continue
+        summary, status, stop = _outcome(record)
+        real = truths.get(_key(s))
+        shown = status or _short(stop or summary, s)
+        shown = re.sub(r"target '[^']*': ", "", shown).replace("|", "/")[:260]
+        real_text = (_truth_outcome(real) if real else "(not run)").replace("|", "/")[:200]
+        print(f"| {s.domain} | {s.repo} `{s.script}` | {shown} | {real_text} |")
 
 
 CAUSES: list[tuple[str, str]] = [

@@ -102,8 +102,9 @@ def outcome_of(r: DeepResult) -> str:
     if "load" in failed:
         return f"cannot be analysed: {failed['load']}"
     if (r.data or {}).get("script_call_removed"):
-        # the script's own call is to an export function this torch lacks
-        return "fails at the script's call (not in this torch)"
+        # the script's own call fails where the model does not: an export function this
+        # torch lacks, or the exporter's library shadowed by a package of the project
+        return "fails at the script's own call"
     # torch.onnx.export falls back to strict capture when the non-strict one fails: the
     # first capture's findings are then information, and step 1/3 succeeded
     strict_fallback = (r.data or {}).get("capture") == "strict"

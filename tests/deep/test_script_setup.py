@@ -155,6 +155,13 @@ def test_a_project_package_named_like_a_library_the_worker_imports(
     _analysed(res)
     assert "OLX802" in _codes(res), res.violations
     assert onnx.helper is not None  # the library is back in the test process, untouched
+    # ... and the real run, which imported the project's `onnx` first, fails at the call:
+    # torch 2.13's exporter imports `onnx` and gets the project's package (checked:
+    # "No module named 'onnx.external_data_helper'" for MODNet's README command)
+    assert res.outcome != "ok", res.outcome
+    call = line_of(root / "onnx/export_onnx.py", "torch.onnx.export")
+    (at_call,) = [v for v in res.violations if v.line == call and v.code == "OLX803"]
+    assert "the project's own package `onnx/`" in at_call.message, at_call.message
 
 
 def test_an_export_made_by_a_library_the_script_calls(analyzer: Any, tmp_path: Path) -> None:

@@ -35,7 +35,14 @@ import torch
 from . import load, torch_internals, wire
 from .record import Analysis, finding, first_line, place
 from .script_args import required_arguments
-from .script_explain import advice, assertion_text, exit_text, removed_call, swallowed_error
+from .script_explain import (
+    advice,
+    assertion_text,
+    exit_text,
+    removed_call,
+    shadowed_exporter,
+    swallowed_error,
+)
 from .script_fakes import (
     Captured,
     CpuOnly,
@@ -143,7 +150,9 @@ def _run_once(
     os.environ.setdefault("HYDRA_FULL_ERROR", "1")
     try:
         with contextlib.ExitStack() as stack:
-            stack.enter_context(project_first(list(dict.fromkeys([*first, folder]))))
+            state.shadowed = stack.enter_context(
+                project_first(list(dict.fromkeys([*first, folder])))
+            )
             stack.enter_context(captures(state))
             stack.enter_context(fakes(state))
             stack.enter_context(required_arguments(state))
@@ -226,7 +235,7 @@ def _take(rec: Analysis, state: ScriptRun, call: Captured, made: dict[int, int],
         "line": call.line,
     }
     rec.autograd = call.mode  # the phases run in it, as the script's call would
-    gone = removed_call(call)
+    gone = removed_call(call) or shadowed_exporter(call, state.shadowed)
     if gone:
         # analysed as the torch.onnx.export it stood for, but the script's own call fails
         rec.add(

@@ -51,6 +51,32 @@ def removed_call(call: Any) -> str | None:
     )
 
 
+# What torch.onnx.export (the dynamo exporter, torch 2.13's default) imports when it runs.
+EXPORTER_IMPORTS = ("onnx", "onnxscript", "onnx_ir", "ml_dtypes")
+
+
+def shadowed_exporter(call: Any, shadowed: list[str]) -> str | None:
+    """What to say when a package of the project takes the name of a library that the
+    exporter imports (MODNet's `onnx/`, run as `python -m onnx.export_onnx`): the run
+    imported the project's package under that name, and torch's exporter then imports it
+    in place of the library, so the script's call fails when it runs; else None."""
+    names = [n for n in shadowed if n in EXPORTER_IMPORTS]
+    if not names or call.kind not in ("onnx", "dynamo_export"):
+        return None
+    if call.kwargs.get("dynamo") is False:
+        return None  # the TorchScript exporter does not import them
+    folders = ", ".join(f"`{n}/`" for n in names)
+    return (
+        f"the project's own package {folders} takes the name of the library that "
+        f"torch.onnx.export imports in torch {torch.__version__}: run this way, the "
+        f"script imported the project's `{names[0]}` first, so the exporter's `import "
+        f"{names[0]}` gets the project's package and this call fails (ModuleNotFoundError: "
+        f"No module named '{names[0]}.…'). The analysis is of what the call would export "
+        "with the library in place: rename the project's folder, or run the script so that "
+        "it is not imported under that name."
+    )
+
+
 def assertion_text(error: AssertionError, text: str) -> str:
     """`assert <condition>` failed, with the condition's source (a bare AssertionError says
     nothing by itself)."""

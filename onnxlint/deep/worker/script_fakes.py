@@ -80,6 +80,9 @@ class ScriptRun:
     # Paths the run knows hold weights: the values of checkpoint arguments (given, default or
     # filled). One that is not here reads as present and as an empty checkpoint.
     checkpoints: set[str] = field(default_factory=set)
+    # Libraries the worker had imported that a package of the project shadows for the run
+    # (`script_shadow.project_first`): a real run imports the project's package there too.
+    shadowed: list[str] = field(default_factory=list)
 
     def is_checkpoint(self, path: Any) -> bool:
         """Whether `path` names weights the run may fake: a checkpoint argument's value, or
