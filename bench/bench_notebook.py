@@ -132,7 +132,7 @@ def p95(xs: list[float]) -> float:
 
 
 def engine_check_ms(path: Path, text: str) -> tuple[float, int]:
-    from onnxlint.config import Config
+    from onnxlint.core.config import Config
     from onnxlint.engine import Engine
 
     engine = Engine()

@@ -12,7 +12,7 @@ import contextlib
 import sys
 
 if "--code-cache" in sys.argv:
-    from onnxlint.codecache import generated_code_cache
+    from onnxlint.core.codecache import generated_code_cache
 
     imports: contextlib.AbstractContextManager[object] = generated_code_cache()
 else:

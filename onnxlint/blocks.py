@@ -24,7 +24,7 @@ from typing import Any
 
 import libcst as cst
 
-from onnxlint.violation import line_starts
+from onnxlint.core.violation import line_starts
 
 # Multi-line strings: candidate block starts inside them are not starts. Only triple-quoted
 # strings span lines (a backslash-continued one-line string just causes a merge), and a

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from onnxlint import __version__
-from onnxlint.config import Config
+from onnxlint.core.config import Config
+from onnxlint.core.violation import Violation
 from onnxlint.files import content_key
-from onnxlint.violation import Violation
 
 CACHE_DIR = ".onnxlint_cache"
 FORMAT = 2  # 2: entries with dependencies on other files

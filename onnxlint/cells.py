@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
+from onnxlint.core.violation import Edit, Fix, Span, Violation
 from onnxlint.magics import MaskedCell, mask_cell
 from onnxlint.notebook import Cell, NotebookError, read_notebook
-from onnxlint.violation import Edit, Fix, Span, Violation
 
 
 @dataclass(frozen=True)

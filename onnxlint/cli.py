@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from onnxlint import __version__
-from onnxlint.config import ConfigError, is_code_or_prefix, load_config
+from onnxlint.core.config import ConfigError, is_code_or_prefix, load_config
 from onnxlint.output import FORMATS
 
 # Heavier modules (libcst, the rules, the server) are imported where they are used, so
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_rules()
         if args.command == "analyze":
             return cmd_analyze(args)
-        from onnxlint.codecache import generated_code_cache
+        from onnxlint.core.codecache import generated_code_cache
 
         with generated_code_cache():  # libcst's dataclasses: a third of its import
             from onnxlint.runner import cmd_check

@@ -25,7 +25,9 @@ import libcst as cst
 
 from onnxlint.blocks import Block, ParseCache, split_blocks
 from onnxlint.cells import CellModule, cell_module
-from onnxlint.config import Config
+from onnxlint.core.config import Config
+from onnxlint.core.suppression import apply_suppressions
+from onnxlint.core.violation import Edit, Fix, Severity, Span, Violation
 from onnxlint.files import content_key
 from onnxlint.notebook import Cell, NotebookError, is_notebook, read_notebook
 from onnxlint.project import FileReach, ProjectIndex, ProjectModel, Reader, read_disk
@@ -34,8 +36,6 @@ from onnxlint.project.reach import local_param_kinds
 from onnxlint.rule import Context, Rule, rule_handlers
 from onnxlint.rules import all_rules
 from onnxlint.semantic import RETURN_KINDS_USED, FileModel, still_returns
-from onnxlint.suppression import apply_suppressions
-from onnxlint.violation import Edit, Fix, Severity, Span, Violation
 from onnxlint.walker import walk
 
 log = logging.getLogger("onnxlint")

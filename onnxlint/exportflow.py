@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from onnxlint.core.violation import Edit, Span
 from onnxlint.semantic import (
     ClassInfo,
     ExportCall,
@@ -38,7 +39,6 @@ from onnxlint.semantic import (
     literal_int,
     strip_method_calls,
 )
-from onnxlint.violation import Edit, Span
 from onnxlint.walker import iter_children, iter_descendants
 
 if TYPE_CHECKING:

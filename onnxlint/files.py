@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from onnxlint.config import Config
+from onnxlint.core.config import Config
 
 SKIP_DIRS = frozenset(
     {

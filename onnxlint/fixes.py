@@ -18,9 +18,9 @@ from pathlib import Path
 
 import libcst as cst
 
+from onnxlint.core.violation import Edit, Fix, FixSafety, Violation, line_starts
 from onnxlint.magics import mask_cell
 from onnxlint.notebook import Cell
-from onnxlint.violation import Edit, Fix, FixSafety, Violation, line_starts
 
 Checker = Callable[[str], list[Violation]]
 

@@ -193,7 +193,7 @@ def _format_source(
 def file_position(text: str, index: int, line: int, column: int) -> tuple[int, int]:
     """The 1-based line and column in the notebook file's text (its JSON) of `line` and
     `column` in cell `index`: where an annotation on the file itself must point."""
-    from onnxlint.violation import line_starts
+    from onnxlint.core.violation import line_starts
 
     scanner = _SourceScanner(text)
     found = scanner.scan().get(index)

@@ -21,7 +21,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from onnxlint.blocks import Block
-from onnxlint.violation import Span, line_starts
+from onnxlint.core.violation import Span, line_starts
 
 _KEY = "positions"
 

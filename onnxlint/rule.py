@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
 
-from onnxlint.violation import Edit, Fix, FixSafety, Severity, Span, Violation
+from onnxlint.core.violation import Edit, Fix, FixSafety, Severity, Span, Violation
 
 if TYPE_CHECKING:
     from onnxlint.blocks import Block
-    from onnxlint.config import Config
+    from onnxlint.core.config import Config
     from onnxlint.project import ExportSite, FileReach, ProjectIndex
     from onnxlint.semantic import ClassInfo, ExportCall, FileModel, FunctionInfo, Kind, Kinds
 

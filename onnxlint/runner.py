@@ -17,7 +17,8 @@ from pathlib import Path
 
 from onnxlint.cache import ResultCache, config_key
 from onnxlint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
-from onnxlint.config import Config, load_config
+from onnxlint.core.config import Config, load_config
+from onnxlint.core.violation import Severity, Span, Violation
 from onnxlint.engine import SYNTAX_ERROR_CODE, Engine
 from onnxlint.files import (
     CHECKED_SUFFIXES,
@@ -46,7 +47,6 @@ from onnxlint.output.text import (
 from onnxlint.project import ImportedNames, ReachTable
 from onnxlint.project.summary import SummaryStore
 from onnxlint.rules import all_rules
-from onnxlint.violation import Severity, Span, Violation
 
 
 @dataclass
@@ -77,7 +77,7 @@ def _effective_config(args: argparse.Namespace, start: Path) -> Config:
     if args.ignore:
         changes["ignore"] = config.ignore + tuple(args.ignore)
     if args.target_torch:
-        from onnxlint.config import parse_torch_version
+        from onnxlint.core.config import parse_torch_version
 
         changes["target_torch"] = parse_torch_version(args.target_torch, "--target-torch")
     return config.with_overrides(**changes) if changes else config

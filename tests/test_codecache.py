@@ -1,4 +1,4 @@
-"""The generated-code cache (onnxlint.codecache): hits give classes that behave the same."""
+"""The generated-code cache (onnxlint.core.codecache): hits give classes that behave the same."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import attr
 import pytest
 
-from onnxlint.codecache import cache_file, generated_code_cache
+from onnxlint.core.codecache import cache_file, generated_code_cache
 
 
 def _define() -> tuple[object, object]:
@@ -74,7 +74,7 @@ def test_the_server_and_cli_import_with_and_without_it(tmp_path: Path, cached: b
     if not cached:
         env["ONNXLINT_NO_CODE_CACHE"] = "1"
     code = (
-        "from onnxlint.codecache import generated_code_cache\n"
+        "from onnxlint.core.codecache import generated_code_cache\n"
         "with generated_code_cache():\n"
         "    from onnxlint.server import create_server\n"
         "    s = create_server(); s.load_engine()\n"

@@ -19,7 +19,7 @@ from pathlib import Path
 import libcst as cst
 
 from onnxlint.blocks import ParseCache, split_blocks
-from onnxlint.config import Config
+from onnxlint.core.config import Config
 from onnxlint.files import SKIP_DIRS
 from onnxlint.semantic import ExportKind, FileModel
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from onnxlint.core.violation import Severity, Violation
 from onnxlint.deep import report
 from onnxlint.deep.analyzer import DeepAnalyzer
 from onnxlint.deep.result import DeepResult, gb, line_span
@@ -27,7 +28,6 @@ from onnxlint.deep.targets import (
     factory_location,
     load_targets,
 )
-from onnxlint.violation import Severity, Violation
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 CACHE_SUBDIR = Path(".onnxlint_cache") / "deep"
@@ -380,7 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_analyze_arguments(parser)
     args = parser.parse_args(argv)
     try:
-        from onnxlint.config import load_config
+        from onnxlint.core.config import load_config
 
         config: Any = load_config(Path.cwd())
     except Exception as e:

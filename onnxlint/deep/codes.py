@@ -7,8 +7,8 @@ docs, `onnxlint rule OLX8nn` and the findings can never disagree.
 
 from __future__ import annotations
 
+from onnxlint.core.violation import Severity
 from onnxlint.deep.worker import wire
-from onnxlint.violation import Severity
 
 KIND_TO_CODE: dict[str, str] = {
     wire.KIND_GRAPH_BREAK: "OLX801",

@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from onnxlint.core.violation import Violation
 from onnxlint.deep.result import DeepResult, gb
-from onnxlint.violation import Violation
 
 
 def _size(n: float | None) -> str:

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from onnxlint.core.violation import Related, Severity, Span, Violation
 from onnxlint.deep import codes
 from onnxlint.deep.plain import reword
 from onnxlint.deep.targets import Target, factory_location
 from onnxlint.deep.worker import wire
-from onnxlint.violation import Related, Severity, Span, Violation
 
 
 @dataclass

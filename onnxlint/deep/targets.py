@@ -195,7 +195,7 @@ def validate_target(raw: Mapping[str, Any], root: Path, index: int = 0) -> Targe
     if not isinstance(raw, Mapping):
         raise TargetError(f"targets[{index}] must be a table")
     where = _where(index, raw)
-    # TOML spells the keys in kebab-case (onnxlint.config turns them to snake_case).
+    # TOML spells the keys in kebab-case (onnxlint.core.config turns them to snake_case).
     typed = {str(k).replace("-", "_"): str(k) for k in raw}  # messages name the key as typed
     raw = {str(k).replace("-", "_"): v for k, v in raw.items()}
     unknown = sorted(set(raw) - _KEYS)

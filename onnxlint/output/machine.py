@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from onnxlint import __version__
+from onnxlint.core.violation import DOCS_BASE_URL, Severity, Violation
 from onnxlint.rules import rule_by_code
-from onnxlint.violation import DOCS_BASE_URL, Severity, Violation
 
 
 def render_json(violations: Sequence[Violation]) -> str:

@@ -6,7 +6,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from onnxlint.violation import Severity, Violation
+from onnxlint.core.violation import Severity, Violation
 
 _COLORS = {
     "bold": "\x1b[1m",

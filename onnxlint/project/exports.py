@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from onnxlint.config import Config
+from onnxlint.core.config import Config
 from onnxlint.exportflow import effective_kind, exported_model
 from onnxlint.positions import node_span
 from onnxlint.project.facts import FileFacts

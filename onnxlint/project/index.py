@@ -18,7 +18,7 @@ from typing import Any
 import libcst as cst
 
 from onnxlint.blocks import Block, ParseCache, split_blocks
-from onnxlint.config import Config
+from onnxlint.core.config import Config
 from onnxlint.files import content_key
 from onnxlint.frameworks import base_verdict
 from onnxlint.project.facts import FileFacts, file_context

@@ -19,7 +19,7 @@ from typing import Any
 import libcst as cst
 
 from onnxlint.blocks import Block
-from onnxlint.config import Config
+from onnxlint.core.config import Config
 from onnxlint.files import content_key
 from onnxlint.project.callers import ImportedNames, forward_callers
 from onnxlint.project.exports import ExportSite, export_sites, target_sites

@@ -102,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
 def _load_engine(server: OnnxlintServer) -> None:
     """On the loader thread: make the server's engine (what needs it meanwhile waits for
     it). An engine that cannot be imported ends the server as a failed start did."""
-    from onnxlint.codecache import generated_code_cache
+    from onnxlint.core.codecache import generated_code_cache
 
     try:
         with generated_code_cache():
@@ -134,7 +134,7 @@ def serve(argv: list[str] | None = None) -> int:
     # stdout belongs to the protocol: anything printed by accident goes to stderr instead.
     stdout = sys.stdout.buffer
     sys.stdout = sys.stderr
-    from onnxlint.codecache import generated_code_cache
+    from onnxlint.core.codecache import generated_code_cache
 
     with generated_code_cache():  # pygls, lsprotocol, libcst: half their import is codegen
         server = create_server()

@@ -18,6 +18,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from onnxlint.core.violation import Edit, FixSafety, Span, Violation
 from onnxlint.server import notebooks
 from onnxlint.server.convert import (
     Lines,
@@ -28,7 +29,6 @@ from onnxlint.server.convert import (
     whole_text_edit,
 )
 from onnxlint.server.server import OnnxlintServer, Result
-from onnxlint.violation import Edit, FixSafety, Span, Violation
 
 log = logging.getLogger("onnxlint.server")
 

@@ -12,7 +12,7 @@ from typing import Any, overload
 
 from lsprotocol import types
 
-from onnxlint.violation import Edit, Fix, FixSafety, Violation, line_starts
+from onnxlint.core.violation import Edit, Fix, FixSafety, Violation, line_starts
 
 SOURCE = "onnxlint"
 UTF8 = types.PositionEncodingKind.Utf8.value

@@ -366,8 +366,8 @@ def editor_placements(result: Any) -> dict[str, list[Any]]:
     project) is also shown at its innermost project link of the chain (the factory, or the
     project line that calls into the library), with the library line as related
     information: the editor may not have the library file open."""
+    from onnxlint.core.violation import Related
     from onnxlint.deep.result import line_span
-    from onnxlint.violation import Related
 
     root = os.path.realpath(result.target.root) + os.sep
     by_file: dict[str, list[Any]] = {}
@@ -408,7 +408,7 @@ def merge_confirmed(static: list[Any], deep: list[Any]) -> list[Any]:
     OLX1xx finding are folded into it (its message says the deep analysis confirmed it;
     the deep findings become related information), and several such deep findings on a
     line without one become one, the most severe, with the others as related."""
-    from onnxlint.violation import Related
+    from onnxlint.core.violation import Related
 
     by_line: dict[tuple[str, int], list[Any]] = {}
     rest: list[Any] = []

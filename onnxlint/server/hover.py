@@ -57,7 +57,7 @@ def _snippet(text: str) -> str:
 
 
 def _fix_line(rule: Any, fix: Any) -> str:
-    from onnxlint.violation import FixSafety
+    from onnxlint.core.violation import FixSafety
 
     if fix is not None and fix.edits and fix.safety is not FixSafety.DISPLAY:
         kind = "safe, also in Fix all" if fix.safety is FixSafety.SAFE else "unsafe: review it"
@@ -72,8 +72,8 @@ def _fix_line(rule: Any, fix: Any) -> str:
 
 def rule_summary(code: str, fix: Any = None) -> str | None:
     """The hover's Markdown for a rule: code and name, why, use instead, fix, link."""
+    from onnxlint.core.violation import DOCS_BASE_URL
     from onnxlint.rules import rule_by_code
-    from onnxlint.violation import DOCS_BASE_URL
 
     rule = rule_by_code(code)
     if rule is None:
@@ -96,7 +96,7 @@ def rule_summary(code: str, fix: Any = None) -> str | None:
 
 def _confirmed_by(v: Any) -> str:
     """For a static finding the deep analysis confirmed: one line naming the deep rules."""
-    from onnxlint.violation import DOCS_BASE_URL
+    from onnxlint.core.violation import DOCS_BASE_URL
 
     codes = [r.message.split(" ", 1)[0] for r in v.related if re.match(r"OLX8\d\d ", r.message)]
     if not codes:

@@ -23,7 +23,7 @@ from urllib.parse import unquote
 from lsprotocol import types
 from pygls.workspace import TextDocument
 
-from onnxlint.violation import Violation
+from onnxlint.core.violation import Violation
 
 if TYPE_CHECKING:
     from onnxlint.server.server import OnnxlintServer, Result

@@ -41,13 +41,13 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from onnxlint import __version__
-from onnxlint.config import Config, ConfigError, load_config
+from onnxlint.core.config import Config, ConfigError, load_config
+from onnxlint.core.suppression import apply_suppressions
+from onnxlint.core.violation import Severity, Span, Violation
 from onnxlint.server import notebooks
 from onnxlint.server.convert import Lines, diagnostic, sort_key
 from onnxlint.server.protocol import OnnxlintProtocol
 from onnxlint.server.settings import InitOptions, Settings, parse_settings
-from onnxlint.suppression import apply_suppressions
-from onnxlint.violation import Severity, Span, Violation
 
 if TYPE_CHECKING:
     from onnxlint.blocks import ParseCache
@@ -167,7 +167,7 @@ class OnnxlintServer(LanguageServer):
 
     def load_engine(self) -> None:
         """Import libcst and every rule, and make the Engine. `serve` does this at start
-        on a loader thread, under the generated-code cache (see `onnxlint.codecache`),
+        on a loader thread, under the generated-code cache (see `onnxlint.core.codecache`),
         while the event loop answers `initialize`; callers go through `engine`."""
         from onnxlint.engine import Engine
         from onnxlint.rules import all_rules

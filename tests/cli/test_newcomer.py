@@ -69,7 +69,7 @@ def test_suppression_on_the_last_line_of_a_multiline_statement(
 
 
 def test_suppression_on_a_middle_line_covers_only_that_line(tmp_path: Path) -> None:
-    from onnxlint.suppression import line_suppressions
+    from onnxlint.core.suppression import line_suppressions
 
     text = "f(\n    a,  # noqa: OLX401\n    b,\n)\nx = 1  # noqa\n"
     sup = line_suppressions(text)
@@ -180,7 +180,7 @@ def test_fix_markers_agree_in_rules_readme_and_findings(cli, repo_root: Path) ->
     """A rule's marker is its least safe fix: OLX404's fix is safe for `fallback=False` and
     unsafe for `fallback=True`, so it is `[~]` everywhere, and a finding is never marked
     less safe than its rule."""
-    from onnxlint.config import parse_table
+    from onnxlint.core.config import parse_table
     from onnxlint.engine import Engine
     from onnxlint.rules import all_rules
 
@@ -252,7 +252,7 @@ def test_target_keys_are_kebab_case_and_snake_case_is_deprecated(cli, tmp_path: 
 
 
 def test_kebab_case_target_keys_reach_the_analysis(tmp_path: Path) -> None:
-    from onnxlint.config import load_config
+    from onnxlint.core.config import load_config
     from onnxlint.deep.targets import load_targets
 
     write(
@@ -335,7 +335,7 @@ def test_factory_can_name_a_file(tmp_path: Path) -> None:
 
 
 def test_readme_documents_every_configuration_key_and_analyze_exit_codes(repo_root: Path) -> None:
-    from onnxlint.config import _KEYS, DEEP_KEYS, TARGET_EXPORTER_KEYS, TARGET_KEYS
+    from onnxlint.core.config import _KEYS, DEEP_KEYS, TARGET_EXPORTER_KEYS, TARGET_KEYS
 
     readme = (repo_root / "README.md").read_text()
     config = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]

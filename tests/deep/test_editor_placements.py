@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from onnxlint.core.violation import Related, Severity, Violation
 from onnxlint.deep.result import DeepResult, line_span
 from onnxlint.deep.targets import Target
-from onnxlint.violation import Related, Severity, Violation
 
 
 def test_library_finding_is_also_placed_at_the_project_link(tmp_path: Path) -> None:

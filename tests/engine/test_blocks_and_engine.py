@@ -274,7 +274,7 @@ def test_a_cached_syntax_error_keeps_no_traceback() -> None:
 def test_a_helpers_return_kind_is_used_and_its_edit_rechecks_the_caller() -> None:
     """`heat = self._heat(x)`: the helper's return kind decides whether iterating over
     `heat` iterates over a tensor; editing the helper (another block) re-checks forward."""
-    from onnxlint.config import parse_table
+    from onnxlint.core.config import parse_table
     from onnxlint.engine import Engine
 
     text = (
@@ -297,7 +297,7 @@ def test_a_helpers_return_kind_is_used_and_its_edit_rechecks_the_caller() -> Non
 def test_removing_the_import_that_made_a_class_a_module_is_seen_by_its_unchanged_block() -> None:
     """The class block is unchanged (its cached index is reused), but without `nn` it is
     no longer a torch module: its forward is not judged any more."""
-    from onnxlint.config import parse_table
+    from onnxlint.core.config import parse_table
     from onnxlint.engine import Engine
 
     text = (

@@ -9,11 +9,11 @@ import hypothesmith
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from onnxlint.config import parse_table
+from onnxlint.core.config import parse_table
+from onnxlint.core.violation import Violation
 from onnxlint.engine import Engine
 from onnxlint.fixes import fix_text
 from onnxlint.rules import all_rules
-from onnxlint.violation import Violation
 
 ENGINE = Engine()
 PREFIX = "import torch\nimport torch.nn as nn\n"

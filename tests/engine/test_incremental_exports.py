@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 
 from onnxlint.cells import cell_module
-from onnxlint.config import load_config
+from onnxlint.core.config import load_config
+from onnxlint.core.violation import Violation
 from onnxlint.engine import Engine
 from onnxlint.notebook import Cell
 from onnxlint.project import read_disk
-from onnxlint.violation import Violation
 
 MODEL = """import torch
 import torch.nn as nn

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from onnxlint.cells import cell_module
+from onnxlint.core.violation import Edit, Fix, FixSafety, Severity, Span, Violation
 from onnxlint.engine import Engine
 from onnxlint.magics import mask_cell
 from onnxlint.notebook import Cell, NotebookError, read_notebook, replace_sources
-from onnxlint.violation import Edit, Fix, FixSafety, Severity, Span, Violation
 
 
 @pytest.mark.parametrize(

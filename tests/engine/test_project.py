@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onnxlint.config import Config
+from onnxlint.core.config import Config
 from onnxlint.engine import Engine
 from onnxlint.fixes import fix_text
 

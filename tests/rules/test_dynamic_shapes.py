@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from onnxlint.config import parse_table
+from onnxlint.core.config import parse_table
 from onnxlint.engine import Engine
 from onnxlint.fixes import fix_text
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from onnxlint.config import parse_table
+from onnxlint.core.config import parse_table
 from onnxlint.engine import Engine
 
 CONFIG = parse_table({"select": ["OLX2"]}, None)

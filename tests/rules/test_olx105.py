@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from onnxlint.config import parse_table
+from onnxlint.core.config import parse_table
 from onnxlint.engine import Engine
 
 HEAD = textwrap.dedent(

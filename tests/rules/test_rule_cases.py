@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from onnxlint.config import parse_table
+from onnxlint.core.config import parse_table
 from onnxlint.engine import Engine
 from onnxlint.fixes import fix_text
 from onnxlint.rule import Invalid, Rule, Valid

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
-from onnxlint.config import parse_table
+from onnxlint.core.config import parse_table
+from onnxlint.core.violation import Severity
 from onnxlint.engine import Engine
-from onnxlint.violation import Severity
 
 MODEL = textwrap.dedent(
     """

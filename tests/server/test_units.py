@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
+from onnxlint.core.violation import Span
 from onnxlint.server.code_actions import suppression_edit
 from onnxlint.server.convert import Lines, whole_text_edit
 from onnxlint.server.hover import code_in_comment
@@ -13,7 +14,6 @@ from onnxlint.server.settings import (
     parse_settings,
     settings_to_json,
 )
-from onnxlint.violation import Span
 
 
 def test_defaults_round_trip() -> None:
@@ -120,7 +120,7 @@ def test_editing_one_document_keeps_the_other_documents_blocks_parsed() -> None:
     never evicts A's, and once idle only the open documents' blocks stay."""
     from pygls.workspace import Workspace
 
-    from onnxlint.config import Config
+    from onnxlint.core.config import Config
     from onnxlint.server.server import PARSE_CACHE_SLACK, OnnxlintServer
 
     server = OnnxlintServer()

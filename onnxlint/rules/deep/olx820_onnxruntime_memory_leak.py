@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Rule
-from onnxlint.violation import Severity
 
 
 class OnnxruntimeMemoryLeak(Rule):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.exportflow import (
     effective_kind,
     exported_model,
@@ -14,7 +15,6 @@ from onnxlint.exportflow import (
 )
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.semantic import ExportKind, keyword_arg
-from onnxlint.violation import Severity
 
 
 class DynamicAxesUnknownName(Rule):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.exportflow import (
     example_inputs,
     exported_model,
@@ -14,7 +15,6 @@ from onnxlint.exportflow import (
 )
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.semantic import keyword_arg, literal_int
-from onnxlint.violation import Severity
 from onnxlint.walker import iter_descendants
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.exportflow import exported_model, resolve_value
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.semantic import keyword_arg
-from onnxlint.violation import Severity
 
 _LITERALS = (
     cst.Integer,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.exportflow import (
     example_inputs,
     exported_model,
@@ -14,7 +15,6 @@ from onnxlint.exportflow import (
 )
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.semantic import ExportCall, ExportKind, keyword_arg
-from onnxlint.violation import Severity
 
 _CHECKED = (ExportKind.ONNX_DYNAMO, ExportKind.TORCH_EXPORT)
 

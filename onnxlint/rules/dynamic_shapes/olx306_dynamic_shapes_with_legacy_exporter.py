@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.exportflow import effective_kind, exporter_known
 from onnxlint.rule import Invalid, Rule, Valid
 from onnxlint.semantic import ExportKind, keyword_arg
-from onnxlint.violation import Severity
 
 
 class DynamicShapesWithLegacyExporter(Rule):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Edit, FixSafety, Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.semantic import ExportKind, keyword_arg
-from onnxlint.violation import Edit, FixSafety, Severity
 
 
 def _string_dims(value: cst.BaseExpression) -> list[cst.SimpleString]:

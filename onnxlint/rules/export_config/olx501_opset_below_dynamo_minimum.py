@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.export_config._opset import requested_opset
 from onnxlint.rules.exporter_api.api_table import (
@@ -11,7 +12,6 @@ from onnxlint.rules.exporter_api.api_table import (
     TORCHLIB_OPSET,
     onnx_export_on_dynamo,
 )
-from onnxlint.violation import Severity
 
 
 class OpsetBelowDynamoMinimum(Rule):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid
 from onnxlint.rules.export_config._opset import requested_opset
 from onnxlint.rules.exporter_api.api_table import (
@@ -13,7 +14,6 @@ from onnxlint.rules.exporter_api.api_table import (
     ExportPath,
     export_path,
 )
-from onnxlint.violation import Severity
 
 LEGACY_MAX_OPSET = 20  # torch 2.13 `ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET`
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.export_config._custom_ops import (
     OpUse,
@@ -18,7 +19,6 @@ from onnxlint.rules.exporter_api.api_table import (
     single_value,
 )
 from onnxlint.semantic import ExportCall
-from onnxlint.violation import Severity
 
 
 class CustomOpWithoutTranslation(Rule):

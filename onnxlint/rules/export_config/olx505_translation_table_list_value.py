@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Fix, FixSafety, Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.exporter_api.api_table import (
     TRANSLATION_LIST_REJECTED,
@@ -12,7 +13,6 @@ from onnxlint.rules.exporter_api.api_table import (
     export_path,
     single_value,
 )
-from onnxlint.violation import Fix, FixSafety, Severity
 
 
 class TranslationTableListValue(Rule):

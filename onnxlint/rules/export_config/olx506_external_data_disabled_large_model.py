@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.export_config._size import (
     Estimate,
@@ -13,7 +14,6 @@ from onnxlint.rules.export_config._size import (
 )
 from onnxlint.rules.exporter_api.api_table import onnx_export_on_dynamo, single_value
 from onnxlint.semantic import ExportCall, literal_bool
-from onnxlint.violation import FixSafety, Severity
 
 
 def _human(n: int) -> str:

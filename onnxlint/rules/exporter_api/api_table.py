@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Context
 from onnxlint.semantic import ExportCall, ExportKind, literal_bool
-from onnxlint.violation import Severity
 from onnxlint.walker import iter_descendants
 
 Version = tuple[int, int]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Edit, FixSafety, Severity
 from onnxlint.rule import Context, Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.exporter_api.api_table import (
     DYNAMO_DEFAULT_SINCE,
@@ -11,7 +12,6 @@ from onnxlint.rules.exporter_api.api_table import (
     LEGACY_DEPRECATED_SINCE,
 )
 from onnxlint.semantic import ExportCall, ExportKind, dotted
-from onnxlint.violation import Edit, FixSafety, Severity
 
 
 def convert_dynamic_axes_edits(ctx: Context, call: ExportCall) -> list[Edit] | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Fix, FixSafety, Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.exporter_api.api_table import (
     API_FACTS,
@@ -13,7 +14,6 @@ from onnxlint.rules.exporter_api.api_table import (
     torch_module_name,
 )
 from onnxlint.semantic import ExportKind
-from onnxlint.violation import Fix, FixSafety, Severity
 
 _FACT = API_FACTS["torch.onnx.dynamo_export"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.exporter_api.api_table import (
     API_FACTS,
@@ -13,7 +14,6 @@ from onnxlint.rules.exporter_api.api_table import (
     in_version_branch,
 )
 from onnxlint.semantic import dotted, keyword_arg
-from onnxlint.violation import Severity
 
 _ONNXRT_REMOVED: Version = (2, 9)  # torch.compile(backend="onnxrt"), PR #158258
 

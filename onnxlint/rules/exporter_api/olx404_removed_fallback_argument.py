@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rule import Invalid, Rule, Valid, make_fix
 from onnxlint.rules.exporter_api.api_table import (
     FALLBACK_DEFAULT_FALSE,
@@ -11,7 +12,6 @@ from onnxlint.rules.exporter_api.api_table import (
     in_version_branch,
 )
 from onnxlint.semantic import ExportKind, literal_bool
-from onnxlint.violation import FixSafety, Severity
 
 
 class RemovedFallbackArgument(Rule):

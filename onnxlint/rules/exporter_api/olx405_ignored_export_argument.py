@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.exporter_api.api_table import (
     IGNORED_BY_DYNAMO,
@@ -11,7 +12,6 @@ from onnxlint.rules.exporter_api.api_table import (
     in_version_branch,
     onnx_export_on_dynamo,
 )
-from onnxlint.violation import FixSafety, Severity
 
 
 class IgnoredExportArgument(Rule):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.exporter_api.api_table import DYNAMO_DEFAULT_SINCE, ExportPath, export_path
-from onnxlint.violation import Severity
 
 _NAMES = (
     "torch.onnx.register_custom_op_symbolic",

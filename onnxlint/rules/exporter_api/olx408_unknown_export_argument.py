@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.exporter_api.api_table import (
     EXPORT_KEYWORDS_2_13,
@@ -12,7 +13,6 @@ from onnxlint.rules.exporter_api.api_table import (
     in_version_branch,
 )
 from onnxlint.semantic import ExportKind
-from onnxlint.violation import Severity
 
 
 class UnknownExportArgument(Rule):

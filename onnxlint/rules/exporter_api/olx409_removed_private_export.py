@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
-from onnxlint.violation import FixSafety, Severity
 
 _NAME = "torch.onnx._export"
 

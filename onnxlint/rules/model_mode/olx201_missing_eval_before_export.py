@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Fix, FixSafety, Severity
 from onnxlint.exportflow import (
     Mode,
     ModelRef,
@@ -15,7 +16,6 @@ from onnxlint.exportflow import (
 )
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.semantic import ExportKind, dotted
-from onnxlint.violation import Fix, FixSafety, Severity
 
 _WHAT = {
     ExportKind.JIT_TRACE: "tracing records",

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from onnxlint.branches import skips_right_in_eval
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import (
     mentions_export_guard,
@@ -14,7 +15,6 @@ from onnxlint.rules.trace_hostile._common import (
     under_export_guard,
 )
 from onnxlint.semantic import Kind
-from onnxlint.violation import Severity
 
 _TESTED = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)
 

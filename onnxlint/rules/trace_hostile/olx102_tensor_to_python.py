@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Context, Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import (
     BRANCH,
@@ -14,7 +15,6 @@ from onnxlint.rules.trace_hostile._common import (
     value_uses,
 )
 from onnxlint.semantic import Kind
-from onnxlint.violation import Severity
 
 _CONVERTERS = {"builtins.int": "int", "builtins.float": "float", "builtins.bool": "bool"}
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import kind_here, traced, under_export_guard
 from onnxlint.semantic import Kind
-from onnxlint.violation import Severity
 
 _MODULES = ("numpy.", "math.", "random.")
 

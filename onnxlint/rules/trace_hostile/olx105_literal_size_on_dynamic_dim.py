@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from onnxlint.blocks import Block
+from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.exportflow import (
     example_inputs,
     exported_model,
@@ -31,7 +32,6 @@ from onnxlint.semantic import (
     literal_int,
     strip_method_calls,
 )
-from onnxlint.violation import FixSafety, Severity
 from onnxlint.walker import iter_children
 
 _EXPORTS = (

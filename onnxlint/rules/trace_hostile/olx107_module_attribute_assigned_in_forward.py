@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import under_export_guard
 from onnxlint.semantic import FileModel, Kind, dotted
-from onnxlint.violation import Severity
 from onnxlint.walker import iter_children, iter_descendants
 
 

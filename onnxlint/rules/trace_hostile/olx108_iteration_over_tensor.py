@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import (
     kind_here,
@@ -13,7 +14,6 @@ from onnxlint.rules.trace_hostile._common import (
     under_export_guard,
 )
 from onnxlint.semantic import Kind, dotted
-from onnxlint.violation import Severity
 from onnxlint.walker import iter_descendants
 
 _WRAPPERS = frozenset({"builtins.enumerate", "builtins.zip", "builtins.reversed"})

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.trace_hostile._common import torch_name
 from onnxlint.semantic import ExportKind, dotted
-from onnxlint.violation import FixSafety, Severity
 from onnxlint.walker import iter_descendants
 
 _TRACING = frozenset({"torch.jit.is_tracing", "torch.jit._trace.is_tracing"})

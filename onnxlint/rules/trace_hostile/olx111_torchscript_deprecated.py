@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
-from onnxlint.violation import Severity
 
 JIT_ENTRY_POINTS = frozenset(
     {

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.exportflow import statements_naming
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.trace_hostile._common import assigned_values
 from onnxlint.semantic import ExportKind, positional_args
-from onnxlint.violation import FixSafety, Severity
 from onnxlint.walker import iter_descendants
 
 # Calls that return a ScriptModule / ScriptFunction.

@@ -13,7 +13,7 @@ import re
 import tokenize
 from collections.abc import Iterable
 
-from onnxlint.violation import Violation
+from onnxlint.core.violation import Violation
 
 _LINE_RE = re.compile(
     r"#\s*(?:onnxlint:\s*ignore(?!-file)(?:\[(?P<codes1>[^\]]*)\])?"

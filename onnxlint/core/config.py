@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from onnxlint.violation import Severity
+from onnxlint.core.violation import Severity
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -1,0 +1,1 @@
+"""Violations, config, suppressions, the start-up code cache. Imports no other onnxlint package."""
