@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
-from onnxlint.walker import branch_children, dotted, iter_descendants
+from onnxlint.source.walker import branch_children, dotted, iter_descendants
 
 TARGET_PARAMS = re.compile(
     r"^(targets?|labels?|gts?|gt_\w+|\w+_targets?|\w+_labels?|y_true|ground_truth\w*)$"

@@ -20,7 +20,7 @@ from typing import Any
 from onnxlint import __version__
 from onnxlint.core.config import Config
 from onnxlint.core.violation import Violation
-from onnxlint.files import content_key
+from onnxlint.source.files import content_key
 
 CACHE_DIR = ".onnxlint_cache"
 FORMAT = 2  # 2: entries with dependencies on other files

@@ -23,20 +23,20 @@ from typing import Any
 
 import libcst as cst
 
-from onnxlint.blocks import Block, ParseCache, split_blocks
-from onnxlint.cells import CellModule, cell_module
 from onnxlint.core.config import Config
 from onnxlint.core.suppression import apply_suppressions
 from onnxlint.core.violation import Edit, Fix, Severity, Span, Violation
-from onnxlint.files import content_key
-from onnxlint.notebook import Cell, NotebookError, is_notebook, read_notebook
 from onnxlint.project import FileReach, ProjectIndex, ProjectModel, Reader, read_disk
 from onnxlint.project.facts import FileFacts, file_context
 from onnxlint.project.reach import local_param_kinds
 from onnxlint.rule import Context, Rule, rule_handlers
 from onnxlint.rules import all_rules
 from onnxlint.semantic import RETURN_KINDS_USED, FileModel, still_returns
-from onnxlint.walker import walk
+from onnxlint.source.blocks import Block, ParseCache, split_blocks
+from onnxlint.source.cells import CellModule, cell_module
+from onnxlint.source.files import content_key
+from onnxlint.source.notebook import Cell, NotebookError, is_notebook, read_notebook
+from onnxlint.source.walker import walk
 
 log = logging.getLogger("onnxlint")
 
@@ -85,7 +85,7 @@ class Engine:
     def check_cells(
         self, path: str, cells: Sequence[Cell], config: Config | None = None
     ) -> list[Violation]:
-        """Check a notebook's cells as one module (see onnxlint.cells); each finding names
+        """Check a notebook's cells as one module (see onnxlint.source.cells); each finding names
         its cell and has positions in it."""
         module = cell_module(cells)
         self.last_module = module

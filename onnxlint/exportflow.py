@@ -39,7 +39,7 @@ from onnxlint.semantic import (
     literal_int,
     strip_method_calls,
 )
-from onnxlint.walker import iter_children, iter_descendants
+from onnxlint.source.walker import iter_children, iter_descendants
 
 if TYPE_CHECKING:
     from onnxlint.rule import Context

@@ -23,7 +23,7 @@ import libcst as cst
 from onnxlint.branches import TARGET_PARAMS, dead_step
 from onnxlint.frameworks import RUNTIME_BACKENDS
 from onnxlint.semantic import FunctionInfo, dotted
-from onnxlint.walker import iter_descendants
+from onnxlint.source.walker import iter_descendants
 
 if TYPE_CHECKING:
     from onnxlint.rule import Context

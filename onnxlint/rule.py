@@ -27,10 +27,10 @@ import libcst as cst
 from onnxlint.core.violation import Edit, Fix, FixSafety, Severity, Span, Violation
 
 if TYPE_CHECKING:
-    from onnxlint.blocks import Block
     from onnxlint.core.config import Config
     from onnxlint.project import ExportSite, FileReach, ProjectIndex
     from onnxlint.semantic import ClassInfo, ExportCall, FileModel, FunctionInfo, Kind, Kinds
+    from onnxlint.source.blocks import Block
 
 
 @dataclass(frozen=True)
@@ -321,7 +321,7 @@ class Context:
         return cst.Module([]).code_for_node(node)
 
     def span(self, node: cst.CSTNode) -> Span:
-        from onnxlint.positions import node_span
+        from onnxlint.source.positions import node_span
 
         assert self.block is not None
         span = node_span(self.block, node)

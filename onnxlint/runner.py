@@ -20,22 +20,6 @@ from onnxlint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
 from onnxlint.core.config import Config, load_config
 from onnxlint.core.violation import Severity, Span, Violation
 from onnxlint.engine import SYNTAX_ERROR_CODE, Engine
-from onnxlint.files import (
-    CHECKED_SUFFIXES,
-    PathProblem,
-    ReadError,
-    content_key,
-    discover,
-    read_text,
-)
-from onnxlint.fixes import fix_cells, fix_text, read_source, write_source
-from onnxlint.notebook import (
-    NotebookError,
-    file_position,
-    is_notebook,
-    read_notebook,
-    replace_sources,
-)
 from onnxlint.output.machine import render_github, render_json, render_sarif, render_statistics_json
 from onnxlint.output.text import (
     Painter,
@@ -47,6 +31,22 @@ from onnxlint.output.text import (
 from onnxlint.project import ImportedNames, ReachTable
 from onnxlint.project.summary import SummaryStore
 from onnxlint.rules import all_rules
+from onnxlint.source.files import (
+    CHECKED_SUFFIXES,
+    PathProblem,
+    ReadError,
+    content_key,
+    discover,
+    read_text,
+)
+from onnxlint.source.fixes import fix_cells, fix_text, read_source, write_source
+from onnxlint.source.notebook import (
+    NotebookError,
+    file_position,
+    is_notebook,
+    read_notebook,
+    replace_sources,
+)
 
 
 @dataclass
@@ -387,8 +387,8 @@ def _fix_notebook(
     unsafe: bool,
     diff: bool,
 ) -> FileOutcome:
-    """`_check_one` for a notebook: fixes are applied cell by cell (onnxlint.fixes), and
-    only the fixed cells' sources are written back (onnxlint.notebook)."""
+    """`_check_one` for a notebook: fixes are applied cell by cell (onnxlint.source.fixes), and
+    only the fixed cells' sources are written back (onnxlint.source.notebook)."""
     outcome = FileOutcome(path, violations, deps=dict(engine.last_deps))
     if not (fix or diff) or not any(v.fix for v in violations):
         return outcome

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from onnxlint.blocks import Block
 from onnxlint.branches import (
     DEPLOY_FLAG,
     EXPORT_GUARDS,
@@ -34,8 +33,9 @@ from onnxlint.branches import (
     optional_targets,
 )
 from onnxlint.frameworks import TORCH_MODULE_BASES, base_verdict, imports_other_framework
-from onnxlint.walker import dotted as dotted  # re-exported: most rules import it from here
-from onnxlint.walker import iter_children, iter_descendants
+from onnxlint.source.blocks import Block
+from onnxlint.source.walker import dotted as dotted  # re-exported: most rules import it from here
+from onnxlint.source.walker import iter_children, iter_descendants
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -1216,7 +1216,7 @@ def still_returns(model: FileModel, used: Collection[tuple[str | None, str, Kind
 
 def _returns(node: cst.CSTNode) -> list[cst.Return]:
     """The `return` statements of a function body (not of nested defs or lambdas)."""
-    from onnxlint.walker import iter_children
+    from onnxlint.source.walker import iter_children
 
     out: list[cst.Return] = []
     stack = [node]

@@ -3,7 +3,7 @@
 Verification (OLX810/OLX811) re-runs the export the user would run; its findings have no
 line in the model's code, so they belong on the user's export call. This scans the
 project's Python files with the static engine's semantic model (`onnxlint.semantic` over
-`onnxlint.blocks`), resolves each export call's model (`onnxlint.exportflow.exported_model`)
+`onnxlint.source.blocks`), resolves each export call's model (`onnxlint.exportflow.exported_model`)
 and keeps the first one whose model is an instance of the target's class: built inline
 (`Net()`), or assigned from `Net(...)` (possibly `.eval()`-chained) in the call's scope,
 with the class imported or defined in that file. When there is none, the caller keeps the
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import libcst as cst
 
-from onnxlint.blocks import ParseCache, split_blocks
 from onnxlint.core.config import Config
-from onnxlint.files import SKIP_DIRS
 from onnxlint.semantic import ExportKind, FileModel
+from onnxlint.source.blocks import ParseCache, split_blocks
+from onnxlint.source.files import SKIP_DIRS
 
 MAX_FILES = 2000
 """Project files scanned at most (a monorepo must not stall the report)."""
@@ -95,8 +95,8 @@ def _in_file(
     path: str, text: str, class_qualname: str, same_file: bool, kinds: Collection[ExportKind]
 ) -> list[tuple[int, ExportKind]]:
     from onnxlint.exportflow import exported_model
-    from onnxlint.positions import node_span
     from onnxlint.project.facts import file_context
+    from onnxlint.source.positions import node_span
 
     parsed = [b for b in split_blocks(text, ParseCache()) if b.module is not None]
     ctx = file_context(path, text, Config(), parsed)

@@ -27,9 +27,9 @@ def export_call_lines(
 ) -> list[int]:
     """The lines of the export calls the file makes (any exporter), in order. `index`: the
     project index to read it with (one for many files), else a new one."""
-    from onnxlint.blocks import ParseCache
     from onnxlint.project.exports import call_line
     from onnxlint.project.index import ProjectIndex
+    from onnxlint.source.blocks import ParseCache
 
     if text is None:
         try:
@@ -148,8 +148,8 @@ def project_scripts(
 ) -> list[Target]:
     """Script targets for every export call of every script under `paths` (what
     `check --deep` and a bare `analyze` run when the project declares no targets)."""
-    from onnxlint.blocks import ParseCache
     from onnxlint.project.index import ProjectIndex
+    from onnxlint.source.blocks import ParseCache
 
     entries = list(scripts)
     index = ProjectIndex(ParseCache())

@@ -16,11 +16,11 @@ import hashlib
 import os
 import re
 
-from onnxlint.files import content_key
 from onnxlint.project.index import ProjectIndex
 from onnxlint.project.resolve import candidates
 from onnxlint.project.summary import summarise
 from onnxlint.semantic import FileModel
+from onnxlint.source.files import content_key
 
 # `from pkg.utils import a, b as c` and the parenthesised multi-line form.
 _FROM_IMPORT = re.compile(

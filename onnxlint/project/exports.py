@@ -20,7 +20,6 @@ import libcst as cst
 
 from onnxlint.core.config import Config
 from onnxlint.exportflow import effective_kind, exported_model
-from onnxlint.positions import node_span
 from onnxlint.project.facts import FileFacts
 from onnxlint.project.index import ProjectIndex
 from onnxlint.semantic import (
@@ -32,7 +31,8 @@ from onnxlint.semantic import (
     keyword_arg,
     positional_args,
 )
-from onnxlint.walker import iter_descendants
+from onnxlint.source.positions import node_span
+from onnxlint.source.walker import iter_descendants
 
 ClassRef = tuple[FileFacts, ClassInfo]
 
@@ -62,7 +62,7 @@ class ExportSite:
         notebook `export.ipynb:cell 5:2` (`cell 5, line 2` in `here`)."""
         line = str(self.line)
         if self.path.endswith(".ipynb"):
-            from onnxlint.cells import cell_line
+            from onnxlint.source.cells import cell_line
 
             found = cell_line(self.path, self.line)
             if found is not None:

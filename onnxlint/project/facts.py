@@ -13,11 +13,11 @@ from functools import partial
 
 import libcst as cst
 
-from onnxlint.blocks import Block
 from onnxlint.core.config import Config
 from onnxlint.exportflow import STATEMENT_WORDS, block_words
 from onnxlint.rule import Context
 from onnxlint.semantic import FileModel, FunctionInfo, block_index
+from onnxlint.source.blocks import Block
 
 
 def file_context(

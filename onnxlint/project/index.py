@@ -17,14 +17,14 @@ from typing import Any
 
 import libcst as cst
 
-from onnxlint.blocks import Block, ParseCache, split_blocks
 from onnxlint.core.config import Config
-from onnxlint.files import content_key
 from onnxlint.frameworks import base_verdict
 from onnxlint.project.facts import FileFacts, file_context
 from onnxlint.project.resolve import Reader, candidates, read_disk
 from onnxlint.project.summary import ModuleSummary, SummaryStore, summarise
 from onnxlint.semantic import ClassInfo, FunctionInfo
+from onnxlint.source.blocks import Block, ParseCache, split_blocks
+from onnxlint.source.files import content_key
 
 # A `forward(*args, **kwargs)`: the parameter names say nothing about the inputs.
 STAR = "*"

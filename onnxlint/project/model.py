@@ -18,9 +18,7 @@ from typing import Any
 
 import libcst as cst
 
-from onnxlint.blocks import Block
 from onnxlint.core.config import Config
-from onnxlint.files import content_key
 from onnxlint.project.callers import ImportedNames, forward_callers
 from onnxlint.project.exports import ExportSite, export_sites, target_sites
 from onnxlint.project.facts import FileFacts
@@ -28,6 +26,8 @@ from onnxlint.project.index import MAX_HOPS, ProjectIndex
 from onnxlint.project.reach import FileReach, ReachTable, compute_reach
 from onnxlint.project.resolve import project_files
 from onnxlint.semantic import FileModel, block_index
+from onnxlint.source.blocks import Block
+from onnxlint.source.files import content_key
 
 # Text that can hold an export call: checked before a file is parsed for the scan. (No
 # leading `\b`: with one, `re` tries every position instead of skipping to a first letter;

@@ -24,7 +24,7 @@ from onnxlint.project.exports import ClassRef, ExportSite, called_classes
 from onnxlint.project.facts import FileFacts
 from onnxlint.project.index import ProjectIndex
 from onnxlint.semantic import ClassInfo, FileModel, FunctionInfo, Kind, Kinds, dotted
-from onnxlint.walker import iter_descendants
+from onnxlint.source.walker import iter_descendants
 
 FuncKey = tuple["str | None", str]
 # Functions visited from one export site before the walk gives up (generated code).

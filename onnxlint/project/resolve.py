@@ -35,17 +35,17 @@ Reader = Callable[[str], "str | None"]
 
 def read_disk(path: str) -> str | None:
     """A file's text, or None when it is absent, unreadable or too large. A notebook's
-    text is its code cells as one module (see onnxlint.cells)."""
+    text is its code cells as one module (see onnxlint.source.cells)."""
     from pathlib import Path
 
-    from onnxlint.files import ReadError, read_text
+    from onnxlint.source.files import ReadError, read_text
 
     try:
         text = read_text(Path(path))
     except ReadError:
         return None
     if path.endswith(".ipynb"):
-        from onnxlint.cells import notebook_module_text
+        from onnxlint.source.cells import notebook_module_text
 
         module = notebook_module_text(text)
         if module is None:

@@ -4,7 +4,7 @@ Every offered edit is computed for the document's current version, sent as a ver
 `TextDocumentEdit` when the client supports it (so a client whose buffer moved on rejects
 it), and checked before it is offered: the edited text is re-checked with the engine (only
 the edited top-level block is parsed again) and the edit is offered only if the finding is
-gone and no syntax error (OLX000) appeared. Fix-all runs `onnxlint.fixes.fix_text`, which may
+gone and no syntax error (OLX000) appeared. Fix-all runs `onnxlint.source.fixes.fix_text`, which may
 take several passes, so it is built in `codeAction/resolve` when the client supports it.
 """
 
@@ -107,7 +107,7 @@ def _checked_edits(
     server: OnnxlintServer, uri: str, res: Result, v: Violation, edits: list[Edit]
 ) -> bool:
     """On the engine thread: whether applying `edits` to the result's text removes `v`."""
-    from onnxlint.fixes import apply_edits
+    from onnxlint.source.fixes import apply_edits
 
     try:
         new_text = apply_edits(res.text, edits)
@@ -298,7 +298,7 @@ async def fix_all_edit(ls: OnnxlintServer, uri: str) -> types.WorkspaceEdit | No
 
 
 def _fix_all_text(ls: OnnxlintServer, uri: str, res: Result) -> str | None:
-    from onnxlint.fixes import cell_parses, fix_text
+    from onnxlint.source.fixes import cell_parses, fix_text
 
     result = fix_text(
         res.text,

@@ -60,7 +60,7 @@ def target_classes(index: Any, target: Any) -> set[ClassKey]:
 
 
 def _class_line(facts: Any, cls: Any) -> int | None:
-    from onnxlint.positions import node_span
+    from onnxlint.source.positions import node_span
 
     for b in facts.blocks:
         if b.module is not None and any(stmt is cls.node for stmt in b.module.body):

@@ -4,7 +4,7 @@ findings are shown, fixed and hovered per cell.
 pygls keeps the notebook and its cells (each cell is a text document of the workspace).
 The server keeps one `DocState` per notebook URI, whose text is the notebook rebuilt as
 nbformat JSON from the cells the client sent (`snapshot`), so the engine checks it like an
-`.ipynb` file on disk: the code cells are one module (onnxlint.cells), and an edit in a
+`.ipynb` file on disk: the code cells are one module (onnxlint.source.cells), and an edit in a
 cell parses only that cell's blocks again. A request about a cell (pull diagnostics, code
 actions, hover) is answered from the notebook's result by `cell_result`: the cell's
 findings with the cell's text and version, so those handlers serve a cell as they serve a
@@ -113,8 +113,8 @@ def module_text(ls: OnnxlintServer, path: str) -> str | None:
     reads for it, as for an open file's unsaved text); None when it is not open."""
     from pygls.uris import to_fs_path
 
-    from onnxlint.cells import cell_module
-    from onnxlint.notebook import Cell
+    from onnxlint.source.cells import cell_module
+    from onnxlint.source.notebook import Cell
 
     for uri, nb in list(_notebooks(ls).items()):
         if to_fs_path(uri) != path:

@@ -50,8 +50,8 @@ from onnxlint.server.protocol import OnnxlintProtocol
 from onnxlint.server.settings import InitOptions, Settings, parse_settings
 
 if TYPE_CHECKING:
-    from onnxlint.blocks import ParseCache
     from onnxlint.engine import Engine
+    from onnxlint.source.blocks import ParseCache
 
 log = logging.getLogger("onnxlint.server")
 

@@ -6,9 +6,9 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from onnxlint.blocks import ParseCache, split_blocks
 from onnxlint.engine import Engine
 from onnxlint.semantic import FileModel, index_block
+from onnxlint.source.blocks import ParseCache, split_blocks
 
 SOURCE = '''\
 """Module docstring
@@ -157,8 +157,8 @@ def test_deeply_nested_code_does_not_crash() -> None:
 
 
 def test_block_offsets_agree_with_position_provider_on_every_node() -> None:
-    from onnxlint.blocks import ParseCache, split_blocks
-    from onnxlint.positions import node_span
+    from onnxlint.source.blocks import ParseCache, split_blocks
+    from onnxlint.source.positions import node_span
 
     tail = "x = (1 +\r 2)  # comment\n\nclass A:\n\n    y: int = 3\n"
     text = SOURCE.replace("\n", "\r\n", 3) + tail
@@ -177,7 +177,7 @@ def test_block_offsets_agree_with_position_provider_on_every_node() -> None:
 
 
 def test_a_long_bracket_or_string_at_column_0_is_not_a_syntax_error() -> None:
-    from onnxlint.blocks import ParseCache, split_blocks
+    from onnxlint.source.blocks import ParseCache, split_blocks
 
     rows = "".join(f"{i},\n" for i in range(20))
     lines = "".join(f"line {i}\n" for i in range(20))
@@ -201,7 +201,7 @@ def test_a_long_bracket_or_string_at_column_0_is_not_a_syntax_error() -> None:
 def test_parsing_without_node_validation_gives_the_validated_tree() -> None:
     from pathlib import Path
 
-    from onnxlint.blocks import unvalidated_nodes
+    from onnxlint.source.blocks import unvalidated_nodes
 
     root = Path(__file__).resolve().parents[2]
     sources = [p.read_text(encoding="utf-8") for p in sorted(root.glob("examples/**/*.py"))]

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from onnxlint.core.config import parse_table
 from onnxlint.core.violation import Violation
 from onnxlint.engine import Engine
-from onnxlint.fixes import fix_text
 from onnxlint.rules import all_rules
+from onnxlint.source.fixes import fix_text
 
 ENGINE = Engine()
 PREFIX = "import torch\nimport torch.nn as nn\n"

@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from onnxlint.cells import cell_module
 from onnxlint.core.config import load_config
 from onnxlint.core.violation import Violation
 from onnxlint.engine import Engine
-from onnxlint.notebook import Cell
 from onnxlint.project import read_disk
+from onnxlint.source.cells import cell_module
+from onnxlint.source.notebook import Cell
 
 MODEL = """import torch
 import torch.nn as nn

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from onnxlint.cells import cell_module
 from onnxlint.core.violation import Edit, Fix, FixSafety, Severity, Span, Violation
 from onnxlint.engine import Engine
-from onnxlint.magics import mask_cell
-from onnxlint.notebook import Cell, NotebookError, read_notebook, replace_sources
+from onnxlint.source.cells import cell_module
+from onnxlint.source.magics import mask_cell
+from onnxlint.source.notebook import Cell, NotebookError, read_notebook, replace_sources
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from onnxlint.core.config import Config
 from onnxlint.engine import Engine
-from onnxlint.fixes import fix_text
+from onnxlint.source.fixes import fix_text
 
 MODEL = """\
 import torch.nn as nn

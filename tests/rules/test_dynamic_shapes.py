@@ -12,7 +12,7 @@ import pytest
 
 from onnxlint.core.config import parse_table
 from onnxlint.engine import Engine
-from onnxlint.fixes import fix_text
+from onnxlint.source.fixes import fix_text
 
 CONFIG = parse_table({"select": ["OLX3"]}, None)
 

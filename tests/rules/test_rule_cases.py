@@ -8,9 +8,9 @@ import pytest
 
 from onnxlint.core.config import parse_table
 from onnxlint.engine import Engine
-from onnxlint.fixes import fix_text
 from onnxlint.rule import Invalid, Rule, Valid
 from onnxlint.rules import all_rules
+from onnxlint.source.fixes import fix_text
 
 RULES = [r for r in all_rules() if not r.deep]
 

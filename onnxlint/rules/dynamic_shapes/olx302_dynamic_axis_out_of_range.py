@@ -15,7 +15,7 @@ from onnxlint.exportflow import (
 )
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.semantic import keyword_arg, literal_int
-from onnxlint.walker import iter_descendants
+from onnxlint.source.walker import iter_descendants
 
 
 def _axis_nodes(value: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -23,7 +23,7 @@ import libcst as cst
 from onnxlint.rule import Context
 from onnxlint.rules.exporter_api.api_table import BUILTIN_OP_NAMESPACES
 from onnxlint.semantic import FileModel, FunctionInfo, dotted, positional_args
-from onnxlint.walker import iter_descendants
+from onnxlint.source.walker import iter_descendants
 
 _FAKE_KEYS = ("Meta", "CompositeImplicitAutograd")
 _FAKE_DECORATOR = re.compile(r"^[ \t]*@[ \t]*([\w.]+)\.register_fake\b", re.M)

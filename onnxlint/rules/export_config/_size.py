@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from onnxlint.semantic import FileModel, dotted, positional_args
-from onnxlint.walker import iter_descendants
+from onnxlint.source.walker import iter_descendants
 
 _SIZE_IN_NAME = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*([bBmM])(?![a-zA-Z])")
 _CONV_DIMS = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3, "ConvTranspose1d": 1,

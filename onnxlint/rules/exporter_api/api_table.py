@@ -19,7 +19,7 @@ import libcst as cst
 from onnxlint.core.violation import Severity
 from onnxlint.rule import Context
 from onnxlint.semantic import ExportCall, ExportKind, literal_bool
-from onnxlint.walker import iter_descendants
+from onnxlint.source.walker import iter_descendants
 
 Version = tuple[int, int]
 

@@ -115,7 +115,7 @@ def under_export_guard(ctx: Context, node: cst.CSTNode) -> bool:
 
 
 def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    from onnxlint.walker import iter_descendants
+    from onnxlint.source.walker import iter_descendants
 
     yield node
     yield from iter_descendants(node)
@@ -200,7 +200,7 @@ class NameUses:
         self.uses: dict[str, set[str]] = {}
         self.flows: dict[str, set[str]] = {}  # name -> names assigned from it
         stack: list[tuple[cst.CSTNode, list[cst.CSTNode]]] = [(body, [])]
-        from onnxlint.walker import iter_children
+        from onnxlint.source.walker import iter_children
 
         while stack:
             node, chain = stack.pop()
@@ -278,7 +278,7 @@ def assigned_values(ctx: Context, name: cst.Name, at: cst.CSTNode) -> list[cst.B
     func = ctx.function
     if func is None:
         return []
-    from onnxlint.walker import iter_descendants
+    from onnxlint.source.walker import iter_descendants
 
     found: list[cst.BaseExpression] = []
     enclosing = {id(a) for a in ctx.ancestors}  # `x = np.exp(x)`: not yet assigned
@@ -323,7 +323,7 @@ def shape_names(ctx: Context, cache: dict[int, set[str]]) -> set[str]:
     found = cache.get(id(func.node))
     if found is not None:
         return found
-    from onnxlint.walker import iter_descendants
+    from onnxlint.source.walker import iter_descendants
 
     names: set[str] = set()
     assigns = [n for n in iter_descendants(func.node.body) if isinstance(n, cst.Assign)]

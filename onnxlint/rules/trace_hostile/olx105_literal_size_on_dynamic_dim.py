@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from onnxlint.blocks import Block
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.exportflow import (
     example_inputs,
@@ -32,7 +31,8 @@ from onnxlint.semantic import (
     literal_int,
     strip_method_calls,
 )
-from onnxlint.walker import iter_children
+from onnxlint.source.blocks import Block
+from onnxlint.source.walker import iter_children
 
 _EXPORTS = (
     ExportKind.ONNX_DYNAMO,

@@ -10,7 +10,7 @@ from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import under_export_guard
 from onnxlint.semantic import FileModel, Kind, dotted
-from onnxlint.walker import iter_children, iter_descendants
+from onnxlint.source.walker import iter_children, iter_descendants
 
 
 class ModuleAttributeAssignedInForward(Rule):

@@ -14,7 +14,7 @@ from onnxlint.rules.trace_hostile._common import (
     under_export_guard,
 )
 from onnxlint.semantic import Kind, dotted
-from onnxlint.walker import iter_descendants
+from onnxlint.source.walker import iter_descendants
 
 _WRAPPERS = frozenset({"builtins.enumerate", "builtins.zip", "builtins.reversed"})
 # Calls that return a tuple of tensors: iterating them is a fixed, short loop.

@@ -8,7 +8,7 @@ from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.trace_hostile._common import torch_name
 from onnxlint.semantic import ExportKind, dotted
-from onnxlint.walker import iter_descendants
+from onnxlint.source.walker import iter_descendants
 
 _TRACING = frozenset({"torch.jit.is_tracing", "torch.jit._trace.is_tracing"})
 

@@ -9,7 +9,7 @@ from onnxlint.exportflow import statements_naming
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.trace_hostile._common import assigned_values
 from onnxlint.semantic import ExportKind, positional_args
-from onnxlint.walker import iter_descendants
+from onnxlint.source.walker import iter_descendants
 
 # Calls that return a ScriptModule / ScriptFunction.
 SCRIPTING = frozenset(

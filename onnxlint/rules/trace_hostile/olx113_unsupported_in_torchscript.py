@@ -6,7 +6,7 @@ import libcst as cst
 
 from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
-from onnxlint.walker import iter_children
+from onnxlint.source.walker import iter_children
 
 _SCRIPT_DECORATORS = frozenset({"torch.jit.script", "torch.jit.script_method"})
 # Statement and expression nodes torch/jit/frontend.py has no builder for.

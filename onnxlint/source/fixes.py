@@ -19,8 +19,8 @@ from pathlib import Path
 import libcst as cst
 
 from onnxlint.core.violation import Edit, Fix, FixSafety, Violation, line_starts
-from onnxlint.magics import mask_cell
-from onnxlint.notebook import Cell
+from onnxlint.source.magics import mask_cell
+from onnxlint.source.notebook import Cell
 
 Checker = Callable[[str], list[Violation]]
 

@@ -2,7 +2,7 @@
 
 The cells run top to bottom in one namespace, so they are checked as one module: a class
 defined in cell 2 and exported in cell 5 is understood like in a `.py` file. The module is
-the code cells in notebook order, each masked (`onnxlint.magics`) and ended by a newline;
+the code cells in notebook order, each masked (`onnxlint.source.magics`) and ended by a newline;
 cells that are not Python (`%%bash`, automagic commands) leave nothing. Every module line
 belongs to exactly one cell, so a finding maps to (cell, line in cell) by a bisection, and
 a fix maps to edits of one cell's text; a fix that would cross a cell boundary or touch a
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from onnxlint.core.violation import Edit, Fix, Span, Violation
-from onnxlint.magics import MaskedCell, mask_cell
-from onnxlint.notebook import Cell, NotebookError, read_notebook
+from onnxlint.source.magics import MaskedCell, mask_cell
+from onnxlint.source.notebook import Cell, NotebookError, read_notebook
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def cell_line(path: str, line: int) -> tuple[int, int] | None:
 def _module_on_disk(path: str, mtime_ns: int, size: int) -> CellModule | None:
     from pathlib import Path
 
-    from onnxlint.files import ReadError, read_text
+    from onnxlint.source.files import ReadError, read_text
 
     try:
         return cell_module(read_notebook(read_text(Path(path))).cells)

@@ -122,7 +122,7 @@ class ReadError(Exception):
 
 
 def read_text(path: Path) -> str:
-    from onnxlint.fixes import read_source
+    from onnxlint.source.fixes import read_source
 
     try:
         size = path.stat().st_size

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from onnxlint.blocks import Block
 from onnxlint.core.violation import Span, line_starts
+from onnxlint.source.blocks import Block
 
 _KEY = "positions"
 

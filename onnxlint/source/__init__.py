@@ -1,0 +1,1 @@
+"""Source text: files, blocks parsed once, the walk, positions, notebooks, fixes. Imports core."""
