@@ -31,7 +31,8 @@ from onnxlint.project.facts import FileFacts, file_context
 from onnxlint.project.reach import local_param_kinds
 from onnxlint.rule import Context, Rule, rule_handlers
 from onnxlint.rules import all_rules
-from onnxlint.semantic import RETURN_KINDS_USED, FileModel, still_returns
+from onnxlint.semantic.kinds import RETURN_KINDS_USED, still_returns
+from onnxlint.semantic.model import FileModel
 from onnxlint.source.blocks import Block, ParseCache, split_blocks
 from onnxlint.source.cells import CellModule, cell_module
 from onnxlint.source.files import content_key

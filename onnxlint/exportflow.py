@@ -29,17 +29,15 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from onnxlint.core.violation import Edit, Span
-from onnxlint.semantic import (
-    ClassInfo,
+from onnxlint.semantic.calls import (
     ExportCall,
     ExportKind,
-    FunctionInfo,
-    dotted,
     keyword_arg,
     literal_int,
     strip_method_calls,
 )
-from onnxlint.source.walker import iter_children, iter_descendants
+from onnxlint.semantic.index import ClassInfo, FunctionInfo
+from onnxlint.source.walker import dotted, iter_children, iter_descendants
 
 if TYPE_CHECKING:
     from onnxlint.rule import Context

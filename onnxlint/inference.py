@@ -8,7 +8,7 @@ export reaches is judged as exported, whatever it looks like):
   as a criterion), or to a runtime-side wrapper that hands NumPy arrays to an inference
   backend (onnxruntime, TensorRT, OpenVINO, ...);
 - `in_dead_branch(ctx)`: the node being walked sits in a part of its function that an
-  export never runs (onnxlint.branches): a training-only branch (`if self.training:`;
+  export never runs (onnxlint.semantic.branches): a training-only branch (`if self.training:`;
   exports run in eval mode), a branch taken only when targets are passed, or the code
   after an early return taken in export or deploy mode.
 """
@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from onnxlint.branches import TARGET_PARAMS, dead_step
-from onnxlint.frameworks import RUNTIME_BACKENDS
-from onnxlint.semantic import FunctionInfo, dotted
-from onnxlint.source.walker import iter_descendants
+from onnxlint.semantic.branches import TARGET_PARAMS, dead_step
+from onnxlint.semantic.frameworks import RUNTIME_BACKENDS
+from onnxlint.semantic.index import FunctionInfo
+from onnxlint.source.walker import dotted, iter_descendants
 
 if TYPE_CHECKING:
     from onnxlint.rule import Context

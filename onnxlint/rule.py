@@ -29,7 +29,10 @@ from onnxlint.core.violation import Edit, Fix, FixSafety, Severity, Span, Violat
 if TYPE_CHECKING:
     from onnxlint.core.config import Config
     from onnxlint.project import ExportSite, FileReach, ProjectIndex
-    from onnxlint.semantic import ClassInfo, ExportCall, FileModel, FunctionInfo, Kind, Kinds
+    from onnxlint.semantic.calls import ExportCall
+    from onnxlint.semantic.index import ClassInfo, FunctionInfo
+    from onnxlint.semantic.kinds import Kind, Kinds
+    from onnxlint.semantic.model import FileModel
     from onnxlint.source.blocks import Block
 
 
@@ -208,7 +211,7 @@ class Context:
     # -- scope, maintained by the engine's own handlers
 
     def enter_function(self, node: cst.FunctionDef) -> None:
-        from onnxlint.semantic import FunctionInfo
+        from onnxlint.semantic.index import FunctionInfo
 
         info = self._functions.get(id(node))
         if info is None:  # a nested def: it belongs to its enclosing function
@@ -280,7 +283,7 @@ class Context:
         return self.model.qualname(expr)
 
     def kinds(self) -> Kinds:
-        from onnxlint.semantic import Kinds
+        from onnxlint.semantic.kinds import Kinds
 
         func = self.function
         key = id(func.node) if func is not None else 0
@@ -295,7 +298,7 @@ class Context:
         (`if isinstance(x, list):`, the `else` of `isinstance(x, torch.Tensor)`) takes
         the narrowed kind, else the function's flow-insensitive kind."""
         if type(expr) is cst.Name and self.ancestors:
-            from onnxlint.semantic import narrowed_kind
+            from onnxlint.semantic.kinds import narrowed_kind
 
             narrowed = narrowed_kind(self.model, self.ancestors, expr)
             if narrowed is not None:
@@ -416,7 +419,7 @@ class Context:
     def _in_dead_version_branch(self, node: cst.CSTNode) -> bool:
         if "version" not in self.text and "torch_" not in self.text:
             return False
-        from onnxlint.torch_version import dead_branch
+        from onnxlint.semantic.versions import dead_branch
 
         return dead_branch(self.ancestors, node, self.config.torch_version)
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import libcst as cst
 
 from onnxlint.core.config import Config
-from onnxlint.semantic import ExportKind, FileModel
+from onnxlint.semantic.calls import ExportKind
+from onnxlint.semantic.model import FileModel
 from onnxlint.source.blocks import ParseCache, split_blocks
 from onnxlint.source.files import SKIP_DIRS
 

@@ -381,7 +381,7 @@ def _budget_finding(target: Target, data: dict[str, Any]) -> Violation | None:
     if model.get("class"):
         try:
             from onnxlint.deep.callsite import export_calls_for_class
-            from onnxlint.semantic import ExportKind
+            from onnxlint.semantic.calls import ExportKind
 
             sites = export_calls_for_class(
                 target.root,

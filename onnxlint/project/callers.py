@@ -19,7 +19,7 @@ import re
 from onnxlint.project.index import ProjectIndex
 from onnxlint.project.resolve import candidates
 from onnxlint.project.summary import summarise
-from onnxlint.semantic import FileModel
+from onnxlint.semantic.model import FileModel
 from onnxlint.source.files import content_key
 
 # `from pkg.utils import a, b as c` and the parenthesised multi-line form.

@@ -22,17 +22,10 @@ from onnxlint.core.config import Config
 from onnxlint.exportflow import effective_kind, exported_model
 from onnxlint.project.facts import FileFacts
 from onnxlint.project.index import ProjectIndex
-from onnxlint.semantic import (
-    ClassInfo,
-    ExportCall,
-    ExportKind,
-    FunctionInfo,
-    dotted,
-    keyword_arg,
-    positional_args,
-)
+from onnxlint.semantic.calls import ExportCall, ExportKind, keyword_arg, positional_args
+from onnxlint.semantic.index import ClassInfo, FunctionInfo
 from onnxlint.source.positions import node_span
-from onnxlint.source.walker import iter_descendants
+from onnxlint.source.walker import dotted, iter_descendants
 
 ClassRef = tuple[FileFacts, ClassInfo]
 

@@ -16,7 +16,8 @@ import libcst as cst
 from onnxlint.core.config import Config
 from onnxlint.exportflow import STATEMENT_WORDS, block_words
 from onnxlint.rule import Context
-from onnxlint.semantic import FileModel, FunctionInfo, block_index
+from onnxlint.semantic.index import FunctionInfo, block_index
+from onnxlint.semantic.model import FileModel
 from onnxlint.source.blocks import Block
 
 

@@ -18,11 +18,11 @@ from typing import Any
 import libcst as cst
 
 from onnxlint.core.config import Config
-from onnxlint.frameworks import base_verdict
 from onnxlint.project.facts import FileFacts, file_context
 from onnxlint.project.resolve import Reader, candidates, read_disk
 from onnxlint.project.summary import ModuleSummary, SummaryStore, summarise
-from onnxlint.semantic import ClassInfo, FunctionInfo
+from onnxlint.semantic.frameworks import base_verdict
+from onnxlint.semantic.index import ClassInfo, FunctionInfo
 from onnxlint.source.blocks import Block, ParseCache, split_blocks
 from onnxlint.source.files import content_key
 

@@ -25,7 +25,8 @@ from onnxlint.project.facts import FileFacts
 from onnxlint.project.index import MAX_HOPS, ProjectIndex
 from onnxlint.project.reach import FileReach, ReachTable, compute_reach
 from onnxlint.project.resolve import project_files
-from onnxlint.semantic import FileModel, block_index
+from onnxlint.semantic.index import block_index
+from onnxlint.semantic.model import FileModel
 from onnxlint.source.blocks import Block
 from onnxlint.source.files import content_key
 

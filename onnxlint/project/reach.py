@@ -6,7 +6,7 @@ submodules the class builds (`self.backbone = ResNet(...)`, `nn.ModuleList([Bloc
 ...])`, `nn.Sequential(...)`, a project factory `build_head(cfg)`), module functions
 called by name or through an imported module, in any project file, never into the parts
 of a function an export skips (`if self.training:`, `if labels is not None:`, see
-onnxlint.branches). Along the way it
+onnxlint.semantic.branches). Along the way it
 records what each submodule call passes to the callee's `forward` parameters (a Python
 int such as Swin's `H, W`, a string, a tensor), so rules do not take every `forward`
 parameter for a tensor.
@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from onnxlint.frameworks import is_autograd_function
 from onnxlint.project.exports import ClassRef, ExportSite, called_classes
 from onnxlint.project.facts import FileFacts
 from onnxlint.project.index import ProjectIndex
-from onnxlint.semantic import ClassInfo, FileModel, FunctionInfo, Kind, Kinds, dotted
-from onnxlint.source.walker import iter_descendants
+from onnxlint.semantic.frameworks import is_autograd_function
+from onnxlint.semantic.index import ClassInfo, FunctionInfo
+from onnxlint.semantic.kinds import Kind, Kinds
+from onnxlint.semantic.model import FileModel
+from onnxlint.source.walker import dotted, iter_descendants
 
 FuncKey = tuple["str | None", str]
 # Functions visited from one export site before the walk gives up (generated code).

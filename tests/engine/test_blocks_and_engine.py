@@ -7,7 +7,8 @@ import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from onnxlint.engine import Engine
-from onnxlint.semantic import FileModel, index_block
+from onnxlint.semantic.index import index_block
+from onnxlint.semantic.model import FileModel
 from onnxlint.source.blocks import ParseCache, split_blocks
 
 SOURCE = '''\

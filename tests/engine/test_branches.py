@@ -1,4 +1,4 @@
-"""onnxlint.branches: which parameters hold targets, and the parts of a function an export
+"""onnxlint.semantic.branches: which parameters hold targets, and the parts of a function an export
 never runs (what reachability and the OLX1xx rules skip)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from onnxlint.branches import iter_live, optional_targets
+from onnxlint.semantic.branches import iter_live, optional_targets
 
 
 def _function(src: str) -> cst.FunctionDef:

@@ -14,7 +14,7 @@ from onnxlint.exportflow import (
     resolve_value,
 )
 from onnxlint.rule import Invalid, Rule, Valid, dedent
-from onnxlint.semantic import ExportKind, keyword_arg
+from onnxlint.semantic.calls import ExportKind, keyword_arg
 
 
 class DynamicAxesUnknownName(Rule):

@@ -14,7 +14,7 @@ from onnxlint.exportflow import (
     tensor_rank,
 )
 from onnxlint.rule import Invalid, Rule, Valid, dedent
-from onnxlint.semantic import keyword_arg, literal_int
+from onnxlint.semantic.calls import keyword_arg, literal_int
 from onnxlint.source.walker import iter_descendants
 
 

@@ -7,7 +7,7 @@ import libcst as cst
 from onnxlint.core.violation import Severity
 from onnxlint.exportflow import exported_model, resolve_value
 from onnxlint.rule import Invalid, Rule, Valid, dedent
-from onnxlint.semantic import keyword_arg
+from onnxlint.semantic.calls import keyword_arg
 
 _LITERALS = (
     cst.Integer,

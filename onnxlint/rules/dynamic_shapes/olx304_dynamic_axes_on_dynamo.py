@@ -7,7 +7,7 @@ import libcst as cst
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.exportflow import convert_dynamic_axes, effective_kind, exporter_known
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
-from onnxlint.semantic import ExportKind, keyword_arg
+from onnxlint.semantic.calls import ExportKind, keyword_arg
 
 
 class DynamicAxesOnDynamo(Rule):

@@ -14,7 +14,7 @@ from onnxlint.exportflow import (
     resolve_value,
 )
 from onnxlint.rule import Invalid, Rule, Valid, dedent
-from onnxlint.semantic import ExportCall, ExportKind, keyword_arg
+from onnxlint.semantic.calls import ExportCall, ExportKind, keyword_arg
 
 _CHECKED = (ExportKind.ONNX_DYNAMO, ExportKind.TORCH_EXPORT)
 

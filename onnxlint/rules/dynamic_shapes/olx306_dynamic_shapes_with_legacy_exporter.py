@@ -7,7 +7,7 @@ import libcst as cst
 from onnxlint.core.violation import Severity
 from onnxlint.exportflow import effective_kind, exporter_known
 from onnxlint.rule import Invalid, Rule, Valid
-from onnxlint.semantic import ExportKind, keyword_arg
+from onnxlint.semantic.calls import ExportKind, keyword_arg
 
 
 class DynamicShapesWithLegacyExporter(Rule):

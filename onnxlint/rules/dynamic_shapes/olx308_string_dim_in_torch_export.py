@@ -6,7 +6,7 @@ import libcst as cst
 
 from onnxlint.core.violation import Edit, FixSafety, Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
-from onnxlint.semantic import ExportKind, keyword_arg
+from onnxlint.semantic.calls import ExportKind, keyword_arg
 
 
 def _string_dims(value: cst.BaseExpression) -> list[cst.SimpleString]:

@@ -22,8 +22,10 @@ import libcst as cst
 
 from onnxlint.rule import Context
 from onnxlint.rules.exporter_api.api_table import BUILTIN_OP_NAMESPACES
-from onnxlint.semantic import FileModel, FunctionInfo, dotted, positional_args
-from onnxlint.source.walker import iter_descendants
+from onnxlint.semantic.calls import positional_args
+from onnxlint.semantic.index import FunctionInfo
+from onnxlint.semantic.model import FileModel
+from onnxlint.source.walker import dotted, iter_descendants
 
 _FAKE_KEYS = ("Meta", "CompositeImplicitAutograd")
 _FAKE_DECORATOR = re.compile(r"^[ \t]*@[ \t]*([\w.]+)\.register_fake\b", re.M)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from onnxlint.rule import Context
 from onnxlint.rules.exporter_api.api_table import int_literal, single_value
-from onnxlint.semantic import ExportCall
+from onnxlint.semantic.calls import ExportCall
 
 
 def requested_opset(ctx: Context, call: ExportCall) -> tuple[cst.Arg, int] | None:

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from onnxlint.semantic import FileModel, dotted, positional_args
-from onnxlint.source.walker import iter_descendants
+from onnxlint.semantic.calls import positional_args
+from onnxlint.semantic.model import FileModel
+from onnxlint.source.walker import dotted, iter_descendants
 
 _SIZE_IN_NAME = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*([bBmM])(?![a-zA-Z])")
 _CONV_DIMS = {"Conv1d": 1, "Conv2d": 2, "Conv3d": 3, "ConvTranspose1d": 1,

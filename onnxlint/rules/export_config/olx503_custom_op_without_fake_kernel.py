@@ -8,7 +8,7 @@ from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.export_config._custom_ops import CustomOp, custom_ops, op_uses
 from onnxlint.rules.exporter_api.api_table import ExportPath, export_path
-from onnxlint.semantic import ExportKind
+from onnxlint.semantic.calls import ExportKind
 
 
 class CustomOpWithoutFakeKernel(Rule):

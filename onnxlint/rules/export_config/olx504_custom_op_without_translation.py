@@ -18,7 +18,7 @@ from onnxlint.rules.exporter_api.api_table import (
     onnx_export_on_dynamo,
     single_value,
 )
-from onnxlint.semantic import ExportCall
+from onnxlint.semantic.calls import ExportCall
 
 
 class CustomOpWithoutTranslation(Rule):

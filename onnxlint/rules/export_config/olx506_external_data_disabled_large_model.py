@@ -13,7 +13,7 @@ from onnxlint.rules.export_config._size import (
     name_estimate,
 )
 from onnxlint.rules.exporter_api.api_table import onnx_export_on_dynamo, single_value
-from onnxlint.semantic import ExportCall, literal_bool
+from onnxlint.semantic.calls import ExportCall, literal_bool
 
 
 def _human(n: int) -> str:

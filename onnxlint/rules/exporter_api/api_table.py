@@ -18,7 +18,7 @@ import libcst as cst
 
 from onnxlint.core.violation import Severity
 from onnxlint.rule import Context
-from onnxlint.semantic import ExportCall, ExportKind, literal_bool
+from onnxlint.semantic.calls import ExportCall, ExportKind, literal_bool
 from onnxlint.source.walker import iter_descendants
 
 Version = tuple[int, int]
@@ -302,9 +302,9 @@ def in_version_branch(ctx: Context) -> bool:
     """Whether the node being visited sits in an `if`/`else` (or ternary) that tests a
     version (`torch.__version__`, `Version(...)`, `is_torch_greater_or_equal(...)`): code
     written for another torch, where a removed API is deliberate. A test onnxlint can
-    evaluate for `target-torch` (see `onnxlint.torch_version`) is not counted here: its
+    evaluate for `target-torch` (see `onnxlint.semantic.versions`) is not counted here: its
     dead branch is dropped for every rule, its live branch is judged like any code."""
-    from onnxlint.torch_version import evaluate
+    from onnxlint.semantic.versions import evaluate
 
     for anc in ctx.ancestors:
         if isinstance(anc, (cst.If, cst.IfExp)):

@@ -11,7 +11,8 @@ from onnxlint.rules.exporter_api.api_table import (
     IGNORED_BY_DYNAMO,
     LEGACY_DEPRECATED_SINCE,
 )
-from onnxlint.semantic import ExportCall, ExportKind, dotted
+from onnxlint.semantic.calls import ExportCall, ExportKind
+from onnxlint.source.walker import dotted
 
 
 def convert_dynamic_axes_edits(ctx: Context, call: ExportCall) -> list[Edit] | None:

@@ -13,7 +13,7 @@ from onnxlint.rules.exporter_api.api_table import (
     in_version_branch,
     torch_module_name,
 )
-from onnxlint.semantic import ExportKind
+from onnxlint.semantic.calls import ExportKind
 
 _FACT = API_FACTS["torch.onnx.dynamo_export"]
 

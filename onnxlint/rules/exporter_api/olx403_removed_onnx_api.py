@@ -13,7 +13,8 @@ from onnxlint.rules.exporter_api.api_table import (
     fmt_version,
     in_version_branch,
 )
-from onnxlint.semantic import dotted, keyword_arg
+from onnxlint.semantic.calls import keyword_arg
+from onnxlint.source.walker import dotted
 
 _ONNXRT_REMOVED: Version = (2, 9)  # torch.compile(backend="onnxrt"), PR #158258
 

@@ -11,7 +11,7 @@ from onnxlint.rules.exporter_api.api_table import (
     FALLBACK_REMOVED,
     in_version_branch,
 )
-from onnxlint.semantic import ExportKind, literal_bool
+from onnxlint.semantic.calls import ExportKind, literal_bool
 
 
 class RemovedFallbackArgument(Rule):

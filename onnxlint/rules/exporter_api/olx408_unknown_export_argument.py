@@ -12,7 +12,7 @@ from onnxlint.rules.exporter_api.api_table import (
     UNKNOWN_KWARGS_REJECTED_SINCE,
     in_version_branch,
 )
-from onnxlint.semantic import ExportKind
+from onnxlint.semantic.calls import ExportKind
 
 
 class UnknownExportArgument(Rule):

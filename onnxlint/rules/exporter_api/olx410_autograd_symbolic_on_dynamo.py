@@ -7,7 +7,8 @@ import libcst as cst
 from onnxlint.core.violation import Severity
 from onnxlint.project.reach import symbolic_function
 from onnxlint.rule import Invalid, Rule, Valid, dedent
-from onnxlint.semantic import ExportKind, dotted
+from onnxlint.semantic.calls import ExportKind
+from onnxlint.source.walker import dotted
 
 _WAY_OUT = (
     "export it with `dynamo=False`, or make it a `torch.library` custom op with an entry in "

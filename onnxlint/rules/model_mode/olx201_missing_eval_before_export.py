@@ -15,7 +15,8 @@ from onnxlint.exportflow import (
     nested_class,
 )
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
-from onnxlint.semantic import ExportKind, dotted
+from onnxlint.semantic.calls import ExportKind
+from onnxlint.source.walker import dotted
 
 _WHAT = {
     ExportKind.JIT_TRACE: "tracing records",

@@ -8,7 +8,10 @@ from collections.abc import Iterator
 import libcst as cst
 
 from onnxlint.rule import Context
-from onnxlint.semantic import ExportKind, FileModel, Kind, dotted
+from onnxlint.semantic.calls import ExportKind
+from onnxlint.semantic.kinds import Kind
+from onnxlint.semantic.model import FileModel
+from onnxlint.source.walker import dotted
 
 # Calls that tell the code is being exported or compiled: code guarded by them was written
 # with export in mind, so the tensor-condition rules leave it alone.
@@ -305,7 +308,7 @@ def kind_here(ctx: Context, expr: cst.BaseExpression, at: cst.CSTNode) -> Kind:
     before `at` in source order (the flow-insensitive kind merges every assignment)."""
     if not isinstance(expr, cst.Name):
         return ctx.kind(expr)
-    from onnxlint.semantic import narrowed_kind
+    from onnxlint.semantic.kinds import narrowed_kind
 
     narrowed = narrowed_kind(ctx.model, ctx.ancestors, expr)
     if narrowed is not None:

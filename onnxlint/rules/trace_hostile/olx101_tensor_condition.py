@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from onnxlint.branches import skips_right_in_eval
 from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import (
@@ -14,7 +13,8 @@ from onnxlint.rules.trace_hostile._common import (
     traced,
     under_export_guard,
 )
-from onnxlint.semantic import Kind
+from onnxlint.semantic.branches import skips_right_in_eval
+from onnxlint.semantic.kinds import Kind
 
 _TESTED = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)
 

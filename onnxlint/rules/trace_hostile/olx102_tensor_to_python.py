@@ -14,7 +14,7 @@ from onnxlint.rules.trace_hostile._common import (
     under_export_guard,
     value_uses,
 )
-from onnxlint.semantic import Kind
+from onnxlint.semantic.kinds import Kind
 
 _CONVERTERS = {"builtins.int": "int", "builtins.float": "float", "builtins.bool": "bool"}
 

@@ -7,7 +7,7 @@ import libcst as cst
 from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import kind_here, traced, under_export_guard
-from onnxlint.semantic import Kind
+from onnxlint.semantic.kinds import Kind
 
 _MODULES = ("numpy.", "math.", "random.")
 

@@ -19,20 +19,17 @@ from onnxlint.exportflow import (
 )
 from onnxlint.project.exports import call_line
 from onnxlint.rule import Context, Invalid, Rule, Valid, dedent, make_fix
-from onnxlint.semantic import (
-    ClassInfo,
+from onnxlint.semantic.calls import (
     ExportCall,
     ExportKind,
-    FileModel,
-    FunctionInfo,
-    block_index,
-    dotted,
     keyword_arg,
     literal_int,
     strip_method_calls,
 )
+from onnxlint.semantic.index import ClassInfo, FunctionInfo, block_index
+from onnxlint.semantic.model import FileModel
 from onnxlint.source.blocks import Block
-from onnxlint.source.walker import iter_children
+from onnxlint.source.walker import dotted, iter_children
 
 _EXPORTS = (
     ExportKind.ONNX_DYNAMO,

@@ -6,7 +6,7 @@ import libcst as cst
 
 from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
-from onnxlint.semantic import Kind
+from onnxlint.semantic.kinds import Kind
 
 _VALUE_KINDS = frozenset({Kind.TENSOR, Kind.SHAPE, Kind.SIZE, Kind.DATA})
 

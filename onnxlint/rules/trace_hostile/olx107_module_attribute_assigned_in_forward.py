@@ -9,8 +9,9 @@ import libcst as cst
 from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import under_export_guard
-from onnxlint.semantic import FileModel, Kind, dotted
-from onnxlint.source.walker import iter_children, iter_descendants
+from onnxlint.semantic.kinds import Kind
+from onnxlint.semantic.model import FileModel
+from onnxlint.source.walker import dotted, iter_children, iter_descendants
 
 
 class ModuleAttributeAssignedInForward(Rule):

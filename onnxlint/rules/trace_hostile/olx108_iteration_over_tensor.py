@@ -13,8 +13,8 @@ from onnxlint.rules.trace_hostile._common import (
     unannotated_param,
     under_export_guard,
 )
-from onnxlint.semantic import Kind, dotted
-from onnxlint.source.walker import iter_descendants
+from onnxlint.semantic.kinds import Kind
+from onnxlint.source.walker import dotted, iter_descendants
 
 _WRAPPERS = frozenset({"builtins.enumerate", "builtins.zip", "builtins.reversed"})
 # Calls that return a tuple of tensors: iterating them is a fixed, short loop.

@@ -9,7 +9,7 @@ import libcst as cst
 from onnxlint.core.violation import Severity
 from onnxlint.rule import Context, Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import under_export_guard
-from onnxlint.semantic import Kind, annotation_kind
+from onnxlint.semantic.kinds import Kind, annotation_kind
 
 
 class InplaceInputWrite(Rule):

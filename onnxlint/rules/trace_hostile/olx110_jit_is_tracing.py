@@ -7,8 +7,8 @@ import libcst as cst
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.trace_hostile._common import torch_name
-from onnxlint.semantic import ExportKind, dotted
-from onnxlint.source.walker import iter_descendants
+from onnxlint.semantic.calls import ExportKind
+from onnxlint.source.walker import dotted, iter_descendants
 
 _TRACING = frozenset({"torch.jit.is_tracing", "torch.jit._trace.is_tracing"})
 

@@ -8,7 +8,7 @@ from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.exportflow import statements_naming
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.trace_hostile._common import assigned_values
-from onnxlint.semantic import ExportKind, positional_args
+from onnxlint.semantic.calls import ExportKind, positional_args
 from onnxlint.source.walker import iter_descendants
 
 # Calls that return a ScriptModule / ScriptFunction.

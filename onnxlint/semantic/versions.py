@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
-from onnxlint.semantic import dotted
+from onnxlint.source.walker import dotted
 
 Version = tuple[int, int]
 
