@@ -255,7 +255,7 @@ class Context:
         may be exported elsewhere) unless it can never be part of an exported model's
         inference (a loss, a runtime wrapper, a training-only branch, code after an
         early return taken in export/deploy mode)."""
-        from onnxlint.inference import in_dead_branch, never_exported
+        from onnxlint.analysis.never_exported import in_dead_branch, never_exported
 
         func = self.function
         if func is None:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from onnxlint.analysis.exportflow import effective_kind, exported_model
 from onnxlint.core.config import Config
-from onnxlint.exportflow import effective_kind, exported_model
 from onnxlint.project.facts import FileFacts
 from onnxlint.project.index import ProjectIndex
 from onnxlint.semantic.calls import ExportCall, ExportKind, keyword_arg, positional_args

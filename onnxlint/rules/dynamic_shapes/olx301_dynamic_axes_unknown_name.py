@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.core.violation import Severity
-from onnxlint.exportflow import (
+from onnxlint.analysis.exportflow import (
     effective_kind,
     exported_model,
     exporter_known,
@@ -13,6 +12,7 @@ from onnxlint.exportflow import (
     names_arg,
     resolve_value,
 )
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import ExportKind, keyword_arg
 

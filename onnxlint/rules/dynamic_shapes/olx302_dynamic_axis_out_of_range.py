@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.core.violation import Severity
-from onnxlint.exportflow import (
+from onnxlint.analysis.exportflow import (
     example_inputs,
     exported_model,
     input_positions,
@@ -13,6 +12,7 @@ from onnxlint.exportflow import (
     resolve_value,
     tensor_rank,
 )
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import keyword_arg, literal_int
 from onnxlint.source.walker import iter_descendants

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.analysis.exportflow import exported_model, resolve_value
 from onnxlint.core.violation import Severity
-from onnxlint.exportflow import exported_model, resolve_value
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import keyword_arg
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.core.violation import Severity
-from onnxlint.exportflow import (
+from onnxlint.analysis.exportflow import (
     example_inputs,
     exported_model,
     model_forward_file,
@@ -13,6 +12,7 @@ from onnxlint.exportflow import (
     names_arg,
     resolve_value,
 )
+from onnxlint.core.violation import Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import ExportCall, ExportKind, keyword_arg
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.analysis.exportflow import effective_kind, exporter_known
 from onnxlint.core.violation import Severity
-from onnxlint.exportflow import effective_kind, exporter_known
 from onnxlint.rule import Invalid, Rule, Valid
 from onnxlint.semantic.calls import ExportKind, keyword_arg
 

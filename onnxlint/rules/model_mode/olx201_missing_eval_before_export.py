@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.core.violation import Fix, FixSafety, Severity
-from onnxlint.exportflow import (
+from onnxlint.analysis.exportflow import (
     Mode,
     ModelRef,
     captures_model_mode,
@@ -14,6 +13,7 @@ from onnxlint.exportflow import (
     mode_insensitive,
     nested_class,
 )
+from onnxlint.core.violation import Fix, FixSafety, Severity
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.semantic.calls import ExportKind
 from onnxlint.source.walker import dotted

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from onnxlint.core.violation import FixSafety, Severity
-from onnxlint.exportflow import (
+from onnxlint.analysis.exportflow import (
     example_inputs,
     exported_model,
     forward_params,
@@ -17,6 +16,7 @@ from onnxlint.exportflow import (
     resolve_value,
     tensor_rank,
 )
+from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.project.exports import call_line
 from onnxlint.rule import Context, Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.semantic.calls import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.analysis.exportflow import statements_naming
 from onnxlint.core.violation import FixSafety, Severity
-from onnxlint.exportflow import statements_naming
 from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.trace_hostile._common import assigned_values
 from onnxlint.semantic.calls import ExportKind, positional_args
