@@ -175,8 +175,8 @@ def _mistyped_command(word: str) -> str | None:
 
 
 def cmd_rule(code: str) -> int:
-    from onnxlint.docs import rule_markdown
     from onnxlint.rules import all_rules, rule_by_code
+    from onnxlint.rules.docs import rule_markdown
 
     rule = rule_by_code(code) or next((r for r in all_rules() if r.name == code), None)
     if rule is None:
@@ -192,7 +192,7 @@ def cmd_rules() -> int:
         fix = {"safe": "[*]", "unsafe": "[~]", "display": "[-]"}.get(
             r.fix_safety.value if r.fix_safety else "", "   "
         )
-        kind = "deep " if r.deep else ""
+        kind = "deep " if r.from_deep_analysis else ""
         print(f"{r.code}  {fix} {r.severity.value:<7} {kind}{r.name}: {r.summary()}")
     return EXIT_CLEAN
 

@@ -29,8 +29,8 @@ from onnxlint.core.violation import Edit, Fix, Severity, Span, Violation
 from onnxlint.project import FileReach, ProjectIndex, ProjectModel, Reader, read_disk
 from onnxlint.project.facts import FileFacts, file_context
 from onnxlint.project.reach import local_param_kinds
-from onnxlint.rule import Context, Rule, rule_handlers
 from onnxlint.rules import all_rules
+from onnxlint.rules.base import Context, Rule, rule_handlers
 from onnxlint.semantic.kinds import RETURN_KINDS_USED, still_returns
 from onnxlint.semantic.model import FileModel
 from onnxlint.source.blocks import Block, ParseCache, split_blocks
@@ -384,7 +384,11 @@ def _guarded(rule: Rule, handler: Any) -> Any:
 
 
 def active_rules(config: Config) -> list[type[Rule]]:
-    return [r for r in all_rules() if not r.deep and config.is_enabled(r.code, r.default_enabled)]
+    return [
+        r
+        for r in all_rules()
+        if not r.from_deep_analysis and config.is_enabled(r.code, r.default_enabled)
+    ]
 
 
 def _fingerprint(model: FileModel) -> int:

@@ -40,7 +40,7 @@ from onnxlint.semantic.index import ClassInfo, FunctionInfo
 from onnxlint.source.walker import dotted, iter_children, iter_descendants
 
 if TYPE_CHECKING:
-    from onnxlint.rule import Context
+    from onnxlint.rules.base import Context
 
 __all__ = [
     "Mode",

@@ -26,7 +26,7 @@ from onnxlint.semantic.index import FunctionInfo
 from onnxlint.source.walker import dotted, iter_descendants
 
 if TYPE_CHECKING:
-    from onnxlint.rule import Context
+    from onnxlint.rules.base import Context
 
 _LOSS_NAME = re.compile(
     r"(Loss|Criterion|Criteria|Losses)(\d*|V\d+|Base|Mixin|Module)$"

@@ -1,7 +1,7 @@
 """Which OLX8xx code each worker finding kind becomes.
 
 The worker says what happened (a `wire.KIND_*`); the code, name and default
-severity come from the doc-only rule classes in `onnxlint/rules/deep/`, so the
+severity come from the doc-only rule classes in `onnxlint/rules/deep_analysis/`, so the
 docs, `onnxlint rule OLX8nn` and the findings can never disagree.
 """
 

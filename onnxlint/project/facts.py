@@ -15,7 +15,7 @@ import libcst as cst
 
 from onnxlint.analysis.exportflow import STATEMENT_WORDS, block_words
 from onnxlint.core.config import Config
-from onnxlint.rule import Context
+from onnxlint.rules.base import Context
 from onnxlint.semantic.index import FunctionInfo, block_index
 from onnxlint.semantic.model import FileModel
 from onnxlint.source.blocks import Block

@@ -1,8 +1,10 @@
-"""The rule registry: every `Rule` subclass in this package, found by importing its modules.
+"""Rules: the registry, the Rule base, its walk Context, the docs. Imports project and below.
 
-Rules live one per module, grouped by family folder (`trace_hostile/` for OLX1xx,
-`model_mode/` OLX2xx, `dynamic_shapes/` OLX3xx, `exporter_api/` OLX4xx, `export_config/`
-OLX5xx, `deep/` OLX8xx). Adding a rule is adding a module; nothing else to register.
+Rules live one per module, grouped by family folder (`unparsable/` OLX0xx, `trace_hostile/`
+OLX1xx, `model_mode/` OLX2xx, `dynamic_shapes/` OLX3xx, `exporter_api/` OLX4xx,
+`export_config/` OLX5xx, `deep_analysis/` OLX8xx). The registry (`all_rules`) finds every
+`Rule` subclass by importing the family folders' modules: adding a rule is adding a module;
+nothing else to register. The modules beside the folders (`base`, `docs`) hold no rule.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import importlib
 import pkgutil
 from functools import cache
 
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 @cache
@@ -19,6 +21,8 @@ def all_rules() -> tuple[type[Rule], ...]:
     """Every rule class, sorted by code. Raises if two rules share a code."""
     found: dict[str, type[Rule]] = {}
     for info in pkgutil.walk_packages(__path__, prefix=__name__ + "."):
+        if not info.ispkg and info.name.count(".") == 2:
+            continue  # base, docs: beside the family folders, no rule in them
         module = importlib.import_module(info.name)
         for obj in vars(module).values():
             if (

@@ -358,9 +358,9 @@ def test_rule_and_rules_commands(cli) -> None:
 
 
 def test_docs_are_up_to_date() -> None:
-    from onnxlint.docs import main
+    from onnxlint.rules.docs import main
 
-    assert main(["--check"]) == 0, "run `python -m onnxlint.docs`"
+    assert main(["--check"]) == 0, "run `python -m onnxlint.rules.docs`"
 
 
 def test_examples_show_every_static_family(cli, repo_root: Path) -> None:

@@ -22,13 +22,13 @@ def test_every_kind_and_status_has_a_deep_rule() -> None:
     for code in [*codes.KIND_TO_CODE.values(), *codes.STATUS_TO_CODE.values()]:
         rule = rule_by_code(code)
         assert rule is not None, code
-        assert rule.deep is True
+        assert rule.from_deep_analysis is True
         assert list(rule.doc_sections()) == SECTIONS, code
         assert codes.severity_for(code) is rule.severity
 
 
 def test_deep_codes_are_all_used() -> None:
-    deep = {r.code for r in all_rules() if r.deep}
+    deep = {r.code for r in all_rules() if r.from_deep_analysis}
     used = set(codes.KIND_TO_CODE.values()) | set(codes.STATUS_TO_CODE.values())
     used.add(codes.RUN_MEMORY_OVER_BUDGET)  # decided by onnxlint from the worker's figures
     assert deep == used

@@ -42,8 +42,8 @@ def test_engine_never_crashes_on_arbitrary_text(source: str) -> None:
 
 # The rules' own cases, glued together and spliced with fragments that fixes must cope with
 # (keywords the fixes add or remove, suppressions, line continuations, starred arguments).
-SEEDS = [c.code for r in all_rules() if not r.deep for c in r.INVALID] + [
-    c.code for r in all_rules() if not r.deep for c in r.VALID
+SEEDS = [c.code for r in all_rules() if not r.from_deep_analysis for c in r.INVALID] + [
+    c.code for r in all_rules() if not r.from_deep_analysis for c in r.VALID
 ]
 FRAGMENTS = [
     ", dynamo=False",

@@ -8,11 +8,11 @@ import pytest
 
 from onnxlint.core.config import parse_table
 from onnxlint.engine import Engine
-from onnxlint.rule import Invalid, Rule, Valid
 from onnxlint.rules import all_rules
+from onnxlint.rules.base import Invalid, Rule, Valid
 from onnxlint.source.fixes import fix_text
 
-RULES = [r for r in all_rules() if not r.deep]
+RULES = [r for r in all_rules() if not r.from_deep_analysis]
 
 
 def _config(rule: type[Rule], case: Valid | Invalid):

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from onnxlint.rule import Invalid
 from onnxlint.rules import all_rules
+from onnxlint.rules.base import Invalid
 
 from .conftest import (
     Client,
@@ -55,7 +55,7 @@ def _single_fix_cases() -> list[Any]:
     """Every rule's INVALID case with an expected fix and exactly one finding of its code."""
     out = []
     for rule in all_rules():
-        if rule.fix_safety is None or rule.deep:
+        if rule.fix_safety is None or rule.from_deep_analysis:
             continue
         for i, case in enumerate(rule.INVALID):
             if case.fixed is not None and not case.config and case.count in (None, 1):

@@ -13,7 +13,7 @@ from onnxlint.analysis.exportflow import (
     resolve_value,
 )
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Invalid, Rule, Valid, dedent
+from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import ExportKind, keyword_arg
 
 

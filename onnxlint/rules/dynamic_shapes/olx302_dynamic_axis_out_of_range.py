@@ -13,7 +13,7 @@ from onnxlint.analysis.exportflow import (
     tensor_rank,
 )
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Invalid, Rule, Valid, dedent
+from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import keyword_arg, literal_int
 from onnxlint.source.walker import iter_descendants
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from onnxlint.analysis.exportflow import exported_model, resolve_value
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Invalid, Rule, Valid, dedent
+from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import keyword_arg
 
 _LITERALS = (

@@ -6,7 +6,7 @@ import libcst as cst
 
 from onnxlint.analysis.exportflow import convert_dynamic_axes, effective_kind, exporter_known
 from onnxlint.core.violation import FixSafety, Severity
-from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
+from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.semantic.calls import ExportKind, keyword_arg
 
 

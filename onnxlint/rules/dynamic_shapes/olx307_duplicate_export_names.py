@@ -6,7 +6,7 @@ import libcst as cst
 
 from onnxlint.analysis.exportflow import effective_kind, exporter_known
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Invalid, Rule, Valid
+from onnxlint.rules.base import Invalid, Rule, Valid
 from onnxlint.semantic.calls import ExportKind, keyword_arg
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from onnxlint.rule import Context
+from onnxlint.rules.base import Context
 from onnxlint.rules.exporter_api.api_table import BUILTIN_OP_NAMESPACES
 from onnxlint.semantic.calls import positional_args
 from onnxlint.semantic.index import FunctionInfo

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.rule import Context
+from onnxlint.rules.base import Context
 from onnxlint.rules.exporter_api.api_table import int_literal, single_value
 from onnxlint.semantic.calls import ExportCall
 

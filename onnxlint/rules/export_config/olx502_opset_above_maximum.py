@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Invalid, Rule, Valid
+from onnxlint.rules.base import Invalid, Rule, Valid
 from onnxlint.rules.export_config._opset import requested_opset
 from onnxlint.rules.exporter_api.api_table import (
     MAX_OPSET,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Invalid, Rule, Valid, dedent
+from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.rules.export_config._custom_ops import (
     OpUse,
     custom_ops,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.core.violation import FixSafety, Severity
-from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
+from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.export_config._size import (
     Estimate,
     class_estimate,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Context
+from onnxlint.rules.base import Context
 from onnxlint.semantic.calls import ExportCall, ExportKind, literal_bool
 from onnxlint.source.walker import iter_descendants
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.core.violation import Edit, FixSafety, Severity
-from onnxlint.rule import Context, Invalid, Rule, Valid, dedent, make_fix
+from onnxlint.rules.base import Context, Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.exporter_api.api_table import (
     DYNAMO_DEFAULT_SINCE,
     IGNORED_BY_DYNAMO,

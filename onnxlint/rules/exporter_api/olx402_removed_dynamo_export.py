@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.core.violation import Fix, FixSafety, Severity
-from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
+from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.exporter_api.api_table import (
     API_FACTS,
     DYNAMO_DEFAULT_SINCE,

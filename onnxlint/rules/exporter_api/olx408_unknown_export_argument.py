@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Invalid, Rule, Valid, dedent
+from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.rules.exporter_api.api_table import (
     EXPORT_KEYWORDS_2_13,
     OLD_EXPORT_KEYWORDS,

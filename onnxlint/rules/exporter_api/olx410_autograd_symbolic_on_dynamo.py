@@ -6,7 +6,7 @@ import libcst as cst
 
 from onnxlint.core.violation import Severity
 from onnxlint.project.reach import symbolic_function
-from onnxlint.rule import Invalid, Rule, Valid, dedent
+from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import ExportKind
 from onnxlint.source.walker import dotted
 

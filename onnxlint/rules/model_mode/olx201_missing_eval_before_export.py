@@ -14,7 +14,7 @@ from onnxlint.analysis.exportflow import (
     nested_class,
 )
 from onnxlint.core.violation import Fix, FixSafety, Severity
-from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
+from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.semantic.calls import ExportKind
 from onnxlint.source.walker import dotted
 

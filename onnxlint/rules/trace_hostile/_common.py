@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from onnxlint.rule import Context
+from onnxlint.rules.base import Context
 from onnxlint.semantic.calls import ExportKind
 from onnxlint.semantic.kinds import Kind
 from onnxlint.semantic.model import FileModel

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Invalid, Rule, Valid, dedent
+from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import (
     mentions_export_guard,
     traced,

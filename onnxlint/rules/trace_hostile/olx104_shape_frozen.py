@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Context, Invalid, Rule, Valid, dedent
+from onnxlint.rules.base import Context, Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import from_shape, shape_names, specialising_path
 
 

@@ -18,7 +18,7 @@ from onnxlint.analysis.exportflow import (
 )
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.project.exports import call_line
-from onnxlint.rule import Context, Invalid, Rule, Valid, dedent, make_fix
+from onnxlint.rules.base import Context, Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.semantic.calls import (
     ExportCall,
     ExportKind,

@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Context, Invalid, Rule, Valid, dedent
+from onnxlint.rules.base import Context, Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import under_export_guard
 from onnxlint.semantic.kinds import Kind, annotation_kind
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from onnxlint.analysis.exportflow import statements_naming
 from onnxlint.core.violation import FixSafety, Severity
-from onnxlint.rule import Invalid, Rule, Valid, dedent, make_fix
+from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.trace_hostile._common import assigned_values
 from onnxlint.semantic.calls import ExportKind, positional_args
 from onnxlint.source.walker import iter_descendants

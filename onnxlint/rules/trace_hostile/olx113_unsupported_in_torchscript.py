@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Invalid, Rule, Valid, dedent
+from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.source.walker import iter_children
 
 _SCRIPT_DECORATORS = frozenset({"torch.jit.script", "torch.jit.script_method"})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class OnnxruntimeFailure(Rule):
@@ -37,4 +37,4 @@ class OnnxruntimeFailure(Rule):
     name = "onnxruntime-failure"
     severity = Severity.ERROR
     since = "0.1.0"
-    deep = True
+    from_deep_analysis = True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class DynamicDimRelation(Rule):
@@ -46,4 +46,4 @@ class DynamicDimRelation(Rule):
     name = "dynamic-dim-relation"
     severity = Severity.WARNING
     since = "0.3.0"
-    deep = True
+    from_deep_analysis = True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class FakeModeLimitation(Rule):
@@ -43,4 +43,4 @@ class FakeModeLimitation(Rule):
     name = "fake-mode-limitation"
     severity = Severity.WARNING
     since = "0.1.0"
-    deep = True
+    from_deep_analysis = True

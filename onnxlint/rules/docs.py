@@ -1,7 +1,7 @@
 """Rule documentation generated from the rule classes: `docs/rules/`, `onnxlint rule`, hover.
 
-`python -m onnxlint.docs` rewrites `docs/rules/`; `python -m onnxlint.docs --check` exits 1
-when the committed pages differ from the classes (CI runs it through the test suite).
+`python -m onnxlint.rules.docs` rewrites `docs/rules/`; with `--check` it exits 1 when the
+committed pages differ from the classes (CI runs it through the test suite).
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import inspect
 import sys
 from pathlib import Path
 
-from onnxlint.rule import Rule
 from onnxlint.rules import all_rules
+from onnxlint.rules.base import Rule
 
-DOCS_DIR = Path(__file__).resolve().parent.parent / "docs" / "rules"
+DOCS_DIR = Path(__file__).resolve().parents[2] / "docs" / "rules"
 _ORDER = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References")
 _FAMILIES = {
     "OLX0": "Files that cannot be checked",
@@ -39,14 +39,14 @@ def _fix_text(rule: type[Rule]) -> str:
 def source_path(rule: type[Rule]) -> str:
     path = Path(inspect.getfile(rule)).resolve()
     try:
-        return path.relative_to(Path(__file__).resolve().parent.parent).as_posix()
+        return path.relative_to(Path(__file__).resolve().parents[2]).as_posix()
     except ValueError:
         return path.name
 
 
 def rule_markdown(rule: type[Rule]) -> str:
     sections = rule.doc_sections()
-    kind = "deep analysis" if rule.deep else "static"
+    kind = "deep analysis" if rule.from_deep_analysis else "static"
     lines = [
         f"# {rule.code}: {rule.name}",
         "",
@@ -70,7 +70,7 @@ def index_markdown() -> str:
     lines = [
         "# onnxlint rules",
         "",
-        "Generated from the rule classes by `python -m onnxlint.docs`; do not edit by hand.",
+        "Generated from the rule classes by `python -m onnxlint.rules.docs`; do not edit by hand.",
         "",
         "Legend: [*] safe fix, [~] unsafe fix (quick fix / `--unsafe-fixes`).",
         "",
@@ -132,7 +132,7 @@ def main(argv: list[str]) -> int:
         if drift or extra:
             print(
                 f"docs/rules is out of date ({', '.join(drift + extra)}): "
-                "run python -m onnxlint.docs"
+                "run python -m onnxlint.rules.docs"
             )
             return 1
         return 0

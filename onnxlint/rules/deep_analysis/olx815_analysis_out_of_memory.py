@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class AnalysisOutOfMemory(Rule):
@@ -42,4 +42,4 @@ class AnalysisOutOfMemory(Rule):
     name = "analysis-out-of-memory"
     severity = Severity.ERROR
     since = "0.1.0"
-    deep = True
+    from_deep_analysis = True

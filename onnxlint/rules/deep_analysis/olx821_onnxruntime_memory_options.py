@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class OnnxruntimeMemoryOptions(Rule):
@@ -44,4 +44,4 @@ class OnnxruntimeMemoryOptions(Rule):
     name = "onnxruntime-memory-options"
     severity = Severity.INFO
     since = "0.3.0"
-    deep = True
+    from_deep_analysis = True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class RunMemoryOverBudget(Rule):
@@ -69,4 +69,4 @@ class RunMemoryOverBudget(Rule):
     name = "run-memory-over-budget"
     severity = Severity.WARNING
     since = "0.3.0"
-    deep = True
+    from_deep_analysis = True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class TorchVersionUnsupported(Rule):
@@ -38,4 +38,4 @@ class TorchVersionUnsupported(Rule):
     name = "torch-version-unsupported"
     severity = Severity.WARNING
     since = "0.1.0"
-    deep = True
+    from_deep_analysis = True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Invalid, Rule, Valid
+from onnxlint.rules.base import Invalid, Rule, Valid
 
 
 class SyntaxError_(Rule):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class AnalysisCrashed(Rule):
@@ -41,4 +41,4 @@ class AnalysisCrashed(Rule):
     name = "analysis-crashed"
     severity = Severity.ERROR
     since = "0.1.0"
-    deep = True
+    from_deep_analysis = True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class CustomOpWithoutFakeImpl(Rule):
@@ -45,4 +45,4 @@ class CustomOpWithoutFakeImpl(Rule):
     name = "custom-op-without-fake-impl"
     severity = Severity.ERROR
     since = "0.1.0"
-    deep = True
+    from_deep_analysis = True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class AliasedExampleInputs(Rule):
@@ -43,4 +43,4 @@ class AliasedExampleInputs(Rule):
     name = "aliased-example-inputs"
     severity = Severity.ERROR
     since = "0.3.0"
-    deep = True
+    from_deep_analysis = True

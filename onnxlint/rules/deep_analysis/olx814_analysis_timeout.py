@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class AnalysisTimeout(Rule):
@@ -41,4 +41,4 @@ class AnalysisTimeout(Rule):
     name = "analysis-timeout"
     severity = Severity.ERROR
     since = "0.1.0"
-    deep = True
+    from_deep_analysis = True

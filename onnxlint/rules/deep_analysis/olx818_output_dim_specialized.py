@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class OutputDimSpecialized(Rule):
@@ -56,4 +56,4 @@ class OutputDimSpecialized(Rule):
     name = "output-dim-specialized"
     severity = Severity.ERROR
     since = "0.1.0"
-    deep = True
+    from_deep_analysis = True

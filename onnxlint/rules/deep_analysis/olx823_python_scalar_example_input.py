@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class PythonScalarExampleInput(Rule):
@@ -41,4 +41,4 @@ class PythonScalarExampleInput(Rule):
     name = "python-scalar-example-input"
     severity = Severity.WARNING
     since = "0.3.0"
-    deep = True
+    from_deep_analysis = True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class GraphBreak(Rule):
@@ -53,4 +53,4 @@ class GraphBreak(Rule):
     name = "graph-break"
     severity = Severity.INFO
     since = "0.1.0"
-    deep = True
+    from_deep_analysis = True

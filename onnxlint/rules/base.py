@@ -74,7 +74,7 @@ class Rule:
     fix_safety: ClassVar[FixSafety | None] = None  # None: the rule offers no fix
     since: ClassVar[str] = "0.1.0"
     default_enabled: ClassVar[bool] = True
-    deep: ClassVar[bool] = False  # reported by the deep worker, never by the static walk
+    from_deep_analysis: ClassVar[bool] = False  # reported by the deep analysis, never the walk
     deprecated_api: ClassVar[bool] = False  # findings get the LSP `Deprecated` tag
     # Words the block must contain for the rule to run on it (empty: always run).
     requires: ClassVar[tuple[str, ...]] = ()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onnxlint.core.violation import Severity
-from onnxlint.rule import Rule
+from onnxlint.rules.base import Rule
 
 
 class CustomOpWithoutOnnxTranslation(Rule):
@@ -42,4 +42,4 @@ class CustomOpWithoutOnnxTranslation(Rule):
     name = "custom-op-without-onnx-translation"
     severity = Severity.ERROR
     since = "0.1.0"
-    deep = True
+    from_deep_analysis = True
