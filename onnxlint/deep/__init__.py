@@ -1,11 +1,11 @@
-"""Deep analysis: what `torch.onnx.export` would say, in seconds, on the user's own lines.
+"""Deep analysis, the parent side (worker/ runs torch). Imports project, rules and below.
 
 The parent side (this package) never imports torch: it validates targets,
 talks JSON lines to a warm worker running under the user's interpreter
 (`worker/`, stdlib + torch only), and turns the worker's findings into OLX8xx
 `Violation`s, reports and cached results.
 
-Entry points: `DeepAnalyzer` (server, CLI), `cli.deep_check` / `cli.run_analyze`
+Entry points: `DeepAnalyzer` (server, CLI), `run.deep_check` / `run.run_analyze`
 (`onnxlint check --deep`, `onnxlint analyze`), `report.write_report`.
 """
 

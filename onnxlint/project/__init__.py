@@ -1,4 +1,4 @@
-"""The project model: what the project's files say about each other, never importing them.
+"""The project model: what files say of each other, never importing them. Imports analysis.
 
 Layers, bottom up (each imports only those below it):
 

@@ -1,4 +1,4 @@
-"""The onnxlint language server (pygls 2): `onnxlint server`, `python -m onnxlint.server`.
+"""The language server (pygls 2). Imports engine, deep and below; only it imports features.
 
 The server converts engine results to LSP types and never re-implements analysis. Modules:
 `server` (state, settings, the check pipeline), `settings`, `convert`, `protocol`, and one

@@ -137,7 +137,7 @@ class DeepService:
 
     def targets(self, uri: str) -> tuple[list[Any], list[Any]]:
         """(targets, problems) of the project holding `uri`, cached briefly (no imports)."""
-        from onnxlint.deep.cli import collect_targets
+        from onnxlint.deep.run import collect_targets
 
         cfg, _, _ = self.server.config_for(uri)
         root = Path(cfg.root) if cfg.root else Path.cwd()
@@ -160,7 +160,7 @@ class DeepService:
         key = (str(root), python)
         a = self.analyzers.get(key)
         if a is None:
-            from onnxlint.deep.cli import CACHE_SUBDIR
+            from onnxlint.deep.run import CACHE_SUBDIR
 
             a = self.analyzers[key] = mod.DeepAnalyzer(
                 python, cache_dir=root / CACHE_SUBDIR, background=True

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from onnxlint.deep import report
-from onnxlint.deep.cli import _print_text
 from onnxlint.deep.result import DeepResult, from_worker
+from onnxlint.deep.run import _print_text
 from onnxlint.deep.targets import Target
 
 MODEL = """import torch

@@ -27,7 +27,7 @@ def make():
 
 def test_targets_are_picked_by_the_paths_given(repo_root: Path, tmp_path: Path) -> None:
     from onnxlint.core.config import load_config
-    from onnxlint.deep.cli import collect_targets, targets_under
+    from onnxlint.deep.run import collect_targets, targets_under
 
     project = tmp_path / "examples"
     shutil.copytree(repo_root / "examples", project)

@@ -13,7 +13,7 @@ import pytest
 
 from onnxlint.deep import report
 from onnxlint.deep.analyzer import DeepAnalyzer
-from onnxlint.deep.cli import deep_check
+from onnxlint.deep.run import deep_check
 from onnxlint.deep.targets import Target
 
 from .conftest import line_of
@@ -28,7 +28,7 @@ def test_analyze_command_json_and_html_report(project: Path, tmp_path: Path) -> 
         [
             sys.executable,
             "-m",
-            "onnxlint.deep.cli",
+            "onnxlint.deep.run",
             "breaks",
             "--format",
             "json",
@@ -69,7 +69,7 @@ def test_analyze_command_json_and_html_report(project: Path, tmp_path: Path) -> 
 def test_unknown_target_name_is_a_usage_error(project: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.run(
-        [sys.executable, "-m", "onnxlint.deep.cli", "nope"],
+        [sys.executable, "-m", "onnxlint.deep.run", "nope"],
         cwd=project,
         capture_output=True,
         text=True,
@@ -133,7 +133,7 @@ def test_cache_hits_until_an_imported_project_file_changes(project: Path, tmp_pa
 
 
 def test_run_analyze_with_a_config_object(project: Path, tmp_path: Path, capsys) -> None:
-    from onnxlint.deep.cli import run_analyze
+    from onnxlint.deep.run import run_analyze
 
     config = SimpleNamespace(
         root=project,

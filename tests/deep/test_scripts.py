@@ -374,7 +374,7 @@ def test_from_pretrained_of_a_local_folder_builds_from_its_config(
 
 
 def test_exportable_module_is_a_target_by_itself(analyzer: Any, tmp_path: Path) -> None:
-    from onnxlint.deep.cli import collect_targets
+    from onnxlint.deep.run import collect_targets
 
     root = _project(tmp_path, {"exportable.py": EXPORTABLE})
     targets, problems = collect_targets([], root, [root])

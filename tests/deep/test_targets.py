@@ -196,7 +196,7 @@ def test_targets_in_file_follows_classes_imported_into_the_factory_module(tmp_pa
 
 
 def test_a_marked_factory_that_is_also_declared_is_one_target(tmp_path: Path) -> None:
-    from onnxlint.deep.cli import collect_targets
+    from onnxlint.deep.run import collect_targets
 
     _write(tmp_path, "pkg/__init__.py", "")
     _write(

@@ -206,7 +206,7 @@ def test_parsing_without_node_validation_gives_the_validated_tree() -> None:
 
     root = Path(__file__).resolve().parents[2]
     sources = [p.read_text(encoding="utf-8") for p in sorted(root.glob("examples/**/*.py"))]
-    sources += [p.read_text(encoding="utf-8") for p in sorted(root.glob("onnxlint/*.py"))]
+    sources += [p.read_text(encoding="utf-8") for p in sorted(root.glob("onnxlint/*/*.py"))]
     assert len(sources) > 10
     for text in sources:
         validated = cst.parse_module(text)

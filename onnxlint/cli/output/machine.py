@@ -20,7 +20,7 @@ def render_json(violations: Sequence[Violation]) -> str:
 def render_statistics_json(violations: Sequence[Violation], names: dict[str, str]) -> str:
     """`--statistics --format json`: `[{code, name, count, fix}]` (fix: "safe", "unsafe",
     "display" or null), as ruff prints its statistics in JSON."""
-    from onnxlint.output.text import statistics
+    from onnxlint.cli.output.text import statistics
 
     safety = {"[*]": "safe", "[~]": "unsafe", "[-]": "display"}
     rows = [

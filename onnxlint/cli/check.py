@@ -15,19 +15,24 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from onnxlint.cache import ResultCache, config_key
-from onnxlint.cli import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
-from onnxlint.core.config import Config, load_config
-from onnxlint.core.violation import Severity, Span, Violation
-from onnxlint.engine import SYNTAX_ERROR_CODE, Engine
-from onnxlint.output.machine import render_github, render_json, render_sarif, render_statistics_json
-from onnxlint.output.text import (
+from onnxlint.cli.errors import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
+from onnxlint.cli.output.machine import (
+    render_github,
+    render_json,
+    render_sarif,
+    render_statistics_json,
+)
+from onnxlint.cli.output.text import (
     Painter,
     render_statistics,
     render_text,
     summary_line,
     use_color,
 )
+from onnxlint.cli.result_cache import ResultCache, config_key
+from onnxlint.core.config import Config, load_config
+from onnxlint.core.violation import Severity, Span, Violation
+from onnxlint.engine import SYNTAX_ERROR_CODE, Engine
 from onnxlint.project import ImportedNames, ReachTable
 from onnxlint.project.summary import SummaryStore
 from onnxlint.rules import all_rules
@@ -165,7 +170,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _deep_violations(paths: list[str], config: Config, args: argparse.Namespace) -> list[Violation]:
     try:
-        from onnxlint.deep.cli import deep_check
+        from onnxlint.deep.run import deep_check
     except ImportError as exc:
         raise UsageError(f"--deep needs the deep analysis: {exc}") from None
     root = config.root or Path.cwd()

@@ -1,4 +1,4 @@
-"""`onnxlint check|rule|rules|server|analyze`: the command line.
+"""The command line, `onnxlint check|rule|rules|server|analyze`. Imports any package.
 
 Exit codes: 0 nothing found, 1 findings remain, 2 usage, configuration or internal error.
 Every failure is one clear line on stderr; a traceback means a bug in onnxlint and comes
@@ -13,18 +13,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from onnxlint import __version__
+from onnxlint.cli.errors import EXIT_CLEAN, EXIT_ERROR, UsageError
+from onnxlint.cli.output import FORMATS
 from onnxlint.core.config import ConfigError, is_code_or_prefix, load_config
-from onnxlint.output import FORMATS
 
 # Heavier modules (libcst, the rules, the server) are imported where they are used, so
 # `onnxlint server` starts without loading the CLI's machinery and vice versa.
-
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-
-
-class UsageError(Exception):
-    """A usage problem, reported as one line and exit code 2."""
-
 
 COMMANDS = ("check", "rule", "rules", "server", "analyze")
 
@@ -95,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("server", help="run the language server on stdio (see `onnxlint server -h`)")
     analyze = sub.add_parser("analyze", help="deep analysis of declared targets (needs torch)")
     try:
-        from onnxlint.deep.cli import add_analyze_arguments
+        from onnxlint.deep.run import add_analyze_arguments
 
         add_analyze_arguments(analyze)
     except ImportError:
@@ -133,12 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from onnxlint.core.codecache import generated_code_cache
 
         with generated_code_cache():  # libcst's dataclasses: a third of its import
-            from onnxlint.runner import cmd_check
+            from onnxlint.cli.check import cmd_check
         return cmd_check(args)
     except ConfigError as exc:
         print(f"onnxlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except UsageError as exc:  # also raised by onnxlint.runner
+    except UsageError as exc:  # also raised by onnxlint.cli.check
         print(f"onnxlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -199,7 +193,7 @@ def cmd_rules() -> int:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     try:
-        from onnxlint.deep.cli import run_analyze
+        from onnxlint.deep.run import run_analyze
     except ImportError as exc:
         raise UsageError(f"deep analysis is not available: {exc}") from None
     config = load_config(Path.cwd())

@@ -1,4 +1,4 @@
-"""`check_source(path, text, config)`: the one entry point of the CLI, the hook and the server.
+"""The engine: `check_source(path, text, config)`, the one entry point. Imports rules and below.
 
 One check: split the file into top-level blocks (parsed once per distinct text and kept),
 index each block, build the file's semantic model, then walk each block once with every

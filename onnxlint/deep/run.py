@@ -1,7 +1,7 @@
 """`onnxlint analyze` and `onnxlint check --deep`: the deep analysis from the command line.
 
-`onnxlint/cli.py` owns the parser and calls `add_analyze_arguments`,
-`run_analyze` and `deep_check`; `python -m onnxlint.deep.cli` runs `analyze`
+`onnxlint/cli/__init__.py` owns the parser and calls `add_analyze_arguments`,
+`run_analyze` and `deep_check`; `python -m onnxlint.deep.run` runs `analyze`
 on its own. Exit codes follow `check`: 0 clean, 1 findings, 2 usage error.
 """
 
@@ -375,7 +375,7 @@ def _line(v: Violation, root: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m onnxlint.deep.cli [TARGET ...]` = `onnxlint analyze`."""
+    """`python -m onnxlint.deep.run [TARGET ...]` = `onnxlint analyze`."""
     parser = argparse.ArgumentParser(prog="onnxlint analyze")
     add_analyze_arguments(parser)
     args = parser.parse_args(argv)
