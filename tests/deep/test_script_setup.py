@@ -507,3 +507,28 @@ def test_a_hydra_config_gets_placeholders_for_a_required_checkpoint_and_output(
     res = _analyze(analyzer, root, "tools/export.py", call, ("model.arch=small",))
     data = _analysed(res)
     assert {"ckpt_path", "output"} <= set(data["script_filled"]), data["script_filled"]
+
+
+def test_a_value_read_from_a_checkpoint_that_is_not_here_says_so(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """monodepth2 reads the image size from its encoder checkpoint: with the file absent
+    the stop says that the script uses a value from the checkpoint, not a TypeError about
+    an `EmptyCheckpoint`."""
+    script = """
+        import torch
+
+        from nets import Net
+
+        loaded = torch.load("models/mono_640x192/encoder.pth", map_location="cpu")
+        height, width = loaded["height"], loaded["width"]
+        model = Net()
+        model.load_state_dict({k: v for k, v in loaded.items() if k in model.state_dict()})
+        torch.onnx.export(model.eval(), (torch.ones(1, 3, height, width),), "depth.onnx")
+    """
+    root = _project(tmp_path, {"export.py": script})
+    stop = _stop(_analyze(analyzer, root, "export.py", None))
+    assert stop.line == line_of(root / "export.py", "torch.ones(1, 3"), stop
+    assert "EmptyCheckpoint" not in stop.message, stop.message
+    assert "encoder.pth')['width']" in stop.message, stop.message  # the value read last
+    assert "value it reads from the checkpoint" in stop.message, stop.message

@@ -46,6 +46,7 @@ from .script_explain import (
 from .script_fakes import (
     Captured,
     CpuOnly,
+    EmptyCheckpoint,
     Inert,
     ScriptRun,
     ScriptStop,
@@ -63,6 +64,7 @@ def run(rec: Analysis) -> bool:
     line = rec.target.get("script_line")
     name = rec.target.get("name") or script
     state = ScriptRun(script=script, line=int(line) if line else None)
+    EmptyCheckpoint.last = None
     rec.result["factory_loc"] = {"file": script, "line": int(line or 1), "name": "<script>"}
     try:
         with open(script, encoding="utf-8") as fh:
@@ -475,6 +477,11 @@ def _stopped(
         text, notes = first_line(str(error)), advice(error) or _advice(error)
         if isinstance(error, AssertionError):
             text = assertion_text(error, text)
+        if "EmptyCheckpoint" in text and EmptyCheckpoint.last is not None:
+            # torch refused, as a size or a number, a value the script read from a
+            # checkpoint that is not here
+            text = EmptyCheckpoint.last.value_text()
+            notes = []
         for value, argument in state.filled.items():
             if value in text:
                 # a path the user never wrote: say what it is, and that this one matters

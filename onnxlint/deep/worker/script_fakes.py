@@ -162,19 +162,47 @@ class Inert:
 class EmptyCheckpoint(dict[str, Any]):
     """What `torch.load` of a missing (or unreadable) checkpoint returns during a script
     run: weights do not matter to the analysis. Any key reads another empty checkpoint;
-    used as a model, it says what to do."""
+    used as a model, or as a number the script read from the file (an image size, a class
+    count), it says what to do."""
 
-    def __init__(self, source: str, *, missing: bool = False, problem: str = "") -> None:
+    def __init__(
+        self, source: str, *, missing: bool = False, problem: str = "", key: str = ""
+    ) -> None:
         super().__init__()
         self._source = source
         self._missing = missing
         self._problem = problem
+        self._key = key
+
+    last: EmptyCheckpoint | None = None  # the value read last (a stop may name it)
+
+    def _child(self, key: Any) -> EmptyCheckpoint:
+        child = EmptyCheckpoint(
+            self._source, missing=self._missing, problem=self._problem, key=f"{self._key}[{key!r}]"
+        )
+        EmptyCheckpoint.last = child
+        return child
+
+    def value_text(self) -> str:
+        """Why a value read from this checkpoint cannot serve as a number."""
+        where = "is not here" if self._missing else "could not be read"
+        return (
+            f"torch.load({self._source}){self._key}: the script uses a value it reads from "
+            f"the checkpoint (a size, a count, a setting), and the file {where}. A real run "
+            "reads it from the file: put the checkpoint there (or point `argv` at it), or "
+            "declare a factory (`# onnxlint: target`)"
+        )
 
     def __missing__(self, key: str) -> EmptyCheckpoint:
-        return EmptyCheckpoint(self._source, missing=self._missing, problem=self._problem)
+        return self._child(key)
 
     def get(self, key: Any, default: Any = None) -> Any:
-        return EmptyCheckpoint(self._source, missing=self._missing, problem=self._problem)
+        return self._child(key) if default is None else default
+
+    def _value(self, *args: Any) -> Any:
+        raise RuntimeError(self.value_text())
+
+    __index__ = __int__ = __float__ = _value
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
