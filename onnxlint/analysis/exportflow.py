@@ -28,19 +28,17 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from onnxlint.core.violation import Edit, Span
 from onnxlint.semantic.calls import (
     ExportCall,
     ExportKind,
     keyword_arg,
-    literal_int,
     strip_method_calls,
 )
 from onnxlint.semantic.index import ClassInfo, FunctionInfo
 from onnxlint.source.walker import dotted, iter_children, iter_descendants
 
 if TYPE_CHECKING:
-    from onnxlint.rules.base import Context
+    from onnxlint.analysis.file import FileView
 
 __all__ = [
     "Mode",
@@ -48,7 +46,6 @@ __all__ = [
     "Origin",
     "captures_model_mode",
     "class_mode_insensitive",
-    "convert_dynamic_axes",
     "effective_kind",
     "example_inputs",
     "exported_model",
@@ -60,6 +57,7 @@ __all__ = [
     "model_forward_file",
     "model_forward_params",
     "names_arg",
+    "names_arg_of",
     "nested_class",
     "resolve_value",
     "statements_naming",
@@ -123,7 +121,7 @@ class ModelRef:
 # --------------------------------------------------------------------------- locating a call
 
 
-def _memo(ctx: Context) -> dict[object, object]:
+def _memo(ctx: FileView) -> dict[object, object]:
     return ctx.model.memo
 
 
@@ -144,15 +142,15 @@ def block_words(text: str) -> frozenset[str]:
     return frozenset(_IDENTIFIER.findall(text))
 
 
-def _words(ctx: Context) -> dict[int, frozenset[str]]:
+def _words(ctx: FileView) -> dict[int, frozenset[str]]:
     found = ctx.model.memo.get(STATEMENT_WORDS)
-    if callable(found):  # `facts.file_context` leaves the words to be built on first use
+    if callable(found):  # `facts.file_analysis` leaves the words to be built on first use
         found = ctx.model.memo[STATEMENT_WORDS] = found()
     return found if isinstance(found, dict) else {}
 
 
 def _without_memo(
-    ctx: Context, stmts: Sequence[cst.CSTNode], needed: frozenset[str]
+    ctx: FileView, stmts: Sequence[cst.CSTNode], needed: frozenset[str]
 ) -> Sequence[cst.CSTNode]:
     """`_without` for `ctx`'s statement words, memoised per check (the rules of one export
     call ask about the same scope and name)."""
@@ -165,7 +163,7 @@ def _without_memo(
 
 
 def statements_naming(
-    ctx: Context, stmts: Sequence[cst.CSTNode], name: str
+    ctx: FileView, stmts: Sequence[cst.CSTNode], name: str
 ) -> Sequence[cst.CSTNode]:
     """`stmts` less the top-level statements whose block never names `name` (its first
     dotted part): for scans of the module body for one variable's assignments."""
@@ -182,7 +180,7 @@ def _without(
 
 
 def node_path(
-    ctx: Context, node: cst.CSTNode, statement: cst.CSTNode | None = None
+    ctx: FileView, node: cst.CSTNode, statement: cst.CSTNode | None = None
 ) -> list[cst.CSTNode] | None:
     """The ancestors of `node` from a top-level statement down (excluding `node`).
 
@@ -224,7 +222,7 @@ def _search(root: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:
 
 
 def _scope_of(
-    ctx: Context, path: list[cst.CSTNode]
+    ctx: FileView, path: list[cst.CSTNode]
 ) -> tuple[cst.FunctionDef | None, Sequence[cst.BaseStatement], list[cst.CSTNode]] | None:
     """(function or None, its statements, the path below them) for a path to a node."""
     for i in range(len(path) - 1, -1, -1):
@@ -286,7 +284,7 @@ class _Flow:
     """Forward data-flow of one model variable's state over a list of statements."""
 
     def __init__(
-        self, ctx: Context, name: str, scope: Sequence[cst.CSTNode] = (), depth: int = 0
+        self, ctx: FileView, name: str, scope: Sequence[cst.CSTNode] = (), depth: int = 0
     ) -> None:
         self.ctx = ctx
         self.name = name
@@ -638,7 +636,7 @@ class _Flow:
         return result
 
 
-def _wraps_argument(ctx: Context, cls_name: str, call: cst.Call) -> bool:
+def _wraps_argument(ctx: FileView, cls_name: str, call: cst.Call) -> bool:
     """`Wrapper(model, ...)` with a local class that keeps the argument (`self.model =
     model`) and calls it in `forward`: the wrapped model's own mode decides what is
     exported, and the wrapper's fresh training flag changes nothing by itself."""
@@ -735,7 +733,7 @@ def _start_state(func: cst.FunctionDef | None, name: str) -> State:
 # --------------------------------------------------------------------------- exported_model
 
 
-def exported_model(ctx: Context, call: ExportCall) -> ModelRef | None:
+def exported_model(ctx: FileView, call: ExportCall) -> ModelRef | None:
     """The model `call` exports, with its state at the call and its class if local.
 
     None when the call has no model argument or sits where no scope can be followed
@@ -750,7 +748,7 @@ def exported_model(ctx: Context, call: ExportCall) -> ModelRef | None:
     return ref
 
 
-def _exported_model(ctx: Context, call: ExportCall) -> ModelRef | None:
+def _exported_model(ctx: FileView, call: ExportCall) -> ModelRef | None:
     expr = call.model_expr
     if expr is None:
         return None
@@ -802,7 +800,7 @@ def _exported_model(ctx: Context, call: ExportCall) -> ModelRef | None:
     return ref
 
 
-def _unique_class(ctx: Context, origins: State) -> str | None:
+def _unique_class(ctx: FileView, origins: State) -> str | None:
     """The model's class when every path agrees on it: a local class name or an
     imported class's qualified name (see `Origin`)."""
     classes = {o.cls for o in origins}
@@ -813,7 +811,7 @@ def _unique_class(ctx: Context, origins: State) -> str | None:
     return None
 
 
-def _class_of_value(ctx: Context, assign: cst.CSTNode) -> str | None:
+def _class_of_value(ctx: FileView, assign: cst.CSTNode) -> str | None:
     value = assign.value if isinstance(assign, (cst.Assign, cst.AnnAssign)) else None
     if value is None:
         return None
@@ -876,7 +874,7 @@ def _suite_body(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
     return []
 
 
-def _named_assignments(ctx: Context, stmts: Sequence[cst.CSTNode], name: str) -> list[cst.CSTNode]:
+def _named_assignments(ctx: FileView, stmts: Sequence[cst.CSTNode], name: str) -> list[cst.CSTNode]:
     """`_assignments`, skipping the top-level statements that never name `name`'s head."""
     return _assignments(_without_memo(ctx, stmts, frozenset({name.split(".", 1)[0]})), name)
 
@@ -896,7 +894,7 @@ def _assignments(stmts: Sequence[cst.CSTNode], name: str) -> list[cst.CSTNode]:
 # --------------------------------------------------------------------------- forward params
 
 
-def model_forward_params(ctx: Context, ref: ModelRef | None) -> list[str] | None:
+def model_forward_params(ctx: FileView, ref: ModelRef | None) -> list[str] | None:
     """`forward_params` of the exported model's class: in this file, or in the project
     module it is imported from (read by `ctx.project`, see `onnxlint.project`)."""
     if ref is not None and ref.class_info is not None:
@@ -905,7 +903,7 @@ def model_forward_params(ctx: Context, ref: ModelRef | None) -> list[str] | None
     return found[0] if found is not None else None
 
 
-def model_forward_file(ctx: Context, ref: ModelRef | None) -> str | None:
+def model_forward_file(ctx: FileView, ref: ModelRef | None) -> str | None:
     """Where the exported model's `forward` is defined when that is another file of the
     project: its path relative to the exporting file's folder, for messages."""
     found = _imported_forward(ctx, ref)
@@ -914,7 +912,7 @@ def model_forward_file(ctx: Context, ref: ModelRef | None) -> str | None:
     return os.path.relpath(found[1], os.path.dirname(os.path.abspath(ctx.path)))
 
 
-def _imported_forward(ctx: Context, ref: ModelRef | None) -> tuple[list[str], str] | None:
+def _imported_forward(ctx: FileView, ref: ModelRef | None) -> tuple[list[str], str] | None:
     """The imported model class's `forward` parameters and defining file, looked up once
     per check (several rules ask about the same export call; each lookup reads files)."""
     if ref is None or ref.class_info is not None or ref.imported_class is None:
@@ -928,7 +926,7 @@ def _imported_forward(ctx: Context, ref: ModelRef | None) -> tuple[list[str], st
     return memo[key]  # type: ignore[return-value]
 
 
-def forward_params(ctx: Context, class_info: ClassInfo | None) -> list[str] | None:
+def forward_params(ctx: FileView, class_info: ClassInfo | None) -> list[str] | None:
     """The parameter names of the class's `forward` (positional then keyword-only), without
     `self`; None when there is no local `forward` or it takes `*args`/`**kwargs`."""
     if class_info is None:
@@ -946,7 +944,7 @@ def forward_params(ctx: Context, class_info: ClassInfo | None) -> list[str] | No
 
 
 def resolve_value(
-    ctx: Context, expr: cst.BaseExpression | None, ref: ModelRef | None = None
+    ctx: FileView, expr: cst.BaseExpression | None, ref: ModelRef | None = None
 ) -> cst.BaseExpression | None:
     """`expr`, or the value of the variable it names when that variable has exactly one
     assignment in the export call's scope (or, failing that, at module level)."""
@@ -985,7 +983,7 @@ def literal_str_list(expr: cst.BaseExpression | None) -> list[str] | None:
 
 
 def example_inputs(
-    ctx: Context, call: ExportCall, ref: ModelRef | None
+    ctx: FileView, call: ExportCall, ref: ModelRef | None
 ) -> list[cst.BaseExpression] | None:
     """The positional example inputs of an export call (`args`), one expression each.
 
@@ -1027,7 +1025,7 @@ _TENSOR_CHAIN = frozenset(
 )
 
 
-def _is_tensor_expr(ctx: Context, expr: cst.BaseExpression) -> bool:
+def _is_tensor_expr(ctx: FileView, expr: cst.BaseExpression) -> bool:
     """A `torch.<factory>(...)` call, possibly followed by tensor methods (`.to(device)`)."""
     expr = strip_method_calls(expr, _TENSOR_CHAIN)
     if not isinstance(expr, cst.Call):
@@ -1041,95 +1039,9 @@ def _is_tensor_expr(ctx: Context, expr: cst.BaseExpression) -> bool:
 # --------------------------------------------------------------------------- dynamic_axes
 
 
-def _str_value(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.SimpleString):
-        v = expr.evaluated_value
-        return v if isinstance(v, str) else None
-    return None
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
-
-
-def convert_dynamic_axes(ctx: Context, call: ExportCall) -> list[Edit] | None:
-    """Edits replacing `dynamic_axes=...` by the equivalent `dynamic_shapes=...`.
-
-    The new value is a dict keyed by the `forward` parameter names of the exported model's
-    class (found in this file), mapping `input_names` order onto the positional inputs;
-    when the class is not in this file but the inputs are positional, a tuple in input
-    order. Output-name keys are dropped (dynamo takes output shapes from the graph), dim
-    names given as strings are kept, list-form axes get the names the legacy exporter gave
-    them (`<input>_dynamic_axes_<n>`). Inputs without dynamic axes get `None`.
-
-    None when it cannot be done safely: `dynamic_shapes=` already given, a value that is
-    not a literal dict of literal axes, an input name that matches no input, inputs whose
-    count or order cannot be read, a `forward` with `*args`/`**kwargs`.
-    """
-    node = call.node
-    arg = keyword_arg(node, "dynamic_axes")
-    if arg is None or keyword_arg(node, "dynamic_shapes") is not None:
-        return None
-    ref = exported_model(ctx, call)
-    value = resolve_value(ctx, arg.value, ref)
-    if not isinstance(value, cst.Dict):
-        return None
-    input_names = _names_arg(ctx, call, "input_names", ref)
-    output_names = _names_arg(ctx, call, "output_names", ref)
-    if input_names is None or output_names is None:
-        return None
-    inputs = example_inputs(ctx, call, ref)
-    if inputs is None:
-        return None
-    kwargs_names = _kwargs_names(ctx, call, ref)
-    if kwargs_names is None:
-        return None
-    if any(isinstance(i, (cst.Tuple, cst.List, cst.Dict, cst.Set)) for i in inputs):
-        return None  # nested inputs: `input_names` name the flattened tensors
-    params = model_forward_params(ctx, ref)
-    n_inputs = len(inputs) + len(kwargs_names)
-    if len(input_names) > n_inputs:
-        return None  # nested inputs: names refer to flattened tensors
-    # Which input (by position) each name denotes.
-    position: dict[str, int] = {n: i for i, n in enumerate(input_names)}
-    if params is not None:
-        if len(inputs) > len(params):
-            return None
-        input_params = params[: len(inputs)] + kwargs_names
-        if any(k not in params for k in kwargs_names):
-            return None
-        for i, p in enumerate(input_params):
-            position.setdefault(p, i)  # without input_names, keys may be parameter names
-    elif kwargs_names:
-        return None
-    axes_by_pos: dict[int, str] = {}
-    for el in value.elements:
-        if not isinstance(el, cst.DictElement):
-            return None
-        key = _str_value(el.key)
-        if key is None:
-            return None
-        if key in output_names and key not in position:
-            continue
-        pos = position.get(key)
-        if pos is None or pos >= n_inputs or pos in axes_by_pos:
-            return None
-        axes = _axes_code(key, el.value)
-        if axes is None:
-            return None
-        axes_by_pos[pos] = axes
-    if params is not None:
-        input_params = params[: len(inputs)] + kwargs_names
-        items = [f'"{p}": {axes_by_pos.get(i, "None")}' for i, p in enumerate(input_params)]
-        text = _wrap(ctx, arg, items, "{}")
-    else:
-        items = [axes_by_pos.get(i, "None") for i in range(n_inputs)]
-        text = _wrap(ctx, arg, items, "()")
-    assert arg.keyword is not None
-    return [ctx.replace(arg.keyword, "dynamic_shapes"), ctx.replace(arg.value, text)]
-
-
-def _names_arg(ctx: Context, call: ExportCall, name: str, ref: ModelRef | None) -> list[str] | None:
+def names_arg_of(
+    ctx: FileView, call: ExportCall, name: str, ref: ModelRef | None
+) -> list[str] | None:
     """A literal list of names (`[]` when the argument is absent), None when unreadable."""
     arg = call.arg(name)
     if arg is None:
@@ -1137,64 +1049,10 @@ def _names_arg(ctx: Context, call: ExportCall, name: str, ref: ModelRef | None) 
     return literal_str_list(resolve_value(ctx, arg.value, ref))
 
 
-def _kwargs_names(ctx: Context, call: ExportCall, ref: ModelRef | None) -> list[str] | None:
-    arg = call.arg("kwargs")
-    if arg is None:
-        return []
-    value = resolve_value(ctx, arg.value, ref)
-    if not isinstance(value, cst.Dict):
-        return None
-    out = []
-    for el in value.elements:
-        if not isinstance(el, cst.DictElement):
-            return None
-        key = _str_value(el.key)
-        if key is None:
-            return None
-        out.append(key)
-    return out
-
-
-def _axes_code(key: str, value: cst.BaseExpression) -> str | None:
-    """`{0: "batch"}` kept as written; `[0, 2]` -> `{0: "x_dynamic_axes_1", 2: ...}`."""
-    if isinstance(value, cst.Dict):
-        parts = []
-        for el in value.elements:
-            if not isinstance(el, cst.DictElement) or literal_int(el.key) is None:
-                return None
-            if _str_value(el.value) is None:
-                return None
-            parts.append(f"{_code(el.key)}: {_code(el.value)}")
-        return "{" + ", ".join(parts) + "}"
-    if isinstance(value, (cst.List, cst.Tuple)):
-        parts = []
-        for i, item in enumerate(value.elements):
-            if not isinstance(item, cst.Element) or literal_int(item.value) is None:
-                return None
-            parts.append(f'{_code(item.value)}: "{key}_dynamic_axes_{i + 1}"')
-        return "{" + ", ".join(parts) + "}"
-    if isinstance(value, cst.Name) and value.value == "None":
-        return "None"
-    return None
-
-
-def _wrap(ctx: Context, arg: cst.Arg, items: list[str], brackets: str) -> str:
-    """One line when it fits, else one entry per line indented like the argument."""
-    trailing = "," if brackets == "()" and len(items) == 1 else ""
-    text = brackets[0] + ", ".join(items) + trailing + brackets[1]
-    span: Span = ctx.span(arg)
-    if span.column - 1 + len("dynamic_shapes=") + len(text) <= 99:
-        return text
-    line = ctx.line_text(span.line)
-    indent = line[: len(line) - len(line.lstrip())]
-    pad = indent + "    "
-    return brackets[0] + "\n" + "".join(f"{pad}{e},\n" for e in items) + indent + brackets[1]
-
-
 # --------------------------------------------------------------------------- exporter facts
 
 
-def effective_kind(ctx: Context, call: ExportCall) -> ExportKind:
+def effective_kind(ctx: FileView, call: ExportCall) -> ExportKind:
     """The exporter a call really uses for `target-torch`: before 2.9, `torch.onnx.export`
     without `dynamo=` is the TorchScript exporter."""
     if (
@@ -1211,7 +1069,7 @@ def exporter_known(call: ExportCall) -> bool:
     return not any(a.star == "**" for a in call.node.args)
 
 
-def captures_model_mode(ctx: Context, call: ExportCall) -> bool:
+def captures_model_mode(ctx: FileView, call: ExportCall) -> bool:
     """Whether the call exports the model in the mode it is in (so it must be in eval).
 
     The legacy TorchScript exporter switches to eval itself unless `training=` says
@@ -1235,12 +1093,12 @@ _SHAPE_FACTORIES = frozenset(
 )
 
 
-def names_arg(ctx: Context, call: ExportCall, name: str) -> list[str] | None:
+def names_arg(ctx: FileView, call: ExportCall, name: str) -> list[str] | None:
     """A literal `input_names`/`output_names` list (`[]` when absent), None when unreadable."""
-    return _names_arg(ctx, call, name, exported_model(ctx, call))
+    return names_arg_of(ctx, call, name, exported_model(ctx, call))
 
 
-def tensor_rank(ctx: Context, expr: cst.BaseExpression, ref: ModelRef | None) -> int | None:
+def tensor_rank(ctx: FileView, expr: cst.BaseExpression, ref: ModelRef | None) -> int | None:
     """The rank of an example input built by a torch factory with literal sizes
     (`torch.randn(1, 3, 224, 224)`, `torch.zeros((2, 8), dtype=...)`), else None."""
     value = resolve_value(ctx, expr, ref)
@@ -1278,11 +1136,11 @@ def tensor_rank(ctx: Context, expr: cst.BaseExpression, ref: ModelRef | None) ->
     return len(sizes)
 
 
-def input_positions(ctx: Context, call: ExportCall) -> dict[str, int] | None:
+def input_positions(ctx: FileView, call: ExportCall) -> dict[str, int] | None:
     """Input name -> index of the positional example input it names: from `input_names`,
     and from the `forward` parameter names when the model's class is in this file."""
     ref = exported_model(ctx, call)
-    names = _names_arg(ctx, call, "input_names", ref)
+    names = names_arg_of(ctx, call, "input_names", ref)
     if names is None:
         return None
     out = {n: i for i, n in enumerate(names)}
@@ -1312,7 +1170,7 @@ _MODE_WORDS = (
 )
 
 
-def mode_insensitive(ctx: Context, class_name: str) -> bool:
+def mode_insensitive(ctx: FileView, class_name: str) -> bool:
     """True when a local module class provably behaves the same in train and eval mode:
     no mode-dependent layer or `self.training` anywhere in it (or its local bases and
     submodule classes), and every submodule it builds is a `torch.nn` layer or such a
@@ -1325,7 +1183,7 @@ def mode_insensitive(ctx: Context, class_name: str) -> bool:
     return bool(memo[key])
 
 
-def _mode_insensitive(ctx: Context, class_name: str) -> bool:
+def _mode_insensitive(ctx: FileView, class_name: str) -> bool:
     info = ctx.model.classes.get(class_name)
     if info is None:
         return False
@@ -1333,7 +1191,7 @@ def _mode_insensitive(ctx: Context, class_name: str) -> bool:
 
 
 def class_mode_insensitive(
-    ctx: Context, class_name: str, node_: cst.ClassDef, bases: Sequence[str]
+    ctx: FileView, class_name: str, node_: cst.ClassDef, bases: Sequence[str]
 ) -> bool:
     """`mode_insensitive` for a class given by its definition (also one nested in a
     function, which the file model does not list)."""
@@ -1369,7 +1227,7 @@ def class_mode_insensitive(
     return True
 
 
-def nested_class(ctx: Context, ref: ModelRef) -> cst.ClassDef | None:
+def nested_class(ctx: FileView, ref: ModelRef) -> cst.ClassDef | None:
     """The class a model is built from when it is defined inside a function
     (`class Wrapper(nn.Module): ...` then `Wrapper(model)`), found by the callee's name."""
     callee = None

@@ -26,7 +26,7 @@ from onnxlint.semantic.index import FunctionInfo
 from onnxlint.source.walker import dotted, iter_descendants
 
 if TYPE_CHECKING:
-    from onnxlint.rules.base import Context
+    from onnxlint.analysis.file import FileView
 
 _LOSS_NAME = re.compile(
     r"(Loss|Criterion|Criteria|Losses)(\d*|V\d+|Base|Mixin|Module)$"
@@ -35,7 +35,7 @@ _LOSS_NAME = re.compile(
 _CRITERION_NAMES = re.compile(r"^(criterion|criterions|loss_fn|loss_func|lossfn|\w*_loss|loss)$")
 
 
-def never_exported(ctx: Context, func: FunctionInfo) -> bool:
+def never_exported(ctx: FileView, func: FunctionInfo) -> bool:
     cls = func.class_name
     if cls is None:
         return False
@@ -52,7 +52,7 @@ def never_exported(ctx: Context, func: FunctionInfo) -> bool:
     return bool(found)
 
 
-def _is_loss(ctx: Context, cls: str) -> bool:
+def _is_loss(ctx: FileView, cls: str) -> bool:
     info = ctx.model.classes.get(cls)
     if info is None:
         return False
@@ -78,7 +78,7 @@ _CRITERION_ASSIGN = re.compile(
 )
 
 
-def _criterion_classes(ctx: Context) -> set[str]:
+def _criterion_classes(ctx: FileView) -> set[str]:
     """Local classes the file builds as a criterion (`criterion = FocalLoss()`,
     `self.loss_fn = Dice()`), found in the text (no tree walk: most files say "loss")."""
     memo = ctx.model.memo
@@ -113,7 +113,7 @@ def _criterion_names(text: str) -> set[str]:
     return out
 
 
-def _is_metric(ctx: Context, cls: str) -> bool:
+def _is_metric(ctx: FileView, cls: str) -> bool:
     """An evaluation metric (torchmetrics style: `update` and `compute`, or a `Metric`
     base): it runs in the evaluation loop, never inside an exported model."""
     info = ctx.model.classes.get(cls)
@@ -140,7 +140,7 @@ _AUGMENTATION_NAME = re.compile(
 )
 
 
-def _is_random_augmentation(ctx: Context, cls: str) -> bool:
+def _is_random_augmentation(ctx: FileView, cls: str) -> bool:
     """A module named as an augmentation (`RandomFlip`, `AddNoise`, `DropChunk`,
     `SpeedPerturb`) whose `forward` draws random numbers: a training-time augmentation,
     never part of an exported model's inference. Inference algorithms that sample
@@ -165,7 +165,7 @@ def _is_random_augmentation(ctx: Context, cls: str) -> bool:
     return False
 
 
-def _is_runtime_wrapper(ctx: Context, cls: str) -> bool:
+def _is_runtime_wrapper(ctx: FileView, cls: str) -> bool:
     """A module whose methods convert tensors to NumPy and hand them on: in a file that
     imports an inference runtime or a host-side array library, or to a predictor object
     (`self.predictor.predict_from_npy(...)`). It feeds a backend; it is never traced."""
@@ -191,7 +191,7 @@ def _is_runtime_wrapper(ctx: Context, cls: str) -> bool:
     return False
 
 
-def in_dead_branch(ctx: Context) -> bool:
+def in_dead_branch(ctx: FileView) -> bool:
     """Whether the node being walked (ctx.ancestors) never runs in an export."""
     func = ctx.function
     targets = func.live_targets() if func is not None else frozenset()

@@ -96,11 +96,11 @@ def _in_file(
     path: str, text: str, class_qualname: str, same_file: bool, kinds: Collection[ExportKind]
 ) -> list[tuple[int, ExportKind]]:
     from onnxlint.analysis.exportflow import exported_model
-    from onnxlint.project.facts import file_context
+    from onnxlint.project.facts import file_analysis
     from onnxlint.source.positions import node_span
 
     parsed = [b for b in split_blocks(text, ParseCache()) if b.module is not None]
-    ctx = file_context(path, text, Config(), parsed)
+    ctx = file_analysis(path, text, Config(), parsed)
     model = ctx.model
     calls = [e for e in model.export_calls if e.kind in kinds]
     out: list[tuple[int, ExportKind]] = []

@@ -27,7 +27,7 @@ from onnxlint.core.config import Config
 from onnxlint.core.suppression import apply_suppressions
 from onnxlint.core.violation import Edit, Fix, Severity, Span, Violation
 from onnxlint.project import FileReach, ProjectIndex, ProjectModel, Reader, read_disk
-from onnxlint.project.facts import FileFacts, file_context
+from onnxlint.project.facts import FileFacts, file_analysis
 from onnxlint.project.reach import local_param_kinds
 from onnxlint.rules import all_rules
 from onnxlint.rules.base import Context, Rule, rule_handlers
@@ -132,16 +132,13 @@ class Engine:
         apath, digest = os.path.abspath(path), content_key(text)
         facts = self.project.take(apath, digest, config, parsed)
         if facts is None:
-            ctx = file_context(path, text, config, parsed, self.project.base_resolver(path))
-            facts = FileFacts(apath, digest, parsed, ctx, fresh=False)
-        ctx = facts.ctx
-        ctx.path = path
+            built = file_analysis(path, text, config, parsed, self.project.base_resolver(path))
+            facts = FileFacts(apath, digest, parsed, built, fresh=False)
+        # The check's own: the path as the check spells it, the project it asks.
+        analysis = dataclasses.replace(facts.analysis, path=path, project=self.project)
         if reach is None:
             reach = self.project_model.for_file(path, text, config, facts)
-        ctx.required_words = _file_words(text, blocks, seen)
-        ctx.project = self.project
-        ctx.reach = reach
-        model = ctx.model
+        model = analysis.model
         called = self.project_model.forward_callers(path, model)
         if called:  # helpers other files' forward code calls: forward code here too
             model.reachable |= model.reachable_from(model.functions[n] for n in called)
@@ -149,7 +146,13 @@ class Engine:
         model.exported_dynamic_elsewhere = any(
             site.dynamic for sites in reach.roots.values() for site in sites
         )
-        ctx.param_kinds = local_param_kinds(self.project, model, None)
+        ctx = Context(
+            analysis,
+            project=self.project,
+            reach=reach,
+            param_kinds=local_param_kinds(self.project, model, None),
+            required_words=_file_words(text, blocks, seen),
+        )
         instances = [r(ctx) for r in rules if r.applies_to(model)]
         cache_key = (
             _fingerprint(model),

@@ -3,15 +3,16 @@
 Layers, bottom up (each imports only those below it):
 
 - `resolve`: the files an import could load, the project's files, reading text;
-- `facts`: one file's parsed blocks, semantic model and analysis context;
+- `summary`: a module's names, classes and bases from `ast` (the files a check only imports);
+- `facts`: one file's parsed blocks, semantic model and `FileAnalysis`;
 - `index`: facts per file content; classes, functions and bases across files;
 - `exports`: every export site, the classes it exports, its exporter and dynamic dims;
 - `reach`: which functions each export reaches, submodule composition, parameter kinds;
 - `callers`: helpers that other files' forward code calls through imports;
 - `model`: the scan for export scripts and the reach table, kept current as files change.
 
-Rules never ask these directly: the engine puts each file's part (`FileReach`) on the
-rule `Context`.
+Rules never ask these directly: the engine gives each file's part (`FileReach`) to the
+rules' `Context`. `ProjectIndex` is the `ProjectLookup` the file analyses ask.
 """
 
 from onnxlint.project.callers import ImportedNames

@@ -91,7 +91,7 @@ def export_sites(index: ProjectIndex, facts: FileFacts) -> list[tuple[ExportSite
         line = call_line(facts, call.node)
         if line is None:
             continue
-        kind = effective_kind(facts.ctx, call)
+        kind = effective_kind(facts.analysis, call)
         dims = _dims(call)
         dynamic = dims is not None
         names = sorted({c.name for _, c in classes})
@@ -135,7 +135,7 @@ def target_sites(
         facts = index.facts(path)
         if facts is None:
             continue
-        lines = facts.ctx.text.splitlines()
+        lines = facts.analysis.text.splitlines()
         for func in facts.model.functions.values():
             line = def_line(facts, func)
             if line is None:
@@ -224,7 +224,7 @@ def _dims(call: ExportCall) -> str | None:
 
 
 def _exported_classes(index: ProjectIndex, facts: FileFacts, call: ExportCall) -> list[ClassRef]:
-    ref = exported_model(facts.ctx, call)
+    ref = exported_model(facts.analysis, call)
     if ref is None:
         return []
     if ref.class_info is not None:
@@ -350,7 +350,7 @@ def _wrapper_callers(
     files the project model has read (the export scripts and their modules)."""
     out: list[ClassRef] = []
     for other in index.known_facts():
-        if func_name not in other.ctx.text:
+        if func_name not in other.analysis.text:
             continue
         local = other is facts
         for site in _calls_ending(other, func_name):

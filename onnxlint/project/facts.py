@@ -1,7 +1,7 @@
 """One file's facts as the rules and the project model see them: its parsed blocks, its
-semantic model (`FileModel`) and the `Context` the per-file analyses (`exportflow`) read.
+semantic model (`FileModel`) and the `FileAnalysis` the per-file analyses (`exportflow`) read.
 
-`file_context` builds them from parsed blocks; the engine uses it for the file it checks,
+`file_analysis` builds them from parsed blocks; the engine uses it for the file it checks,
 the project index for the project's other files (read as text, never imported).
 """
 
@@ -14,21 +14,22 @@ from functools import partial
 import libcst as cst
 
 from onnxlint.analysis.exportflow import STATEMENT_WORDS, block_words
+from onnxlint.analysis.file import FileAnalysis, ProjectLookup
 from onnxlint.core.config import Config
-from onnxlint.rules.base import Context
 from onnxlint.semantic.index import FunctionInfo, block_index
 from onnxlint.semantic.model import FileModel
 from onnxlint.source.blocks import Block
 
 
-def file_context(
+def file_analysis(
     path: str,
     text: str,
     config: Config,
     parsed: list[Block],
     resolve_base: Callable[[str], bool | None] | None = None,
-) -> Context:
-    """The semantic model of a file and the Context rules see, from its parsed blocks."""
+    project: ProjectLookup | None = None,
+) -> FileAnalysis:
+    """The semantic model of a file and its other facts, from its parsed blocks."""
     indexes = [block_index(b) for b in parsed]
     body: list[cst.BaseStatement] = [s for b in parsed if b.module for s in b.module.body]
     model = FileModel.build(indexes, body, config.exporter, resolve_base)
@@ -42,7 +43,7 @@ def file_context(
         for c in idx.classes:
             for m in c.methods.values():
                 functions[id(m.node)] = m
-    return Context(path, text, config, model, functions)
+    return FileAnalysis(path, text, config, model, functions, project)
 
 
 def statement_words(parsed: list[Block]) -> dict[int, frozenset[str]]:
@@ -65,14 +66,14 @@ class FileFacts:
     path: str  # absolute
     digest: str
     blocks: list[Block]  # the parsed ones
-    ctx: Context
+    analysis: FileAnalysis
     # Built by the project index and not yet used by an engine check: the engine's check
     # of this very text may take it as its own (one context per file and check).
     fresh: bool = True
 
     @property
     def model(self) -> FileModel:
-        return self.ctx.model
+        return self.analysis.model
 
     def block_of(self, node: cst.CSTNode) -> Block | None:
         """The block whose tree holds the top-level statement `node` belongs to (by the

@@ -18,7 +18,7 @@ from typing import Any
 import libcst as cst
 
 from onnxlint.core.config import Config
-from onnxlint.project.facts import FileFacts, file_context
+from onnxlint.project.facts import FileFacts, file_analysis
 from onnxlint.project.resolve import Reader, candidates, read_disk
 from onnxlint.project.summary import ModuleSummary, SummaryStore, summarise
 from onnxlint.semantic.frameworks import base_verdict
@@ -80,9 +80,10 @@ class ProjectIndex:
         if "\x00" in text:
             return None
         blocks = [b for b in split_blocks(text, self.parse_cache) if b.module is not None]
-        ctx = file_context(path, text, self.config, blocks, self.base_resolver(path))
-        ctx.project = self
-        facts = FileFacts(path, digest, blocks, ctx)
+        analysis = file_analysis(
+            path, text, self.config, blocks, self.base_resolver(path), project=self
+        )
+        facts = FileFacts(path, digest, blocks, analysis)
         self._facts[path] = facts
         return facts
 

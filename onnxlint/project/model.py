@@ -330,7 +330,7 @@ class ProjectModel:
                 facts = self.index.facts(path)
                 if facts is not None:
                     sites += export_sites(self.index, facts)
-                    if "onnxlint" in facts.ctx.text:
+                    if "onnxlint" in facts.analysis.text:
                         marked.append(path)
             sites += target_sites(self.index, config, marked)
             table = compute_reach(self.index, sites)
@@ -350,7 +350,11 @@ class ProjectModel:
         (found again from `new`: the export data-flow reads every statement) are the
         same but for their lines. An edit inside a method of a class no export reaches
         (a notebook cell's model, most of a model file) is such a change."""
-        if self.index.config.targets or "onnxlint" in old.ctx.text or "onnxlint" in new.ctx.text:
+        if (
+            self.index.config.targets
+            or "onnxlint" in old.analysis.text
+            or "onnxlint" in new.analysis.text
+        ):
             return None  # declared targets: rebuilt (rare in files being typed in)
         olds, news = old.blocks, new.blocks
         n = min(len(olds), len(news))

@@ -27,6 +27,7 @@ import libcst as cst
 from onnxlint.core.violation import Edit, Fix, FixSafety, Severity, Span, Violation
 
 if TYPE_CHECKING:
+    from onnxlint.analysis.file import FileAnalysis
     from onnxlint.core.config import Config
     from onnxlint.project import ExportSite, FileReach, ProjectIndex
     from onnxlint.semantic.calls import ExportCall
@@ -176,21 +177,30 @@ def rule_handlers(rule_cls: type[Rule]) -> list[tuple[str, type[cst.CSTNode], st
 
 
 class Context:
-    """What a rule sees while the engine walks one file (one instance per check)."""
+    """What a rule sees while the engine walks one file: the file's facts (`analysis`, a
+    `FileAnalysis`, built once) and the walk (the block and node being visited, their
+    ancestors, the function and class around them, the findings). One per check; the engine
+    gives it everything at construction and moves only the walk's cursor afterwards."""
 
     def __init__(
         self,
-        path: str,
-        text: str,
-        config: Config,
-        model: FileModel,
-        functions: dict[int, FunctionInfo],
+        analysis: FileAnalysis,
+        *,
+        project: ProjectIndex | None = None,
+        reach: FileReach | None = None,
+        param_kinds: dict[tuple[str | None, str], dict[str, Kind]] | None = None,
+        required_words: frozenset[str] = frozenset(),
     ) -> None:
-        self.path = path
-        self.text = text
-        self.config = config
-        self.model = model
-        self._functions = functions
+        self.analysis = analysis
+        # The project's other modules, for what the file imports.
+        self.project = project
+        # What the project's exports reach in this file, and the kinds callers pass to
+        # `forward` parameters (from the project model).
+        self.reach = reach
+        self.param_kinds = param_kinds if param_kinds is not None else {}
+        # The rules' `requires` words present in the file.
+        self.required_words = required_words
+        self._functions = analysis.functions
         self._lines: list[str] | None = None
         self.block: Block | None = None
         self.ancestors: list[cst.CSTNode] = []
@@ -199,14 +209,24 @@ class Context:
         self._kinds: dict[int, Kinds] = {}
         self._nested_parent: dict[int, FunctionInfo] = {}
         self.found: list[tuple[Rule, Violation]] = []
-        # The rules' `requires` words present in the file (set by the engine).
-        self.required_words: frozenset[str] = frozenset()
-        # The project's other modules, for what the file imports (set by the engine).
-        self.project: ProjectIndex | None = None
-        # What the project's exports reach in this file, and the kinds callers pass to
-        # `forward` parameters (set by the engine from the project model).
-        self.reach: FileReach | None = None
-        self.param_kinds: dict[tuple[str | None, str], dict[str, Kind]] = {}
+
+    # -- the file's facts
+
+    @property
+    def path(self) -> str:
+        return self.analysis.path
+
+    @property
+    def text(self) -> str:
+        return self.analysis.text
+
+    @property
+    def config(self) -> Config:
+        return self.analysis.config
+
+    @property
+    def model(self) -> FileModel:
+        return self.analysis.model
 
     # -- scope, maintained by the engine's own handlers
 

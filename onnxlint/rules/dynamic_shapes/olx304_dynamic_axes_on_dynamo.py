@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.analysis.exportflow import convert_dynamic_axes, effective_kind, exporter_known
+from onnxlint.analysis.exportflow import effective_kind, exporter_known
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
+from onnxlint.rules.dynamic_shapes._convert import convert_dynamic_axes
 from onnxlint.semantic.calls import ExportKind, keyword_arg
 
 

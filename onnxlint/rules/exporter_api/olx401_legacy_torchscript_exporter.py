@@ -17,10 +17,10 @@ from onnxlint.source.walker import dotted
 
 def convert_dynamic_axes_edits(ctx: Context, call: ExportCall) -> list[Edit] | None:
     """Edits turning the call's `dynamic_axes=` into `dynamic_shapes=`, when that is known
-    to be right (`onnxlint.analysis.exportflow.convert_dynamic_axes`, shared with OLX3xx);
+    to be right (`onnxlint.rules.dynamic_shapes._convert`, shared with OLX304);
     None means "leave `dynamic_axes` as it is" (the dynamo exporter converts it with a warning)."""
     try:
-        from onnxlint.analysis.exportflow import convert_dynamic_axes
+        from onnxlint.rules.dynamic_shapes._convert import convert_dynamic_axes
     except ImportError:  # pragma: no cover - the shared module is optional for this rule
         return None
     edits = convert_dynamic_axes(ctx, call)

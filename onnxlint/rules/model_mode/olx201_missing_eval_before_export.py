@@ -337,7 +337,7 @@ class MissingEvalBeforeExport(Rule):
             found = self.ctx.project.find_class(self.ctx.path, ref.imported_class)
             if found is not None:
                 facts, info = found
-                return mode_insensitive(facts.ctx, info.name)
+                return mode_insensitive(facts.analysis, info.name)
         return False
 
     def visit_Call(self, node: cst.Call) -> None:

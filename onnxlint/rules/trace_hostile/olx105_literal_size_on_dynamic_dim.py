@@ -16,6 +16,7 @@ from onnxlint.analysis.exportflow import (
     resolve_value,
     tensor_rank,
 )
+from onnxlint.analysis.file import FileView
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.project.exports import call_line
 from onnxlint.rules.base import Context, Invalid, Rule, Valid, dedent, make_fix
@@ -697,13 +698,13 @@ def _remote_facts(ctx: Context, facts: Facts) -> None:
             )
             if call is None:
                 continue
-            declared = _declared(other.ctx, call, cls, params)
+            declared = _declared(other.analysis, call, cls, params)
             if declared:
                 _propagate(ctx, cls, declared, facts)
 
 
 def _declared(
-    ctx: Context, call: ExportCall, cls: ClassInfo, params: list[str] | None = None
+    ctx: FileView, call: ExportCall, cls: ClassInfo, params: list[str] | None = None
 ) -> dict[str, Taint]:
     """forward parameter -> its dynamic dims, from `dynamic_shapes` / `dynamic_axes`
     (`params`: the class's forward parameters when the class is in another file)."""
@@ -759,7 +760,7 @@ def _declared(
     return out
 
 
-def _dims(ctx: Context, entry: cst.BaseExpression, key: str) -> list[tuple[int, str]]:
+def _dims(ctx: FileView, entry: cst.BaseExpression, key: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     if isinstance(entry, cst.Dict):
         for el in entry.elements:
@@ -783,7 +784,7 @@ def _dims(ctx: Context, entry: cst.BaseExpression, key: str) -> list[tuple[int, 
     return out
 
 
-def _dim_label(ctx: Context, spec: cst.BaseExpression) -> str | None:
+def _dim_label(ctx: FileView, spec: cst.BaseExpression) -> str | None:
     """The name of a dynamic dim spec: a string, `Dim("b")`, `Dim.DYNAMIC`, a variable
     bound to a `Dim`; None for `None`, `Dim.AUTO`/`Dim.STATIC` and literals."""
     if isinstance(spec, cst.SimpleString):

@@ -1,0 +1,82 @@
+"""The facts of one file for one check (`FileAnalysis`), and what the knowing layer reads.
+
+`FileAnalysis` is built once, with everything it holds given at construction: the file's
+path and text as the check sees them, its config, its semantic model (`FileModel`), its
+functions by node, and the project it belongs to (`ProjectLookup`, which the project index
+implements). `onnxlint.project.facts.file_analysis` builds it; the project model keeps one
+per file content (`FileFacts.analysis`) and the engine builds its check's own from it.
+
+The rules walk a file with a `Context` (onnxlint.rules.context), which holds a
+`FileAnalysis` and adds the walk: the node being visited, its ancestors, the function and
+class around it, the findings. The analyses of this package take a `FileView`: what both
+expose, so a rule hands them its `Context` (whose cursor lets `node_path` skip a search) and
+the project model a `FileAnalysis` (no cursor: `ancestors` is empty, `function` None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from onnxlint.core.config import Config
+    from onnxlint.semantic.index import FunctionInfo
+    from onnxlint.semantic.model import FileModel
+
+
+class ProjectLookup(Protocol):
+    """What a file's analyses ask the project about (`onnxlint.project.ProjectIndex`)."""
+
+    def find_forward(self, importer: str, qualname: str) -> tuple[list[str], str] | None:
+        """The `forward` parameters and defining file of the class `qualname` names in
+        `importer`'s imports (None when not found)."""
+        ...
+
+
+class FileView(Protocol):
+    """The facts of a file, and where a walk is in it, as this package's analyses read them."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def config(self) -> Config: ...
+    @property
+    def model(self) -> FileModel: ...
+    @property
+    def project(self) -> ProjectLookup | None: ...
+    @property
+    def ancestors(self) -> Sequence[cst.CSTNode]: ...
+    @property
+    def function(self) -> FunctionInfo | None: ...
+
+    def qualname(self, expr: cst.BaseExpression) -> str | None: ...
+
+
+@dataclass(frozen=True, eq=False)
+class FileAnalysis:
+    """The facts of one file for one check, built once (see the module docstring)."""
+
+    path: str
+    text: str
+    config: Config
+    model: FileModel
+    # id(def node) -> its FunctionInfo, top-level functions and methods (a walk adds the
+    # nested defs it enters, each under its enclosing function).
+    functions: dict[int, FunctionInfo]
+    project: ProjectLookup | None = None
+
+    @property
+    def ancestors(self) -> Sequence[cst.CSTNode]:
+        return ()
+
+    @property
+    def function(self) -> FunctionInfo | None:
+        return None
+
+    def qualname(self, expr: cst.BaseExpression) -> str | None:
+        return self.model.qualname(expr)
