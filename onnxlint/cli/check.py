@@ -30,9 +30,10 @@ from onnxlint.cli.output.text import (
     use_color,
 )
 from onnxlint.cli.result_cache import ResultCache, config_key
+from onnxlint.core.codes import SYNTAX_ERROR_CODE
 from onnxlint.core.config import Config, load_config
 from onnxlint.core.violation import Severity, Span, Violation
-from onnxlint.engine import SYNTAX_ERROR_CODE, Engine
+from onnxlint.engine import Engine
 from onnxlint.project import ImportedNames, ReachTable
 from onnxlint.project.summary import SummaryStore
 from onnxlint.rules import all_rules

@@ -23,6 +23,7 @@ from typing import Any
 
 import libcst as cst
 
+from onnxlint.core.codes import SYNTAX_ERROR_CODE
 from onnxlint.core.config import Config
 from onnxlint.core.suppression import apply_suppressions
 from onnxlint.core.violation import Edit, Fix, Severity, Span, Violation
@@ -41,8 +42,6 @@ from onnxlint.source.walker import walk
 
 log = logging.getLogger("onnxlint")
 
-SYNTAX_ERROR_CODE = "OLX000"
-INTERNAL_ERROR_CODE = "OLX001"
 # A file none of whose text mentions these cannot hold anything the rules look for.
 PREFILTER_WORDS = ("torch", "forward", "onnx", "jit", "nn.", "Module")
 

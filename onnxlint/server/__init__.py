@@ -1,9 +1,13 @@
 """The language server (pygls 2). Imports engine, deep and below; only it imports features.
 
-The server converts engine results to LSP types and never re-implements analysis. Modules:
-`server` (state, settings, the check pipeline), `settings`, `convert`, `protocol`, and one
-module per handler family: `lifecycle`, `text_sync`, `notebooks`, `code_actions`, `hover`,
-`code_lens`, `commands`, `deep`.
+The server converts engine results to LSP types and never re-implements analysis. Modules,
+bottom up (each imports only those before it): `settings`, `convert`, `protocol` (command
+and notification names), `progress`, `documents` (the notebook document model), `session`
+(state, settings, configuration), `diagnostics` (publishing), `checks` (when and where a
+check runs), `targets` (which target an analysis runs), `deep_service` (the deep analysis on
+request), `app` (`OnnxlintServer`); then the features, one module per handler family:
+`lifecycle`, `text_sync`, `notebooks`, `code_actions`, `hover`, `code_lens`, `commands`.
+Only this module imports the features.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import traceback
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from onnxlint.server.server import OnnxlintServer
+    from onnxlint.server.app import OnnxlintServer
 
 LOG_LEVELS = ("error", "warning", "info", "debug")
 
@@ -26,8 +30,8 @@ LOG_LEVELS = ("error", "warning", "info", "debug")
 def create_server() -> OnnxlintServer:
     """A server with every feature registered (the deep service included)."""
     from onnxlint.server import code_actions, code_lens, hover, lifecycle, notebooks, text_sync
-    from onnxlint.server.deep import DeepService
-    from onnxlint.server.server import OnnxlintServer
+    from onnxlint.server.app import OnnxlintServer
+    from onnxlint.server.deep_service import DeepService
 
     server = OnnxlintServer()
     server.deep = DeepService(server)

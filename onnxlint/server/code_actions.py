@@ -18,8 +18,11 @@ from typing import Any
 
 from lsprotocol import types
 
+from onnxlint.core.codes import SYNTAX_ERROR_CODE
 from onnxlint.core.violation import Edit, FixSafety, Span, Violation
-from onnxlint.server import notebooks
+from onnxlint.server import documents
+from onnxlint.server.app import OnnxlintServer
+from onnxlint.server.checks import check_cell_text
 from onnxlint.server.convert import (
     Lines,
     diagnostic,
@@ -28,13 +31,12 @@ from onnxlint.server.convert import (
     text_edits,
     whole_text_edit,
 )
-from onnxlint.server.server import OnnxlintServer, Result
+from onnxlint.server.session import Result
 
 log = logging.getLogger("onnxlint.server")
 
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.onnxlint"
 QUICKFIX = types.CodeActionKind.QuickFix.value
-SYNTAX_ERROR_CODE = "OLX000"  # onnxlint.engine.SYNTAX_ERROR_CODE
 UNCHECKABLE = ("OLX000", "OLX001")  # syntax / internal errors: no suppression, no fix
 
 _IGNORE_RE = re.compile(r"#\s*onnxlint:\s*ignore\[(?P<codes>[^\]]*)\]", re.I)
@@ -87,8 +89,8 @@ def workspace_edit(
 
 
 def _recheck(server: OnnxlintServer, uri: str, text: str) -> list[Violation]:
-    if notebooks.notebook_of(server, uri) is not None:  # a cell: checked in its notebook
-        return notebooks.check_cell_text(server, uri, text)
+    if documents.notebook_of(server, uri) is not None:  # a cell: checked in its notebook
+        return check_cell_text(server, uri, text)
     config, _, _ = server.config_for(uri)
     return server.engine.check(server.path_of(uri), text, config)
 
@@ -305,7 +307,7 @@ def _fix_all_text(ls: OnnxlintServer, uri: str, res: Result) -> str | None:
         list(res.violations),
         lambda text: _recheck(ls, uri, text),
         unsafe=False,
-        valid=cell_parses if notebooks.notebook_of(ls, uri) is not None else None,
+        valid=cell_parses if documents.notebook_of(ls, uri) is not None else None,
     )
     ls.state(uri).fix_cache[("fixAllCount", res.version)] = len(result.applied)  # for messages
     return result.text if result.applied else None
@@ -317,7 +319,7 @@ async def resolve(ls: OnnxlintServer, action: types.CodeAction) -> types.CodeAct
     if data.get("kind") == "fixAll" and action.edit is None:
         uri = data.get("uri")
         if isinstance(uri, str) and (
-            uri in ls.workspace.text_documents or notebooks.cell_document(ls, uri) is not None
+            uri in ls.workspace.text_documents or documents.cell_document(ls, uri) is not None
         ):
             action.edit = await fix_all_edit_with_progress(ls, uri, data)
     return action

@@ -1,149 +1,26 @@
 """Code lens "Analyze export (<target>)" over export calls, model classes and target factories.
 
-Which target a lens runs is decided by what the static engine knows, never by names in the
-text: the project index's export sites (`onnxlint.project.exports.export_sites`) say which
-class each export call exports, and `returned_classes` says which classes each declared deep
-target (`onnxlint.deep.targets`) builds. A lens runs the target whose model is the class the
-call exports; over an export call that no target builds, in a script, the lens runs the
-script itself up to that call (`onnxlint.deep.scripts`: no set-up), and a second lens offers
-to create a target (`onnxlint.createTarget`). Each lens names what it analyses.
+Which target each lens runs is decided in targets.py (`lenses_for`); this feature shows the
+lenses, with the last analysis's memory figures in their tooltips.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types
 
-from onnxlint.server.server import OnnxlintServer
-
-log = logging.getLogger("onnxlint.server")
-
-ANALYZE = "onnxlint.analyzeExport"
-CREATE_TARGET = "onnxlint.createTarget"
-
-ClassKey = tuple[str, str]  # (real path of the defining file, class name)
+from onnxlint.server.app import OnnxlintServer
+from onnxlint.server.protocol import ANALYZE_EXPORT
+from onnxlint.server.targets import Lens, lenses_for
 
 
-@dataclass(frozen=True)
-class Lens:
-    """One lens: its 1-based line, title, command and argument object."""
-
-    line: int
-    title: str
-    command: str
-    argument: dict[str, Any] = field(default_factory=dict)
-
-
-def _real(path: str | Path) -> str:
-    return os.path.realpath(str(path))
-
-
-def target_classes(index: Any, target: Any) -> set[ClassKey]:
-    """The project classes a deep target's factory returns, as the static engine reads them
-    (through local builders and imports, like the export sites)."""
-    from onnxlint.deep.targets import factory_location
-    from onnxlint.project.exports import returned_classes
-
-    loc = factory_location(target)
-    if loc is None:
-        return set()
-    facts = index.facts(str(loc[0]))
-    func = facts.model.functions.get(target.factory.partition(":")[2]) if facts else None
-    if facts is None or func is None:
-        return set()
-    return {(_real(f.path), c.name) for f, c in returned_classes(index, facts, func, depth=2)}
-
-
-def _class_line(facts: Any, cls: Any) -> int | None:
-    from onnxlint.source.positions import node_span
-
-    for b in facts.blocks:
-        if b.module is not None and any(stmt is cls.node for stmt in b.module.body):
-            span = node_span(b, cls.node.name)
-            return span.line if span is not None else None
-    return None
-
-
-def lenses_for(ls: OnnxlintServer, uri: str, text: str) -> list[Lens]:
-    """On the engine thread: the file's lenses, sorted by line."""
-    from onnxlint.deep.scripts import is_script
-    from onnxlint.deep.targets import factory_location
-    from onnxlint.project.exports import export_sites
-
-    path = ls.path_of(uri)
-    index = ls.engine.project
-    cfg, _, _ = ls.config_for(uri)
-    saved = index.deps  # not a check: what is read here is no check's dependency
-    index.deps = {}
-    try:
-        index.use_config(cfg)
-        facts = index.facts(os.path.abspath(path), text)
-        if facts is None:
-            return []
-        targets: list[Any] = []
-        if ls.deep is not None and ls.is_file(uri):
-            targets = list(ls.deep.targets(uri)[0])
-        builds = {t.name: target_classes(index, t) for t in targets}
-        out: list[Lens] = []
-        here = _real(path)
-
-        def analyze(line: int, name: str) -> Lens:
-            return Lens(line, f"Analyze export ({name})", ANALYZE, {"line": line, "target": name})
-
-        for t in targets:
-            loc = factory_location(t)
-            if t.origin == "exportable" and t.decl_path is not None:
-                loc = (t.decl_path, t.decl_line)  # the class is its own target
-            if loc is not None and _real(loc[0]) == here:
-                out.append(analyze(loc[1], t.name))
-        for cls in facts.model.module_classes():
-            line = _class_line(facts, cls)
-            key = (here, cls.name)
-            for t in targets:
-                if line is not None and key in builds[t.name]:
-                    out.append(analyze(line, t.name))
-        script = is_script(text) and ls.is_file(uri)
-        for site, classes in export_sites(index, facts):
-            keys = {(_real(f.path), c.name) for f, c in classes}
-            chosen = [t.name for t in targets if keys & builds[t.name]]
-            for name in chosen:
-                out.append(analyze(site.line, name))
-            if chosen:
-                continue
-            what = classes[0][1].name if classes else f"line {site.line}"
-            if script:  # no set-up: the lens runs this script up to this call
-                out.append(
-                    Lens(
-                        site.line,
-                        f"Analyze export ({what}, runs this script)",
-                        ANALYZE,
-                        {"line": site.line, "script": here},
-                    )
-                )
-            if classes:
-                f, c = classes[0]
-                title = (
-                    f"Create a target for {c.name}"
-                    if script
-                    else f"No analysis target builds {c.name}: create one"
-                )
-                out.append(
-                    Lens(
-                        site.line,
-                        title,
-                        CREATE_TARGET,
-                        {"line": site.line, "class": c.name, "path": f.path},
-                    )
-                )
-        unique = {(lens.line, lens.title): lens for lens in out}
-        return sorted(unique.values(), key=lambda lens: (lens.line, lens.title))
-    finally:
-        index.deps = saved
+def _targets_of(ls: OnnxlintServer) -> Callable[[str], list[Any]] | None:
+    deep = ls.deep
+    if deep is None:
+        return None
+    return lambda uri: deep.targets(uri)[0]
 
 
 async def code_lens(ls: OnnxlintServer, params: types.CodeLensParams) -> list[types.CodeLens]:
@@ -152,7 +29,7 @@ async def code_lens(ls: OnnxlintServer, params: types.CodeLensParams) -> list[ty
     text = doc.source
     if not ls.settings_for(uri).enable:
         return []
-    found = await ls.run_check(lambda: lenses_for(ls, uri, text))
+    found = await ls.run_check(lambda: lenses_for(ls, uri, text, _targets_of(ls)))
     lines = ls.lines(text)
     out = []
     for lens in found:
@@ -173,7 +50,7 @@ async def code_lens(ls: OnnxlintServer, params: types.CodeLensParams) -> list[ty
 
 def _memory_tooltip(ls: OnnxlintServer, lens: Lens) -> str | None:
     """The memory figures of the target's last analysis (the lens's hover), if any."""
-    if ls.deep is None or lens.command != ANALYZE:
+    if ls.deep is None or lens.command != ANALYZE_EXPORT:
         return None
     name = lens.argument.get("target")
     result = next((r for r in reversed(ls.deep.results) if r.target.name == name), None)

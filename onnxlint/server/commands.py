@@ -16,16 +16,16 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from onnxlint.server.server import OnnxlintServer
+from onnxlint.server.app import OnnxlintServer
+from onnxlint.server.protocol import (
+    ANALYZE_EXPORT,
+    CREATE_TARGET,
+    FIX_ALL,
+    RESTART,
+    SHOW_REPORT,
+)
 
 log = logging.getLogger("onnxlint.server")
-
-ANALYZE_EXPORT = "onnxlint.analyzeExport"
-FIX_ALL = "onnxlint.fixAll"
-RESTART = "onnxlint.restart"
-SHOW_REPORT = "onnxlint.showReport"
-CREATE_TARGET = "onnxlint.createTarget"
-COMMANDS = (ANALYZE_EXPORT, CREATE_TARGET, FIX_ALL, RESTART, SHOW_REPORT)
 
 
 def _uri_and_options(
@@ -175,7 +175,7 @@ async def restart(ls: OnnxlintServer, *args: Any) -> Any:
 
 
 async def show_report(ls: OnnxlintServer, *args: Any) -> Any:
-    from onnxlint.server.deep import DeepUnavailable
+    from onnxlint.server.deep_service import DeepUnavailable
 
     if ls.deep is None:
         return None

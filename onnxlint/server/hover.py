@@ -13,8 +13,8 @@ from typing import Any
 
 from lsprotocol import types
 
+from onnxlint.server.app import OnnxlintServer
 from onnxlint.server.convert import Lines, contains, diagnostic
-from onnxlint.server.server import OnnxlintServer
 
 # A code inside an `onnxlint: ignore[...]`, `onnxlint: ignore-file[...]` or noqa comment.
 _COMMENT_RE = re.compile(r"#\s*(?:onnxlint:\s*ignore(?:-file)?\[[^\]]*\]|noqa:[^#]*)", re.I)

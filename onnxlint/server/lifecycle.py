@@ -8,7 +8,7 @@ from typing import Any
 from lsprotocol import types
 
 from onnxlint.server import code_actions, commands, text_sync
-from onnxlint.server.server import OnnxlintServer
+from onnxlint.server.app import OnnxlintServer
 from onnxlint.server.settings import parse_initialization_options
 
 log = logging.getLogger("onnxlint.server")
@@ -97,7 +97,7 @@ def register(server: OnnxlintServer) -> None:
 
 
 def _folder_keys(ls: OnnxlintServer) -> set[str]:
-    from onnxlint.server.server import _norm_uri
+    from onnxlint.server.session import _norm_uri
 
     return {_norm_uri(f.uri) for f in ls.workspace.folders.values()}
 

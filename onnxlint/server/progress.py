@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 from lsprotocol import types
 
 if TYPE_CHECKING:
-    from onnxlint.server.server import OnnxlintServer
+    from pygls.lsp.server import LanguageServer
 
 log = logging.getLogger("onnxlint.server")
 
@@ -29,14 +29,14 @@ PROGRESS_AFTER_S = 1.0
 class Progress:
     """One progress item (a no-op when the client does not support work-done progress)."""
 
-    def __init__(self, ls: OnnxlintServer, token: str | None) -> None:
+    def __init__(self, ls: LanguageServer, token: str | None) -> None:
         self.ls = ls
         self.token = token
 
     @classmethod
     async def start(
         cls,
-        ls: OnnxlintServer,
+        ls: LanguageServer,
         title: str,
         cancel: threading.Event | None = None,
         message: str = "starting",
@@ -82,7 +82,7 @@ class Progress:
 
 
 async def with_progress(
-    ls: OnnxlintServer,
+    ls: LanguageServer,
     title: str,
     work: Awaitable[T],
     message: str = "",

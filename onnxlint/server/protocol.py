@@ -1,4 +1,5 @@
-"""The JSON-RPC layer, made strict about bad input: every broken message gets an LSP error.
+"""The wire: onnxlint's command and notification names (defined once), and the JSON-RPC
+layer, made strict about bad input: every broken message gets an LSP error.
 
 pygls logs a message it cannot parse or structure and moves on; a client that sent a
 request then waits forever. Here:
@@ -20,6 +21,18 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol
 
 log = logging.getLogger("onnxlint.server")
+
+# workspace/executeCommand commands the server handles (the extension's package.json too).
+ANALYZE_EXPORT = "onnxlint.analyzeExport"
+CREATE_TARGET = "onnxlint.createTarget"
+FIX_ALL = "onnxlint.fixAll"
+RESTART = "onnxlint.restart"
+SHOW_REPORT = "onnxlint.showReport"
+COMMANDS = (ANALYZE_EXPORT, CREATE_TARGET, FIX_ALL, RESTART, SHOW_REPORT)
+# A client-side command: when the client has it, it shows an analysis's result itself.
+SHOW_RESULT = "onnxlint.showAnalysisResult"
+# The notification that an analysis started or finished.
+ANALYSIS_STATE = "onnxlint/analysisState"
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

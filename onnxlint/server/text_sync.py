@@ -17,7 +17,8 @@ from typing import Any
 
 from lsprotocol import types
 
-from onnxlint.server.server import OnnxlintServer, UnknownDocument
+from onnxlint.server.app import OnnxlintServer
+from onnxlint.server.session import UnknownDocument
 
 log = logging.getLogger("onnxlint.server")
 

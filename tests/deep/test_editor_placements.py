@@ -11,7 +11,7 @@ from onnxlint.deep.targets import Target
 
 
 def test_library_finding_is_also_placed_at_the_project_link(tmp_path: Path) -> None:
-    from onnxlint.server.deep import editor_placements
+    from onnxlint.server.deep_service import editor_placements
 
     project = tmp_path / "proj"
     (project / "pkg").mkdir(parents=True)
@@ -78,7 +78,7 @@ def test_reports_show_an_excerpt_for_each_link_of_the_chain(tmp_path: Path) -> N
 
 
 def test_the_end_of_analysis_message_names_filled_arguments(tmp_path: Path) -> None:
-    from onnxlint.server.deep import summary
+    from onnxlint.server.deep_service import summary
 
     target = Target(name="export.py:12", factory="", root=tmp_path)
     skipped = [

@@ -121,7 +121,8 @@ def test_editing_one_document_keeps_the_other_documents_blocks_parsed() -> None:
     from pygls.workspace import Workspace
 
     from onnxlint.core.config import Config
-    from onnxlint.server.server import PARSE_CACHE_SLACK, OnnxlintServer
+    from onnxlint.server.app import OnnxlintServer
+    from onnxlint.server.session import PARSE_CACHE_SLACK
 
     server = OnnxlintServer()
     server.protocol._workspace = Workspace(None, types.TextDocumentSyncKind.Incremental)
@@ -170,7 +171,7 @@ def _bare_server() -> tuple[object, _Loop, list[str]]:
 
     from pygls.workspace import Workspace
 
-    from onnxlint.server.server import OnnxlintServer
+    from onnxlint.server.app import OnnxlintServer
 
     server = OnnxlintServer()
     server.protocol._workspace = Workspace(None, types.TextDocumentSyncKind.Incremental)
@@ -186,7 +187,7 @@ def test_a_burst_waits_only_while_the_last_edit_is_still_being_checked() -> None
     """Edits closer than BURST_MS wait for a pause when the previous edit's check has not
     ended (a paste, a storm); an edit after that check ended is checked at once, however
     soon it comes (the next keystroke of someone typing)."""
-    from onnxlint.server.server import BURST_MS
+    from onnxlint.server.checks import BURST_MS
 
     server, loop, triggered = _bare_server()
     uri = "file:///a.py"

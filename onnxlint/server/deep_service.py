@@ -24,12 +24,13 @@ from typing import Any
 
 from lsprotocol import types
 
+from onnxlint.server.checks import Checks
 from onnxlint.server.progress import Progress
-from onnxlint.server.server import OnnxlintServer
+from onnxlint.server.protocol import ANALYSIS_STATE, ANALYZE_EXPORT, SHOW_RESULT
+from onnxlint.server.targets import lenses_for
 
 log = logging.getLogger("onnxlint.server")
 
-ANALYSIS_STATE = "onnxlint/analysisState"
 TARGETS_TTL_S = 10.0
 UNTRUSTED_MESSAGE = (
     "onnxlint: deep analysis imports and runs your model code, so it only runs in a trusted "
@@ -40,11 +41,6 @@ NO_TARGET_HELP = (
     '"module:function") or mark a zero-argument function that returns (model, args) '
     "with `# onnxlint: target`"
 )
-
-
-# A client command that shows the end of an analysis itself (from the `finished` state
-# notification, with a "Show report" action): the server then sends no showMessage.
-SHOW_RESULT = "onnxlint.showAnalysisResult"
 
 
 def summary(result: Any) -> dict[str, Any]:
@@ -88,7 +84,7 @@ class Analysis:
 
 
 class DeepService:
-    def __init__(self, server: OnnxlintServer) -> None:
+    def __init__(self, server: Checks) -> None:
         self.server = server
         self.analyzers: dict[tuple[str, str], Any] = {}  # (root, python) -> DeepAnalyzer
         self.executor = concurrent.futures.ThreadPoolExecutor(
@@ -183,12 +179,11 @@ class DeepService:
             raise DeepUnavailable(f"onnxlint: no analysis target named {name!r}")
         # No target named (a bare "Analyze export" from a client without code lenses): the
         # target of the file's lens at `line`, else its first one; the lenses choose the
-        # target by the class each export exports (see code_lens), or run the script.
-        from onnxlint.server.code_lens import ANALYZE, lenses_for
-
+        # target by the class each export exports (see targets.py), or run the script.
         doc = self.server.workspace.text_documents.get(uri)
         text = doc.source if doc is not None else Path(self.server.path_of(uri)).read_text()
-        lenses = [x for x in lenses_for(self.server, uri, text) if x.command == ANALYZE]
+        lenses = lenses_for(self.server, uri, text, lambda u: self.targets(u)[0])
+        lenses = [x for x in lenses if x.command == ANALYZE_EXPORT]
         line = spec.get("line")
         at_line = [x for x in lenses if x.line == line]
         for lens in at_line or lenses:
@@ -397,57 +392,3 @@ def editor_placements(result: Any) -> dict[str, list[Any]]:
             )
         )
     return by_file
-
-
-# Deep findings that confirm a static OLX1xx finding on the same line (one cause).
-CONFIRMING = frozenset({"OLX801", "OLX802", "OLX803", "OLX804", "OLX818"})
-
-
-def merge_confirmed(static: list[Any], deep: list[Any]) -> list[Any]:
-    """One diagnostic per cause: deep findings (OLX801/802/...) on the line of a static
-    OLX1xx finding are folded into it (its message says the deep analysis confirmed it;
-    the deep findings become related information), and several such deep findings on a
-    line without one become one, the most severe, with the others as related."""
-    from onnxlint.core.violation import Related
-
-    by_line: dict[tuple[str, int], list[Any]] = {}
-    rest: list[Any] = []
-    for v in deep:
-        if v.code in CONFIRMING:
-            by_line.setdefault((os.path.realpath(v.path), v.line), []).append(v)
-        else:
-            rest.append(v)
-    out = list(static)
-    for (path, line), found in by_line.items():
-        found.sort(key=lambda v: (-v.severity.rank, v.code))
-        at = [
-            i
-            for i, s in enumerate(out)
-            if s.code.startswith("OLX1") and s.line == line and os.path.realpath(s.path) == path
-        ]
-        if at:
-            i = min(at, key=lambda i: -out[i].severity.rank)
-            primary, others, lead = out[i], found, "confirmed by the deep analysis"
-        elif len(found) > 1:
-            primary, others, lead = found[0], found[1:], "also"
-            i = -1
-        else:
-            rest.append(found[0])
-            continue
-        words = "; ".join(f"{o.code}: {o.message}" for o in others[:2])
-        related = tuple(
-            Related(o.path, o.line, o.column, f"{o.code} ({o.source}): {o.message}") for o in others
-        )
-        severity = max([primary, *others], key=lambda v: v.severity.rank).severity
-        merged = dataclasses.replace(
-            primary,
-            message=f"{primary.message} ({lead}: {words})",
-            severity=severity,
-            notes=(*primary.notes, *(n for o in others for n in o.notes if n.startswith("torch:"))),
-            related=(*related, *primary.related),
-        )
-        if i >= 0:
-            out[i] = merged
-        else:
-            out.append(merged)
-    return out + rest

@@ -1,0 +1,210 @@
+"""Publishing: a document's static and deep findings merged into one list, pushed or pulled.
+
+Static and deep findings are two buckets, published together (publishDiagnostics replaces
+everything for a URI); a deep finding that confirms a static one at the same place is folded
+into it (`merge_confirmed`). A notebook's findings are published per cell, only where they
+changed (`publish_cells`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from urllib.parse import unquote
+
+from lsprotocol import types
+
+from onnxlint.core.suppression import apply_suppressions
+from onnxlint.core.violation import Related, Violation
+from onnxlint.server import documents
+from onnxlint.server.convert import diagnostic, sort_key
+from onnxlint.server.session import Result, Session
+
+
+class Diagnostics(Session):
+    """The session, and what it publishes for each document."""
+
+    def merged(self, uri: str) -> tuple[int | None, list[types.Diagnostic]]:
+        """Static and deep findings of `uri` as LSP diagnostics, for the stored version."""
+        notebook = documents.notebook_of(self, uri)
+        if notebook is not None:  # a cell: its findings in its notebook's stored result
+            nb = self.docs.get(notebook)
+            if nb is None or nb.result is None:
+                return None, []
+            res = cell_result(self, uri, notebook, nb.result)
+            lines = self.lines(res.text)
+            settings = self.settings_for(uri)
+            out = [diagnostic(v, lines, settings.severity_for(v.code)) for v in res.violations]
+            return res.version, sorted(out, key=sort_key)
+        st = self.docs.get(uri)
+        if st is None or st.result is None:
+            return None, []
+        res = st.result
+        settings = self.settings_for(uri)
+        lines = self.lines(res.text)
+        violations = self.violations(uri)
+        out = [diagnostic(v, lines, settings.severity_for(v.code)) for v in violations]
+        out.sort(key=sort_key)
+        return res.version, out
+
+    def violations(self, uri: str) -> list[Violation]:
+        notebook = documents.notebook_of(self, uri)
+        if notebook is not None:
+            nb = self.docs.get(notebook)
+            if nb is None or nb.result is None:
+                return []
+            return cell_result(self, uri, notebook, nb.result).violations
+        st = self.docs.get(uri)
+        if st is None or st.result is None:
+            return []
+        out = list(st.result.violations)
+        if st.deep and st.deep_version == st.result.version:  # one cause, one diagnostic
+            deep = [v for vs in st.deep.values() for v in vs]
+            out = merge_confirmed(out, apply_suppressions(st.result.text, deep))
+        return out
+
+    def publish(self, uri: str) -> None:
+        st = self.docs.get(uri)
+        if st is None or st.result is None:
+            return
+        if documents.is_notebook(self, uri):
+            st.published = (st.result.version, st.revision)
+            publish_cells(self, uri, st.result, self.settings_for(uri).enable)
+            return
+        diags: list[types.Diagnostic]
+        if not self.settings_for(uri).enable:
+            version, diags = st.result.version, []
+        else:
+            version, diags = self.merged(uri)
+        st.published = (version, st.revision)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version)
+        )
+
+    def clear(self, uri: str) -> None:
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+        )
+
+    def refresh(self, uri: str | None = None) -> None:
+        """Tell the client that diagnostics changed outside an edit (settings, deep results)."""
+        if self.pull_diagnostics:
+            caps = self.client_capabilities.workspace
+            if caps and caps.diagnostics and caps.diagnostics.refresh_support:
+                self.workspace_diagnostic_refresh(None)
+            return
+        for u in [uri] if uri else list(self.docs):
+            if self.docs.get(u) and self.docs[u].result is not None:
+                self.publish(u)
+
+    def set_deep(
+        self, uri: str, version: int | None, target: str, violations: list[Violation]
+    ) -> None:
+        """Store one target's deep findings for `uri` (for the version they were computed on)."""
+        st = self.docs.get(uri)
+        if st is None:
+            return
+        if st.deep_version != version:
+            st.deep = {}
+        st.deep[target] = violations
+        st.deep_version = version
+        st.revision += 1
+        st.fix_cache.clear()
+        self.refresh(uri)
+
+
+def cell_result(ls: Session, cell_uri: str, nb_uri: str, res: Result) -> Result:
+    """The notebook's result `res` seen from one cell: its findings, text and version."""
+    doc = documents.cell_document(ls, cell_uri)
+    index = documents.cell_index(ls, cell_uri)
+    if doc is None or index is None:
+        return dataclasses.replace(res, version=None, text="", violations=[], stale=False)
+    found = documents.cell_violations(res.violations, index, documents.first_code(ls, nb_uri))
+    return dataclasses.replace(
+        res, version=doc.version, text=doc.source, violations=found, stale=False
+    )
+
+
+def publish_cells(ls: Session, nb_uri: str, res: Result | None, enabled: bool) -> None:
+    """Push each cell's diagnostics whose findings or version changed since the last push
+    (an empty list for a cell whose findings went away)."""
+    nb = documents.notebooks_of(ls).get(unquote(nb_uri))
+    st = ls.docs.get(nb_uri)
+    if nb is None or st is None:
+        return
+    settings = ls.settings_for(nb_uri)
+    first = documents.first_code(ls, nb_uri)
+    by_cell: dict[int, list[Violation]] = {}
+    if res is not None and enabled:
+        for v in res.violations:
+            index = v.cell - 1 if v.cell is not None else first
+            by_cell.setdefault(index, []).append(dataclasses.replace(v, cell=None))
+    published = st.cells_published
+    for index, cell in enumerate(nb.cells):
+        doc = documents.cell_document(ls, cell.document)
+        version = doc.version if doc is not None else None
+        found = by_cell.get(index, [])
+        if published.get(cell.document) == (version, found):
+            continue
+        diags: list[types.Diagnostic] = []
+        if found and doc is not None:
+            lines = ls.lines(doc.source)
+            diags = sorted(
+                (diagnostic(v, lines, settings.severity_for(v.code)) for v in found), key=sort_key
+            )
+        published[cell.document] = (version, found)
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=cell.document, diagnostics=diags, version=version)
+        )
+
+
+# Deep findings that confirm a static OLX1xx finding on the same line (one cause).
+CONFIRMING = frozenset({"OLX801", "OLX802", "OLX803", "OLX804", "OLX818"})
+
+
+def merge_confirmed(static: list[Violation], deep: list[Violation]) -> list[Violation]:
+    """One diagnostic per cause: deep findings (OLX801/802/...) on the line of a static
+    OLX1xx finding are folded into it (its message says the deep analysis confirmed it;
+    the deep findings become related information), and several such deep findings on a
+    line without one become one, the most severe, with the others as related."""
+    by_line: dict[tuple[str, int], list[Violation]] = {}
+    rest: list[Violation] = []
+    for v in deep:
+        if v.code in CONFIRMING:
+            by_line.setdefault((os.path.realpath(v.path), v.line), []).append(v)
+        else:
+            rest.append(v)
+    out = list(static)
+    for (path, line), found in by_line.items():
+        found.sort(key=lambda v: (-v.severity.rank, v.code))
+        at = [
+            i
+            for i, s in enumerate(out)
+            if s.code.startswith("OLX1") and s.line == line and os.path.realpath(s.path) == path
+        ]
+        if at:
+            i = min(at, key=lambda i: -out[i].severity.rank)
+            primary, others, lead = out[i], found, "confirmed by the deep analysis"
+        elif len(found) > 1:
+            primary, others, lead = found[0], found[1:], "also"
+            i = -1
+        else:
+            rest.append(found[0])
+            continue
+        words = "; ".join(f"{o.code}: {o.message}" for o in others[:2])
+        related = tuple(
+            Related(o.path, o.line, o.column, f"{o.code} ({o.source}): {o.message}") for o in others
+        )
+        severity = max([primary, *others], key=lambda v: v.severity.rank).severity
+        merged = dataclasses.replace(
+            primary,
+            message=f"{primary.message} ({lead}: {words})",
+            severity=severity,
+            notes=(*primary.notes, *(n for o in others for n in o.notes if n.startswith("torch:"))),
+            related=(*related, *primary.related),
+        )
+        if i >= 0:
+            out[i] = merged
+        else:
+            out.append(merged)
+    return out + rest
