@@ -2,7 +2,7 @@
 
 Shared by the model-mode (OLX2xx), dynamic-shape (OLX3xx) and exporter-API (OLX4xx) rules.
 Everything here reads the scope that holds the export call: the enclosing function's body,
-or the module body across top-level blocks (`ctx.model.module_body`), so rules that use it
+or the module body across top-level blocks (`ctx.semantic.module_body`), so rules that use it
 set `file_scope = True` with a tight `requires`.
 
 - `exported_model(ctx, call)`: the exported model as a `ModelRef`: the expression and the
@@ -122,10 +122,10 @@ class ModelRef:
 
 
 def _memo(ctx: FileView) -> dict[object, object]:
-    return ctx.model.memo
+    return ctx.semantic.memo
 
 
-# `ctx.model.memo` key of {id(top-level statement): the identifiers of its block's text}
+# `ctx.semantic.memo` key of {id(top-level statement): the identifiers of its block's text}
 # (`facts.statement_words`, built on first use). A statement that never names the model
 # variable, and holds no `return`/`raise`/`break`/`continue`, cannot change the model's
 # state: the data-flow and the scans below skip it without walking its tree (a 4,000-line
@@ -143,9 +143,9 @@ def block_words(text: str) -> frozenset[str]:
 
 
 def _words(ctx: FileView) -> dict[int, frozenset[str]]:
-    found = ctx.model.memo.get(STATEMENT_WORDS)
+    found = ctx.semantic.memo.get(STATEMENT_WORDS)
     if callable(found):  # `facts.file_analysis` leaves the words to be built on first use
-        found = ctx.model.memo[STATEMENT_WORDS] = found()
+        found = ctx.semantic.memo[STATEMENT_WORDS] = found()
     return found if isinstance(found, dict) else {}
 
 
@@ -197,7 +197,7 @@ def node_path(
     if key in memo:
         found = memo[key]
         return None if found is None else list(found)  # type: ignore[call-overload]
-    body: Sequence[cst.CSTNode] = ctx.model.module_body
+    body: Sequence[cst.CSTNode] = ctx.semantic.module_body
     for stmt in body if statement is None else [statement, *body]:
         path = _search(stmt, node)
         if path is not None:
@@ -233,7 +233,7 @@ def _scope_of(
             return n, stmts, path[i + 2 :] if isinstance(body, cst.IndentedBlock) else []
         if isinstance(n, (cst.ClassDef, cst.Lambda)):
             return None
-    return None, ctx.model.module_body, path
+    return None, ctx.semantic.module_body, path
 
 
 # --------------------------------------------------------------------------- the data-flow
@@ -491,8 +491,8 @@ class _Flow:
 
     def _passed_to(self, call: cst.Call, index: int, arg: cst.Arg, state: State) -> State:
         func = call.func
-        if isinstance(func, cst.Name) and func.value in self.ctx.model.functions:
-            info = self.ctx.model.functions[func.value]
+        if isinstance(func, cst.Name) and func.value in self.ctx.semantic.functions:
+            info = self.ctx.semantic.functions[func.value]
             params = info.params()
             pname: str | None = None
             if arg.keyword is not None:
@@ -544,7 +544,7 @@ class _Flow:
                 return self.origin(func.value, state)
             if method == "from_pretrained":
                 owner = dotted(func.value)
-                if owner in self.ctx.model.classes:
+                if owner in self.ctx.semantic.classes:
                     return frozenset({Origin(Mode.EVAL, owner, True)})
                 return frozenset({Origin(Mode.EVAL, self._imported(func.value), True)})
         q = self.ctx.qualname(func)
@@ -565,13 +565,13 @@ class _Flow:
                 return frozenset({Origin(Mode.TRAIN)})
         if isinstance(func, cst.Name):
             local = func.value
-            if local in self.ctx.model.classes:
+            if local in self.ctx.semantic.classes:
                 if self._wraps_model(expr) or _wraps_argument(self.ctx, local, expr):
                     return frozenset({Origin(Mode.UNKNOWN, local)})
                 mode = self._init_mode(local)
                 return frozenset({Origin(mode, local, mode is Mode.EVAL)})
-            if local in self.ctx.model.functions:
-                return self._helper_returns(self.ctx.model.functions[local])
+            if local in self.ctx.semantic.functions:
+                return self._helper_returns(self.ctx.semantic.functions[local])
         last = dotted(func)
         if last is not None and _is_camel(last.rsplit(".", 1)[-1]):
             if self._wraps_model(expr):
@@ -589,7 +589,7 @@ class _Flow:
 
     def _init_mode(self, cls_name: str) -> Mode:
         """TRAIN, unless the class's `__init__` switches itself to eval."""
-        init = self.ctx.model.find_method(cls_name, "__init__")
+        init = self.ctx.semantic.find_method(cls_name, "__init__")
         if init is not None and _param_effect(init, "self") is Mode.EVAL:
             return Mode.EVAL
         return Mode.TRAIN
@@ -640,8 +640,8 @@ def _wraps_argument(ctx: FileView, cls_name: str, call: cst.Call) -> bool:
     """`Wrapper(model, ...)` with a local class that keeps the argument (`self.model =
     model`) and calls it in `forward`: the wrapped model's own mode decides what is
     exported, and the wrapper's fresh training flag changes nothing by itself."""
-    init = ctx.model.find_method(cls_name, "__init__")
-    fwd = ctx.model.find_method(cls_name, "forward")
+    init = ctx.semantic.find_method(cls_name, "__init__")
+    fwd = ctx.semantic.find_method(cls_name, "forward")
     if init is None or fwd is None:
         return False
     params = [p.name.value for p in init.params()]
@@ -769,7 +769,7 @@ def _exported_model(ctx: FileView, call: ExportCall) -> ModelRef | None:
     while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
         inner = inner.func.value
     name = dotted(inner)
-    if name is not None and (name in ctx.model.classes or name in ctx.model.functions):
+    if name is not None and (name in ctx.semantic.classes or name in ctx.semantic.functions):
         name = None  # `torch.jit.trace(fn, x)`: a function, not a model variable
     flow = _Flow(ctx, name or "<none>", stmts)
     ids = {id(n) for n in below} | {id(call.node)}
@@ -780,7 +780,7 @@ def _exported_model(ctx: FileView, call: ExportCall) -> ModelRef | None:
     cls = _unique_class(ctx, origins)
     if cls is None and name is not None and function is not None and not _binds(function, name):
         # A module-level model exported inside a function: resolve its class only.
-        mod_assigns = _named_assignments(ctx, ctx.model.module_body, name)
+        mod_assigns = _named_assignments(ctx, ctx.semantic.module_body, name)
         classes = {_class_of_value(ctx, a) for a in mod_assigns}
         if len(classes) == 1:
             cls = classes.pop()
@@ -792,8 +792,8 @@ def _exported_model(ctx: FileView, call: ExportCall) -> ModelRef | None:
         statement=statement,
         assignments=assignments,
         origins=origins,
-        class_info=ctx.model.classes.get(cls) if cls else None,
-        imported_class=cls if cls and cls not in ctx.model.classes else None,
+        class_info=ctx.semantic.classes.get(cls) if cls else None,
+        imported_class=cls if cls and cls not in ctx.semantic.classes else None,
         in_no_grad=flow.no_grad,
         one_line_body=one_line,
     )
@@ -806,7 +806,7 @@ def _unique_class(ctx: FileView, origins: State) -> str | None:
     classes = {o.cls for o in origins}
     if len(classes) == 1:
         only = next(iter(classes))
-        if only is not None and (only in ctx.model.classes or "." in only):
+        if only is not None and (only in ctx.semantic.classes or "." in only):
             return only
     return None
 
@@ -931,7 +931,7 @@ def forward_params(ctx: FileView, class_info: ClassInfo | None) -> list[str] | N
     `self`; None when there is no local `forward` or it takes `*args`/`**kwargs`."""
     if class_info is None:
         return None
-    fwd = ctx.model.find_method(class_info.name, "forward")
+    fwd = ctx.semantic.find_method(class_info.name, "forward")
     if fwd is None:
         return None
     p = fwd.node.params
@@ -953,7 +953,7 @@ def resolve_value(
     scopes: list[Sequence[cst.CSTNode]] = []
     if ref is not None:
         scopes.append(ref.scope)
-    scopes.append(ctx.model.module_body)
+    scopes.append(ctx.semantic.module_body)
     for stmts in scopes:
         found = _named_assignments(ctx, stmts, expr.value)
         if len(found) == 1:
@@ -1184,7 +1184,7 @@ def mode_insensitive(ctx: FileView, class_name: str) -> bool:
 
 
 def _mode_insensitive(ctx: FileView, class_name: str) -> bool:
-    info = ctx.model.classes.get(class_name)
+    info = ctx.semantic.classes.get(class_name)
     if info is None:
         return False
     return class_mode_insensitive(ctx, class_name, info.node, info.bases)
@@ -1196,8 +1196,8 @@ def class_mode_insensitive(
     """`mode_insensitive` for a class given by its definition (also one nested in a
     function, which the file model does not list)."""
     for base in bases:
-        q = ctx.model.resolve(base)
-        if base in ctx.model.classes:
+        q = ctx.semantic.resolve(base)
+        if base in ctx.semantic.classes:
             if not mode_insensitive(ctx, base):
                 return False
         elif q not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
@@ -1217,11 +1217,11 @@ def class_mode_insensitive(
         last = d.rsplit(".", 1)[-1]
         if not _is_camel(last):
             continue
-        if d in ctx.model.classes:
+        if d in ctx.semantic.classes:
             if d != class_name and not mode_insensitive(ctx, d):
                 return False
             continue
-        q = ctx.model.qualname(node.func) or ""
+        q = ctx.semantic.qualname(node.func) or ""
         if not q.startswith("torch.nn.") and q not in ("builtins.super",):
             return False
     return True
@@ -1239,10 +1239,10 @@ def nested_class(ctx: FileView, ref: ModelRef) -> cst.ClassDef | None:
         if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name):
             callee = inner.func.value
             break
-    if callee is None or callee in ctx.model.classes:
+    if callee is None or callee in ctx.semantic.classes:
         return None
     scope = ref.function if ref.function is not None else None
-    roots: Sequence[cst.CSTNode] = [scope] if scope is not None else ctx.model.module_body
+    roots: Sequence[cst.CSTNode] = [scope] if scope is not None else ctx.semantic.module_body
     for root in roots:
         for node in iter_descendants(root):
             if isinstance(node, cst.ClassDef) and node.name.value == callee:

@@ -1,7 +1,7 @@
 """The facts of one file for one check (`FileAnalysis`), and what the knowing layer reads.
 
 `FileAnalysis` is built once, with everything it holds given at construction: the file's
-path and text as the check sees them, its config, its semantic model (`FileModel`), its
+path and text as the check sees them, its config, its semantic model (`SemanticModel`), its
 functions by node, and the project it belongs to (`ProjectLookup`, which the project index
 implements). `onnxlint.project.facts.file_analysis` builds it; the project model keeps one
 per file content (`FileFacts.analysis`) and the engine builds its check's own from it.
@@ -24,7 +24,7 @@ import libcst as cst
 if TYPE_CHECKING:
     from onnxlint.core.config import Config
     from onnxlint.semantic.index import FunctionInfo
-    from onnxlint.semantic.model import FileModel
+    from onnxlint.semantic.model import SemanticModel
 
 
 class ProjectLookup(Protocol):
@@ -46,7 +46,7 @@ class FileView(Protocol):
     @property
     def config(self) -> Config: ...
     @property
-    def model(self) -> FileModel: ...
+    def semantic(self) -> SemanticModel: ...
     @property
     def project(self) -> ProjectLookup | None: ...
     @property
@@ -64,7 +64,7 @@ class FileAnalysis:
     path: str
     text: str
     config: Config
-    model: FileModel
+    semantic: SemanticModel
     # id(def node) -> its FunctionInfo, top-level functions and methods (a walk adds the
     # nested defs it enters, each under its enclosing function).
     functions: dict[int, FunctionInfo]
@@ -79,4 +79,4 @@ class FileAnalysis:
         return None
 
     def qualname(self, expr: cst.BaseExpression) -> str | None:
-        return self.model.qualname(expr)
+        return self.semantic.qualname(expr)

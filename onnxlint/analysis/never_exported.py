@@ -39,7 +39,7 @@ def never_exported(ctx: FileView, func: FunctionInfo) -> bool:
     cls = func.class_name
     if cls is None:
         return False
-    memo = ctx.model.memo
+    memo = ctx.semantic.memo
     key = ("never exported", cls)
     found = memo.get(key)
     if found is None:
@@ -53,16 +53,16 @@ def never_exported(ctx: FileView, func: FunctionInfo) -> bool:
 
 
 def _is_loss(ctx: FileView, cls: str) -> bool:
-    info = ctx.model.classes.get(cls)
+    info = ctx.semantic.classes.get(cls)
     if info is None:
         return False
     if _LOSS_NAME.search(cls):
         return True
     for base in info.bases:
-        q = ctx.model.resolve(base) or base
+        q = ctx.semantic.resolve(base) or base
         if _LOSS_NAME.search(q.rsplit(".", 1)[-1]) or q.startswith("torch.nn.modules.loss."):
             return True
-    fwd = ctx.model.find_method(cls, "forward")
+    fwd = ctx.semantic.find_method(cls, "forward")
     if fwd is not None:
         # `forward(pred, target[, weight])`: a model that merely accepts labels among many
         # inputs (prompts, masks) is not a loss.
@@ -81,11 +81,11 @@ _CRITERION_ASSIGN = re.compile(
 def _criterion_classes(ctx: FileView) -> set[str]:
     """Local classes the file builds as a criterion (`criterion = FocalLoss()`,
     `self.loss_fn = Dice()`), found in the text (no tree walk: most files say "loss")."""
-    memo = ctx.model.memo
+    memo = ctx.semantic.memo
     found = memo.get("criterion classes")
     if isinstance(found, set):
         return found
-    out = _criterion_names(ctx.text) & set(ctx.model.classes)
+    out = _criterion_names(ctx.text) & set(ctx.semantic.classes)
     memo["criterion classes"] = out
     return out
 
@@ -116,14 +116,14 @@ def _criterion_names(text: str) -> set[str]:
 def _is_metric(ctx: FileView, cls: str) -> bool:
     """An evaluation metric (torchmetrics style: `update` and `compute`, or a `Metric`
     base): it runs in the evaluation loop, never inside an exported model."""
-    info = ctx.model.classes.get(cls)
+    info = ctx.semantic.classes.get(cls)
     if info is None:
         return False
     if {"update", "compute"} <= set(info.methods):
         return True
     return any(
-        (ctx.model.resolve(b) or b).rsplit(".", 1)[-1].endswith(("Metric", "MetricCollection"))
-        or (ctx.model.resolve(b) or "").startswith("torchmetrics.")
+        (ctx.semantic.resolve(b) or b).rsplit(".", 1)[-1].endswith(("Metric", "MetricCollection"))
+        or (ctx.semantic.resolve(b) or "").startswith("torchmetrics.")
         for b in info.bases
     )
 
@@ -149,17 +149,17 @@ def _is_random_augmentation(ctx: FileView, cls: str) -> bool:
         return True  # `MixAugmentationBase`, `AdaptiveDiscriminatorAugmentation`
     if not _AUGMENTATION_NAME.search(cls):
         return False
-    fwd = ctx.model.find_method(cls, "forward")
+    fwd = ctx.semantic.find_method(cls, "forward")
     if fwd is None:
         return False
     methods = [fwd]
-    info = ctx.model.classes.get(cls)
+    info = ctx.semantic.classes.get(cls)
     if info is not None:
         methods += [info.methods[m] for m in fwd.self_calls if m in info.methods]
     for m in methods:
         for node in iter_descendants(m.node.body):
             if isinstance(node, cst.Call):
-                q = ctx.model.qualname(node.func)
+                q = ctx.semantic.qualname(node.func)
                 if q is not None and _RANDOM_CALLS.match(q):
                     return True
     return False
@@ -169,10 +169,12 @@ def _is_runtime_wrapper(ctx: FileView, cls: str) -> bool:
     """A module whose methods convert tensors to NumPy and hand them on: in a file that
     imports an inference runtime or a host-side array library, or to a predictor object
     (`self.predictor.predict_from_npy(...)`). It feeds a backend; it is never traced."""
-    info = ctx.model.classes.get(cls)
+    info = ctx.semantic.classes.get(cls)
     if info is None:
         return False
-    backend = any(full.split(".", 1)[0] in RUNTIME_BACKENDS for full in ctx.model.imports.values())
+    backend = any(
+        full.split(".", 1)[0] in RUNTIME_BACKENDS for full in ctx.semantic.imports.values()
+    )
     if not backend and not (".numpy()" in ctx.text and ".predict" in ctx.text):
         return False  # the common case, without walking the class
     to_numpy = predictor = False

@@ -20,7 +20,7 @@ import libcst as cst
 
 from onnxlint.core.config import Config
 from onnxlint.semantic.calls import ExportKind
-from onnxlint.semantic.model import FileModel
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.blocks import ParseCache, split_blocks
 from onnxlint.source.files import SKIP_DIRS
 
@@ -101,7 +101,7 @@ def _in_file(
 
     parsed = [b for b in split_blocks(text, ParseCache()) if b.module is not None]
     ctx = file_analysis(path, text, Config(), parsed)
-    model = ctx.model
+    model = ctx.semantic
     calls = [e for e in model.export_calls if e.kind in kinds]
     out: list[tuple[int, ExportKind]] = []
     simple = class_qualname.rsplit(".", 1)[-1]
@@ -136,7 +136,9 @@ def _value(assign: cst.CSTNode) -> cst.BaseExpression | None:
     return None
 
 
-def _builds(model: FileModel, expr: cst.BaseExpression, qualname: str, local: str | None) -> bool:
+def _builds(
+    model: SemanticModel, expr: cst.BaseExpression, qualname: str, local: str | None
+) -> bool:
     """`Net(...)`, `Net(...).eval()`, `pkg.Net(...).to(...)`: an instance of the class."""
     while isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
         if expr.func.attr.value not in ("eval", "train", "to", "cpu", "float", "half", "double"):

@@ -42,7 +42,7 @@ def export_call_lines(
     facts = index.facts(str(path.resolve()), text)
     lines: set[int | None] = set(library_export_lines(text))
     if facts is not None:
-        lines |= {call_line(facts, e.node) for e in facts.model.export_calls}
+        lines |= {call_line(facts, e.node) for e in facts.semantic.export_calls}
     return sorted(line for line in lines if line is not None)
 
 

@@ -33,7 +33,7 @@ from onnxlint.project.reach import local_param_kinds
 from onnxlint.rules import all_rules
 from onnxlint.rules.base import Context, Rule, rule_handlers
 from onnxlint.semantic.kinds import RETURN_KINDS_USED, still_returns
-from onnxlint.semantic.model import FileModel
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.blocks import Block, ParseCache, split_blocks
 from onnxlint.source.cells import CellModule, cell_module
 from onnxlint.source.files import content_key
@@ -137,7 +137,7 @@ class Engine:
         analysis = dataclasses.replace(facts.analysis, path=path, project=self.project)
         if reach is None:
             reach = self.project_model.for_file(path, text, config, facts)
-        model = analysis.model
+        model = analysis.semantic
         called = self.project_model.forward_callers(path, model)
         if called:  # helpers other files' forward code calls: forward code here too
             model.reachable |= model.reachable_from(model.functions[n] for n in called)
@@ -203,7 +203,7 @@ class Engine:
         if not wanted:
             return []
         entry: tuple[list[Violation], frozenset[Any]] | None = block.memo.get(memo_key)
-        cached = entry[0] if entry is not None and still_returns(ctx.model, entry[1]) else None
+        cached = entry[0] if entry is not None and still_returns(ctx.semantic, entry[1]) else None
         out: list[Violation] = []
         if cached is not None:
             stats.blocks_from_cache += 1
@@ -218,7 +218,7 @@ class Engine:
                 continue
             file_key = ("file results", cache_key, r.code, key)
             found: tuple[list[Violation], frozenset[Any]] | None = block.memo.get(file_key)
-            if found is not None and still_returns(ctx.model, found[1]):
+            if found is not None and still_returns(ctx.semantic, found[1]):
                 out.extend(_place(v, ctx.path, block.start_line - 1) for v in found[0])
                 to_run.remove(r)
             else:
@@ -239,9 +239,9 @@ class Engine:
                 return type(node) is cst.FunctionDef and not ctx.in_forward
 
         used: set[Any] = set()
-        ctx.model.memo[RETURN_KINDS_USED] = used
+        ctx.semantic.memo[RETURN_KINDS_USED] = used
         walk(block.module, enter, leave, ctx.ancestors, prune)
-        del ctx.model.memo[RETURN_KINDS_USED]
+        del ctx.semantic.memo[RETURN_KINDS_USED]
         found_local: list[Violation] = []
         found_keyed: dict[Rule, list[Violation]] = {r: [] for r in file_keys}
         for rule, v in ctx.found:
@@ -393,7 +393,7 @@ def active_rules(config: Config) -> list[type[Rule]]:
     ]
 
 
-def _fingerprint(model: FileModel) -> int:
+def _fingerprint(model: SemanticModel) -> int:
     """What block-local rules may depend on outside their block."""
     return hash(
         (

@@ -19,7 +19,7 @@ import re
 from onnxlint.project.index import ProjectIndex
 from onnxlint.project.resolve import candidates
 from onnxlint.project.summary import summarise
-from onnxlint.semantic.model import FileModel
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.files import content_key
 
 # `from pkg.utils import a, b as c` and the parenthesised multi-line form.
@@ -77,7 +77,7 @@ class ImportedNames:
 
 
 def forward_callers(
-    index: ProjectIndex, names: ImportedNames, path: str, model: FileModel
+    index: ProjectIndex, names: ImportedNames, path: str, model: SemanticModel
 ) -> set[str]:
     """The top-level functions of `path` (not reachable from its own modules) that a
     forward-reachable function of another project file calls through an import."""

@@ -86,7 +86,7 @@ class ExportSite:
 def export_sites(index: ProjectIndex, facts: FileFacts) -> list[tuple[ExportSite, list[ClassRef]]]:
     """The export calls of one file with the classes each exports."""
     out: list[tuple[ExportSite, list[ClassRef]]] = []
-    for call in facts.model.export_calls:
+    for call in facts.semantic.export_calls:
         classes = _exported_classes(index, facts, call)
         line = call_line(facts, call.node)
         if line is None:
@@ -125,7 +125,7 @@ def target_sites(
             facts = index.facts(os.path.join(root, module))
         else:
             facts = index.module(os.path.join(root, "pyproject.toml"), module)
-        func = facts.model.functions.get(name) if facts is not None else None
+        func = facts.semantic.functions.get(name) if facts is not None else None
         if facts is None or func is None:
             continue
         shapes = raw.get("dynamic-shapes", raw.get("dynamic_shapes"))
@@ -136,7 +136,7 @@ def target_sites(
         if facts is None:
             continue
         lines = facts.analysis.text.splitlines()
-        for func in facts.model.functions.values():
+        for func in facts.semantic.functions.values():
             line = def_line(facts, func)
             if line is None:
                 continue
@@ -272,7 +272,7 @@ def called_classes(
     name = dotted(inner.func)
     if name is None:
         return []
-    model = facts.model
+    model = facts.semantic
     if name in model.classes:
         return [(facts, model.classes[name])]
     if name in model.functions:
@@ -354,7 +354,7 @@ def _wrapper_callers(
             continue
         local = other is facts
         for site in _calls_ending(other, func_name):
-            q = other.model.qualname(site.func)
+            q = other.semantic.qualname(site.func)
             target = func_name if local else None
             if not local:
                 if q is None or not q.endswith("." + func_name):
@@ -400,11 +400,11 @@ def _value_classes(
 
 def _walk_body(facts: FileFacts) -> list[cst.CSTNode]:
     """Every node of the file, listed once per check of the facts (memoised)."""
-    memo = facts.model.memo
+    memo = facts.semantic.memo
     nodes = memo.get("all nodes")
     if nodes is None:
         nodes = memo["all nodes"] = [
-            n for stmt in facts.model.module_body for n in iter_descendants(stmt)
+            n for stmt in facts.semantic.module_body for n in iter_descendants(stmt)
         ]
     return nodes  # type: ignore[return-value]
 

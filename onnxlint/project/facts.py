@@ -1,5 +1,5 @@
 """One file's facts as the rules and the project model see them: its parsed blocks, its
-semantic model (`FileModel`) and the `FileAnalysis` the per-file analyses (`exportflow`) read.
+semantic model (`SemanticModel`) and the `FileAnalysis` the per-file analyses (`exportflow`) read.
 
 `file_analysis` builds them from parsed blocks; the engine uses it for the file it checks,
 the project index for the project's other files (read as text, never imported).
@@ -17,7 +17,7 @@ from onnxlint.analysis.exportflow import STATEMENT_WORDS, block_words
 from onnxlint.analysis.file import FileAnalysis, ProjectLookup
 from onnxlint.core.config import Config
 from onnxlint.semantic.index import FunctionInfo, block_index
-from onnxlint.semantic.model import FileModel
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.blocks import Block
 
 
@@ -32,7 +32,7 @@ def file_analysis(
     """The semantic model of a file and its other facts, from its parsed blocks."""
     indexes = [block_index(b) for b in parsed]
     body: list[cst.BaseStatement] = [s for b in parsed if b.module for s in b.module.body]
-    model = FileModel.build(indexes, body, config.exporter, resolve_base)
+    model = SemanticModel.build(indexes, body, config.exporter, resolve_base)
     # Built when the export data-flow first asks (`exportflow`): most files have no
     # export call, and the words of every block cost ~3% of a cold check.
     model.memo[STATEMENT_WORDS] = partial(statement_words, parsed)
@@ -72,8 +72,8 @@ class FileFacts:
     fresh: bool = True
 
     @property
-    def model(self) -> FileModel:
-        return self.analysis.model
+    def semantic(self) -> SemanticModel:
+        return self.analysis.semantic
 
     def block_of(self, node: cst.CSTNode) -> Block | None:
         """The block whose tree holds the top-level statement `node` belongs to (by the

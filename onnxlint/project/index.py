@@ -110,7 +110,7 @@ class ProjectIndex:
             self._facts[facts.path] = facts
 
     def forget(self, path: str | None = None) -> None:
-        """Drop the facts of one file, or of all (their FileModels resolve bases through
+        """Drop the facts of one file, or of all (their SemanticModels resolve bases through
         other files, so a changed file can change what another's classes are)."""
         if path is None:
             self._facts.clear()
@@ -157,7 +157,7 @@ class ProjectIndex:
         if found is None:
             return None
         facts, name = found
-        info = getattr(facts.model, table).get(name)
+        info = getattr(facts.semantic, table).get(name)
         return (facts, info) if info is not None else None
 
     def find_constant(
@@ -171,7 +171,7 @@ class ProjectIndex:
         facts, name = found
         values = [
             node.value
-            for stmt in facts.model.module_body
+            for stmt in facts.semantic.module_body
             if isinstance(stmt, cst.SimpleStatementLine)
             for node in stmt.body
             if isinstance(node, cst.Assign)
@@ -189,7 +189,7 @@ class ProjectIndex:
             module = self.module(importer, module_name)
             if module is None:
                 return None
-            m = module.model
+            m = module.semantic
             if name in m.classes or name in m.functions or name in m.assigned_names:
                 return module, name
             target = m.imports.get(name)
@@ -200,12 +200,12 @@ class ProjectIndex:
 
     def resolve_in(self, facts: FileFacts, dotted_name: str) -> str | None:
         """A dotted name as written in `facts`' file to a qualified name (None: local)."""
-        return facts.model.resolve(dotted_name)
+        return facts.semantic.resolve(dotted_name)
 
     # -- modules
 
     def base_resolver(self, importer: str) -> Callable[[str], bool | None]:
-        """For `FileModel`: whether an imported base (qualified name) is a torch module."""
+        """For `SemanticModel`: whether an imported base (qualified name) is a torch module."""
 
         def resolve(qualname: str) -> bool | None:
             return self.is_module(importer, qualname)
@@ -354,9 +354,9 @@ class ProjectIndex:
         """The first base of `cls` that is a project class (single inheritance order)."""
         for base in cls.bases:
             head, _, rest = base.partition(".")
-            if not rest and head in facts.model.classes and head != cls.name:
-                return facts, facts.model.classes[head]
-            q = facts.model.resolve(base)
+            if not rest and head in facts.semantic.classes and head != cls.name:
+                return facts, facts.semantic.classes[head]
+            q = facts.semantic.resolve(base)
             if q is not None and not q.startswith(("torch.", "builtins.")):
                 found = self.find_class(facts.path, q)
                 if found is not None:
@@ -376,7 +376,7 @@ class ProjectIndex:
             if (f.path, c.name) in seen:
                 return None
             seen.add((f.path, c.name))
-            local = f.model.find_method(c.name, name)
+            local = f.semantic.find_method(c.name, name)
             if local is not None:
                 return f, local
             current = self.base_class(f, c)

@@ -26,7 +26,7 @@ from onnxlint.project.index import MAX_HOPS, ProjectIndex
 from onnxlint.project.reach import FileReach, ReachTable, compute_reach
 from onnxlint.project.resolve import project_files
 from onnxlint.semantic.index import block_index
-from onnxlint.semantic.model import FileModel
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.blocks import Block
 from onnxlint.source.files import content_key
 
@@ -238,7 +238,7 @@ class ProjectModel:
             self.index.adopt(facts, config)
         return self.table(config).for_file(path)
 
-    def forward_callers(self, path: str, model: FileModel) -> set[str]:
+    def forward_callers(self, path: str, model: SemanticModel) -> set[str]:
         """The file's top-level functions that other files' forward code calls (empty
         until the project has been scanned: never delays a deferred first check)."""
         if not self._imported_ready:
@@ -428,7 +428,7 @@ class ProjectModel:
                 if facts_o is None:
                     return None
                 for name in {*table.classes.get(other, {}), *table.roots.get(other, {})}:
-                    found = facts_o.model.classes.get(name)
+                    found = facts_o.semantic.classes.get(name)
                     current = (facts_o, found) if found is not None else None
                     for _ in range(MAX_HOPS):
                         if current is None:
@@ -457,7 +457,7 @@ def _class_shapes(
 
 def _with_local_bases(names: set[str], facts: FileFacts) -> set[str]:
     """`names` and the bases, in the same file, of the classes they name."""
-    model = facts.model
+    model = facts.semantic
     todo = list(names)
     while todo:
         info = model.classes.get(todo.pop())
@@ -473,4 +473,4 @@ def _with_local_bases(names: set[str], facts: FileFacts) -> set[str]:
 
 def _interface(facts: FileFacts) -> tuple[tuple[str, tuple[str, ...], bool], ...]:
     """What other files' facts may depend on: the classes, their bases, module or not."""
-    return tuple(sorted((c.name, c.bases, c.is_module) for c in facts.model.classes.values()))
+    return tuple(sorted((c.name, c.bases, c.is_module) for c in facts.semantic.classes.values()))

@@ -25,7 +25,7 @@ from onnxlint.project.index import ProjectIndex
 from onnxlint.semantic.frameworks import is_autograd_function
 from onnxlint.semantic.index import ClassInfo, FunctionInfo
 from onnxlint.semantic.kinds import Kind, Kinds
-from onnxlint.semantic.model import FileModel
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.walker import dotted, iter_descendants
 
 FuncKey = tuple["str | None", str]
@@ -150,7 +150,7 @@ def _walk_site(
                 for sub in composition(index, of, oc).get(attr, ()):
                     if sub[1] is not oc:
                         enter_class(sub)
-        model = facts.model
+        model = facts.semantic
         for n in func.name_calls:
             if n in model.functions:
                 todo.append((facts, model.functions[n], None))
@@ -174,7 +174,7 @@ def _walk_site(
 def symbolic_function(index: ProjectIndex, facts: FileFacts, name: str) -> str | None:
     """`Name` when `name` (as written before `.apply`) is a `torch.autograd.Function`
     subclass of the project with a `symbolic` method (for the TorchScript exporter)."""
-    model = facts.model
+    model = facts.semantic
     found: tuple[FileFacts, ClassInfo] | None = None
     if name in model.classes:
         found = (facts, model.classes[name])
@@ -188,7 +188,7 @@ def symbolic_function(index: ProjectIndex, facts: FileFacts, name: str) -> str |
     if "symbolic" not in cls.methods:
         return None
     for base in cls.bases:
-        q = owner.model.resolve(base) or base
+        q = owner.semantic.resolve(base) or base
         if is_autograd_function(q):
             return cls.name
     return None
@@ -213,7 +213,7 @@ def composition(index: ProjectIndex, facts: FileFacts, cls: ClassInfo) -> dict[s
     """`self.attr` -> the project module classes assigned to it in the class's methods
     (and its project bases'), memoised per file facts."""
     key = ("composition", cls.name)
-    memo = facts.model.memo
+    memo = facts.semantic.memo
     found = memo.get(key)
     if found is not None:
         return found  # type: ignore[return-value]
@@ -269,7 +269,7 @@ def _calls_in(expr: cst.BaseExpression) -> Iterator[cst.Call]:
 
 
 def local_param_kinds(
-    index: ProjectIndex | None, facts_model: FileModel, facts: FileFacts | None
+    index: ProjectIndex | None, facts_model: SemanticModel, facts: FileFacts | None
 ) -> dict[FuncKey, dict[str, Kind]]:
     """For the `forward` of module classes of one file: the parameters that every call
     seen in this file passes a non-tensor to (`blk(x, H, W)` with `H, W = x.shape[2:]`).
@@ -338,7 +338,7 @@ def local_param_kinds(
     return overrides
 
 
-def _guessed_params(model: FileModel, cls: str) -> bool:
+def _guessed_params(model: SemanticModel, cls: str) -> bool:
     fwd = model.find_method(cls, "forward")
     if fwd is None:
         return False
@@ -347,7 +347,7 @@ def _guessed_params(model: FileModel, cls: str) -> bool:
 
 
 def _observe(
-    model: FileModel,
+    model: SemanticModel,
     method: FunctionInfo,
     attrs: dict[str, list[str]],
     given: dict[str, Kind] | None,
@@ -374,7 +374,7 @@ def _observe(
     return out
 
 
-def _local_composition(model: FileModel, cls: ClassInfo) -> dict[str, list[str]]:
+def _local_composition(model: SemanticModel, cls: ClassInfo) -> dict[str, list[str]]:
     """`self.attr` -> local module class names built into it."""
     out: dict[str, list[str]] = {}
     init = cls.methods.get("__init__")  # where submodules are built (cheap: one method)

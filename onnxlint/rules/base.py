@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from onnxlint.semantic.calls import ExportCall
     from onnxlint.semantic.index import ClassInfo, FunctionInfo
     from onnxlint.semantic.kinds import Kind, Kinds
-    from onnxlint.semantic.model import FileModel
+    from onnxlint.semantic.model import SemanticModel
     from onnxlint.source.blocks import Block
 
 
@@ -93,7 +93,7 @@ class Rule:
         self.failed: BaseException | None = None
 
     @classmethod
-    def applies_to(cls, model: FileModel) -> bool:
+    def applies_to(cls, model: SemanticModel) -> bool:
         """A cheap file-level precondition (e.g. "the file exports something"): a rule
         that does not apply is not run on any block of the file."""
         return True
@@ -225,8 +225,8 @@ class Context:
         return self.analysis.config
 
     @property
-    def model(self) -> FileModel:
-        return self.analysis.model
+    def semantic(self) -> SemanticModel:
+        return self.analysis.semantic
 
     # -- scope, maintained by the engine's own handlers
 
@@ -246,7 +246,7 @@ class Context:
         self.function_stack.pop()
 
     def enter_class(self, node: cst.ClassDef) -> None:
-        info = self.model.classes.get(node.name.value)
+        info = self.semantic.classes.get(node.name.value)
         self.class_stack.append(info if info is not None and info.node is node else None)
 
     def leave_class(self, node: cst.ClassDef) -> None:
@@ -281,7 +281,7 @@ class Context:
         if func is None:
             return False
         if not self.reaching_exports() and (
-            not self.model.is_reachable(func) or never_exported(self, func)
+            not self.semantic.is_reachable(func) or never_exported(self, func)
         ):
             return False
         return not in_dead_branch(self)
@@ -295,12 +295,12 @@ class Context:
 
     @property
     def uses_torchscript(self) -> bool:
-        return self.model.uses_torchscript
+        return self.semantic.uses_torchscript
 
     # -- semantic queries
 
     def qualname(self, expr: cst.BaseExpression) -> str | None:
-        return self.model.qualname(expr)
+        return self.semantic.qualname(expr)
 
     def kinds(self) -> Kinds:
         from onnxlint.semantic.kinds import Kinds
@@ -309,7 +309,7 @@ class Context:
         key = id(func.node) if func is not None else 0
         k = self._kinds.get(key)
         if k is None:
-            k = Kinds(self.model, func, self.param_kinds.get(func.key) if func else None)
+            k = Kinds(self.semantic, func, self.param_kinds.get(func.key) if func else None)
             self._kinds[key] = k
         return k
 
@@ -320,13 +320,13 @@ class Context:
         if type(expr) is cst.Name and self.ancestors:
             from onnxlint.semantic.kinds import narrowed_kind
 
-            narrowed = narrowed_kind(self.model, self.ancestors, expr)
+            narrowed = narrowed_kind(self.semantic, self.ancestors, expr)
             if narrowed is not None:
                 return narrowed
         return self.kinds().of(expr)
 
     def export_call(self, call: cst.Call) -> ExportCall | None:
-        return self.model.export_call_for(call)
+        return self.semantic.export_call_for(call)
 
     def enclosing(self, *types: type) -> cst.CSTNode | None:
         for node in reversed(self.ancestors):

@@ -1,7 +1,7 @@
 """The per-block index of a file: its defs, classes and interesting call sites.
 
 Built once per parsed block and cached with it, so an edit inside one method re-indexes one
-block (`block_index`). `FileModel` (onnxlint.semantic.model) is built from these indexes.
+block (`block_index`). `SemanticModel` (onnxlint.semantic.model) is built from these indexes.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ class ClassInfo:
     node: cst.ClassDef
     bases: tuple[str, ...]  # dotted base expressions as written
     methods: dict[str, FunctionInfo] = field(default_factory=dict)
-    is_module: bool = False  # filled in by FileModel
+    is_module: bool = False  # filled in by SemanticModel
     module_reason: str = ""
     # Answers about this class kept as long as its block (see project.reach).
     memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)

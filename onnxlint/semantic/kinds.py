@@ -12,7 +12,7 @@ import libcst as cst
 
 from onnxlint.semantic.calls import is_none
 from onnxlint.semantic.index import FunctionInfo
-from onnxlint.semantic.model import FileModel
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.walker import dotted, iter_children, iter_descendants
 
 
@@ -286,7 +286,7 @@ class Kinds:
 
     def __init__(
         self,
-        model: FileModel,
+        model: SemanticModel,
         func: FunctionInfo | None,
         param_kinds: dict[str, Kind] | None = None,
     ) -> None:
@@ -514,7 +514,7 @@ class Kinds:
         return None
 
 
-def return_kind(model: FileModel, func: FunctionInfo) -> Kind:
+def return_kind(model: SemanticModel, func: FunctionInfo) -> Kind:
     """What a function of the file returns: its annotation (`-> torch.Tensor`), else
     the kind every `return` agrees on (UNKNOWN when they differ or none returns)."""
     key = ("return kind", func.class_name, func.name)
@@ -537,7 +537,7 @@ _LIBRARY_PREFIXES = ("torch.", "builtins.", "numpy.", "math.", "typing.", "os.",
 _IMPORTED = "<import>"  # the class slot of an imported function in RETURN_KINDS_USED
 
 
-def imported_return_kind(model: FileModel, qualname: str) -> Kind | None:
+def imported_return_kind(model: SemanticModel, qualname: str) -> Kind | None:
     """The kind an imported project function returns, None when unknown."""
     if model.imported_return_kind is None or qualname.startswith(_LIBRARY_PREFIXES):
         return None
@@ -554,7 +554,9 @@ def imported_return_kind(model: FileModel, qualname: str) -> Kind | None:
 RETURN_KINDS_USED = "return kinds used"
 
 
-def still_returns(model: FileModel, used: Collection[tuple[str | None, str, Kind | None]]) -> bool:
+def still_returns(
+    model: SemanticModel, used: Collection[tuple[str | None, str, Kind | None]]
+) -> bool:
     """Whether every function in `used` still exists and returns the kind recorded."""
     for cls_name, name, kind in used:
         if cls_name == _IMPORTED:
@@ -613,7 +615,7 @@ _CONVERTERS = frozenset({"builtins.int", "builtins.float", "builtins.bool"})
 
 
 def narrowed_kind(
-    model: FileModel, ancestors: Sequence[cst.CSTNode], name: cst.Name
+    model: SemanticModel, ancestors: Sequence[cst.CSTNode], name: cst.Name
 ) -> Kind | None:
     """The kind an enclosing `if isinstance(name, T):` (or its `else`, or an `elif`
     after it) gives `name`, innermost first; None when no test narrows it."""
@@ -632,7 +634,7 @@ def narrowed_kind(
     return None
 
 
-def _isinstance_tensor(model: FileModel, test: cst.BaseExpression, name: str) -> bool | None:
+def _isinstance_tensor(model: SemanticModel, test: cst.BaseExpression, name: str) -> bool | None:
     """For `isinstance(name, T)`: True when T is a tensor type, False when it names only
     other types; None when the test is something else."""
     if not (

@@ -32,7 +32,7 @@ _BUILTINS = frozenset(dir(builtins))
 
 
 @dataclass
-class FileModel:
+class SemanticModel:
     """The semantic model of one file (see the module docstring)."""
 
     imports: dict[str, str]
@@ -63,7 +63,7 @@ class FileModel:
         module_body: list[cst.BaseStatement],
         default_exporter: str = "auto",
         resolve_base: Callable[[str], bool | None] | None = None,
-    ) -> FileModel:
+    ) -> SemanticModel:
         imports: dict[str, str] = {}
         classes: dict[str, ClassInfo] = {}
         functions: dict[str, FunctionInfo] = {}

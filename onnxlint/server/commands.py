@@ -69,8 +69,8 @@ def target_text(
 
     path = os.path.abspath(ls.path_of(uri))
     facts = ls.engine.project.facts(path, text)
-    bound = set(facts.model.imports) | set(facts.model.classes) if facts else set()
-    taken = set(facts.model.functions) if facts else set()
+    bound = set(facts.semantic.imports) | set(facts.semantic.classes) if facts else set()
+    taken = set(facts.semantic.functions) if facts else set()
     name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", cls).lower()
     while name in taken or name in bound:
         name += "_target"

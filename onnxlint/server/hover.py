@@ -204,7 +204,7 @@ def _module_classes(ls: OnnxlintServer, path: str, source: str) -> set[str]:
     """Names of the file's torch module classes, from the project index's facts of this
     text (kept per content, with bases resolved across files as the checks do)."""
     facts = ls.engine.project.facts(path, source)
-    return {c.name for c in facts.model.module_classes()} if facts is not None else set()
+    return {c.name for c in facts.semantic.module_classes()} if facts is not None else set()
 
 
 def _class_at(source: str, line: str, line_no: int) -> tuple[str, bool] | None:

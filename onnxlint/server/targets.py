@@ -51,7 +51,7 @@ def target_classes(index: Any, target: Any) -> set[ClassKey]:
     if loc is None:
         return set()
     facts = index.facts(str(loc[0]))
-    func = facts.model.functions.get(target.factory.partition(":")[2]) if facts else None
+    func = facts.semantic.functions.get(target.factory.partition(":")[2]) if facts else None
     if facts is None or func is None:
         return set()
     return {(_real(f.path), c.name) for f, c in returned_classes(index, facts, func, depth=2)}
@@ -104,7 +104,7 @@ def lenses_for(
                 loc = (t.decl_path, t.decl_line)  # the class is its own target
             if loc is not None and _real(loc[0]) == here:
                 out.append(analyze(loc[1], t.name))
-        for cls in facts.model.module_classes():
+        for cls in facts.semantic.module_classes():
             line = _class_line(facts, cls)
             key = (here, cls.name)
             for t in targets:

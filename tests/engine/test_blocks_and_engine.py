@@ -8,7 +8,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from onnxlint.engine import Engine
 from onnxlint.semantic.index import index_block
-from onnxlint.semantic.model import FileModel
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.blocks import ParseCache, split_blocks
 
 SOURCE = '''\
@@ -75,7 +75,7 @@ def test_blocks_cover_the_file_exactly_and_all_parse() -> None:
 def test_semantic_model_resolves_imports_modules_and_reachability() -> None:
     blocks = split_blocks(SOURCE, ParseCache())
     indexes = [index_block(b.module) for b in blocks if b.module]
-    model = FileModel.build(indexes, [])
+    model = SemanticModel.build(indexes, [])
     assert model.imports["tox"] == "torch.onnx"
     assert model.resolve("nn.Module") == "torch.nn.Module"
     assert model.classes["Net"].is_module and model.classes["Deeper"].is_module

@@ -115,7 +115,7 @@ class StringDimInTorchExport(Rule):
         arg = keyword_arg(node, "dynamic_shapes")
         if arg is None:
             return
-        torch_name = next((b for b, q in self.ctx.model.imports.items() if q == "torch"), None)
+        torch_name = next((b for b, q in self.ctx.semantic.imports.items() if q == "torch"), None)
         for dim in _string_dims(arg.value):
             name = dim.evaluated_value
             if not isinstance(name, str):

@@ -24,7 +24,7 @@ from onnxlint.rules.base import Context
 from onnxlint.rules.exporter_api.api_table import BUILTIN_OP_NAMESPACES
 from onnxlint.semantic.calls import positional_args
 from onnxlint.semantic.index import FunctionInfo
-from onnxlint.semantic.model import FileModel
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.walker import dotted, iter_descendants
 
 _FAKE_KEYS = ("Meta", "CompositeImplicitAutograd")
@@ -72,7 +72,7 @@ class CustomOps:
 
 
 def _memo(ctx: Context) -> dict[object, object]:
-    memo = getattr(ctx.model, "memo", None)
+    memo = getattr(ctx.semantic, "memo", None)
     if isinstance(memo, dict):
         return memo
     fallback: dict[object, object] = ctx.__dict__.setdefault("_olx5_memo", {})
@@ -86,7 +86,7 @@ def _str(expr: cst.BaseExpression | None) -> str | None:
     return None
 
 
-def ops_qual(model: FileModel, expr: cst.BaseExpression) -> str | None:
+def ops_qual(model: SemanticModel, expr: cst.BaseExpression) -> str | None:
     """`torch.ops.ns.name[.overload]` -> "ns::name"."""
     q = model.qualname(expr)
     if q is None or not q.startswith("torch.ops."):
@@ -97,7 +97,7 @@ def ops_qual(model: FileModel, expr: cst.BaseExpression) -> str | None:
     return f"{parts[2]}::{parts[3]}"
 
 
-def _libraries(model: FileModel) -> dict[str, str]:
+def _libraries(model: SemanticModel) -> dict[str, str]:
     """Module-level `lib = torch.library.Library("ns", ...)`: {"lib": "ns"}."""
     out: dict[str, str] = {}
     for stmt in model.module_body:
@@ -132,12 +132,12 @@ def custom_ops(ctx: Context) -> CustomOps:
     found = memo.get("olx5-custom-ops")
     if isinstance(found, CustomOps):
         return found
-    result = _collect(ctx.model, ctx.text)
+    result = _collect(ctx.semantic, ctx.text)
     memo["olx5-custom-ops"] = result
     return result
 
 
-def _collect(model: FileModel, text: str) -> CustomOps:
+def _collect(model: SemanticModel, text: str) -> CustomOps:
     out = CustomOps()
     libs = _libraries(model)
     if "impl_abstract" in text:  # not in the indexed call tails: be conservative
@@ -238,7 +238,7 @@ class OpUse:
         return self.qual or self.py_name or "?"
 
 
-def _function_infos(model: FileModel) -> dict[tuple[str | None, str], FunctionInfo]:
+def _function_infos(model: SemanticModel) -> dict[tuple[str | None, str], FunctionInfo]:
     out: dict[tuple[str | None, str], FunctionInfo] = {}
     for f in model.functions.values():
         out[f.key] = f
@@ -248,7 +248,7 @@ def _function_infos(model: FileModel) -> dict[tuple[str | None, str], FunctionIn
     return out
 
 
-def reachable_from(model: FileModel, class_name: str) -> set[tuple[str | None, str]]:
+def reachable_from(model: SemanticModel, class_name: str) -> set[tuple[str | None, str]]:
     """Functions that run when `class_name`'s forward runs (through submodules of this file
     used as `self.x(...)` too coarse to follow: every module class of the file counts)."""
     start = model.find_method(class_name, "forward")
@@ -278,7 +278,7 @@ def op_uses(ctx: Context, keys: set[tuple[str | None, str]] | None = None) -> li
     """Custom-op uses in the given functions (default: all forward-reachable code)."""
     if not any(word in ctx.text for word in _USE_WORDS):
         return []  # no `torch.ops.` attribute and no op defined here: nothing to walk
-    model = ctx.model
+    model = ctx.semantic
     ops = custom_ops(ctx)
     memo = _memo(ctx)
     infos = _function_infos(model)
@@ -296,7 +296,7 @@ def op_uses(ctx: Context, keys: set[tuple[str | None, str]] | None = None) -> li
     return out
 
 
-def _uses_in(model: FileModel, ops: CustomOps, info: FunctionInfo) -> list[OpUse]:
+def _uses_in(model: SemanticModel, ops: CustomOps, info: FunctionInfo) -> list[OpUse]:
     uses: list[OpUse] = []
     for n in iter_descendants(info.node.body):
         if isinstance(n, cst.Attribute):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from onnxlint.semantic.calls import positional_args
-from onnxlint.semantic.model import FileModel
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.walker import dotted, iter_descendants
 
 _SIZE_IN_NAME = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*([bBmM])(?![a-zA-Z])")
@@ -40,7 +40,7 @@ class Estimate:
         self.exact = self.exact and other.exact
 
 
-def _constants(model: FileModel) -> dict[str, int]:
+def _constants(model: SemanticModel) -> dict[str, int]:
     out: dict[str, int] = {}
     for stmt in model.module_body:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -71,7 +71,7 @@ def _ints(call: cst.Call, n: int, consts: dict[str, int]) -> list[int] | None:
     return None if any(v is None for v in vals) else [v for v in vals if v is not None]
 
 
-def class_estimate(model: FileModel, class_name: str, _depth: int = 0) -> Estimate:
+def class_estimate(model: SemanticModel, class_name: str, _depth: int = 0) -> Estimate:
     est = Estimate(source=f"`{class_name}`'s layers")
     if _depth > 6:
         est.exact = False
@@ -111,7 +111,7 @@ def _enclosing_comprehension(root: cst.CSTNode, target: cst.CSTNode) -> cst.CSTN
     return None
 
 
-def _range_count(model: FileModel, comp: cst.CSTNode, consts: dict[str, int]) -> int | None:
+def _range_count(model: SemanticModel, comp: cst.CSTNode, consts: dict[str, int]) -> int | None:
     assert isinstance(comp, (cst.ListComp, cst.GeneratorExp))
     it = comp.for_in.iter
     if isinstance(it, cst.Call) and model.qualname(it.func) == "builtins.range":
@@ -121,7 +121,7 @@ def _range_count(model: FileModel, comp: cst.CSTNode, consts: dict[str, int]) ->
     return None
 
 
-def _layer(model: FileModel, call: cst.Call, consts: dict[str, int], depth: int) -> Estimate:
+def _layer(model: SemanticModel, call: cst.Call, consts: dict[str, int], depth: int) -> Estimate:
     q = model.qualname(call.func) or ""
     name = q.rsplit(".", 1)[-1]
     est = Estimate()
@@ -163,7 +163,7 @@ def _layer(model: FileModel, call: cst.Call, consts: dict[str, int], depth: int)
     return est
 
 
-def config_estimate(model: FileModel, call: cst.Call) -> Estimate | None:
+def config_estimate(model: SemanticModel, call: cst.Call) -> Estimate | None:
     """An inline `XConfig(hidden_size=..., num_hidden_layers=..., ...)`."""
     d = dotted(call.func) or ""
     if not d.endswith("Config"):

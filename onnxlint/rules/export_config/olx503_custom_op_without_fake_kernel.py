@@ -204,7 +204,7 @@ class CustomOpWithoutFakeKernel(Rule):
     def _exported(self, op: CustomOp) -> bool:
         exports = [
             e
-            for e in self.ctx.model.export_calls
+            for e in self.ctx.semantic.export_calls
             if e.kind in (ExportKind.TORCH_EXPORT, ExportKind.ONNX_DYNAMO_EXPORT)
             or export_path(self.ctx, e) is ExportPath.DYNAMO
         ]

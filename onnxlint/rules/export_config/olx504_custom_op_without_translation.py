@@ -235,7 +235,7 @@ class CustomOpWithoutTranslation(Rule):
         if exported_model is not None:
             ref = exported_model(self.ctx, call)
             if ref is not None and ref.class_info is not None:
-                keys = reachable_from(self.ctx.model, ref.class_info.name)
+                keys = reachable_from(self.ctx.semantic, ref.class_info.name)
         return op_uses(self.ctx, keys)
 
     def _table_keys(self, expr: cst.BaseExpression) -> set[str] | None:
@@ -248,7 +248,7 @@ class CustomOpWithoutTranslation(Rule):
         for el in value.elements:
             if not isinstance(el, cst.DictElement):
                 return None
-            qual = ops_qual(self.ctx.model, el.key)
+            qual = ops_qual(self.ctx.semantic, el.key)
             if qual is not None:
                 out.add(qual)
                 continue

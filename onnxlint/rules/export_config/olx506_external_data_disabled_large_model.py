@@ -204,7 +204,7 @@ class ExternalDataDisabledLargeModel(Rule):
         ref = exported_model(self.ctx, call)
         if ref is None:
             return None
-        model = self.ctx.model
+        model = self.ctx.semantic
         if ref.class_info is not None:
             return class_estimate(model, ref.class_info.name)
         values: list[cst.BaseExpression] = [
@@ -241,7 +241,7 @@ class ExternalDataDisabledLargeModel(Rule):
         for a in value.args:  # `LlamaForCausalLM(config)` / `from_config(config)`
             inner = single_value(self.ctx, a.value)
             if isinstance(inner, cst.Call):
-                est = config_estimate(self.ctx.model, inner)
+                est = config_estimate(self.ctx.semantic, inner)
                 if est is not None:
                     return est
         return None

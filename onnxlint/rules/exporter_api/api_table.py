@@ -233,7 +233,7 @@ def onnx_export_on_dynamo(ctx: Context, node: cst.Call) -> ExportCall | None:
 
 def torch_module_name(ctx: Context) -> str | None:
     """The name `torch` is bound to in the file (`import torch`), if any."""
-    for bound, full in ctx.model.imports.items():
+    for bound, full in ctx.semantic.imports.items():
         if full == "torch":
             return bound
     return None
@@ -256,7 +256,7 @@ def assigned_values(ctx: Context, name: str) -> list[cst.BaseExpression]:
         scope = func.node.body
         nodes = iter_descendants(scope)
     else:
-        nodes = (n for stmt in ctx.model.module_body for n in iter_descendants(stmt))
+        nodes = (n for stmt in ctx.semantic.module_body for n in iter_descendants(stmt))
     for n in nodes:
         if isinstance(n, cst.Assign):
             if any(isinstance(t.target, cst.Name) and t.target.value == name for t in n.targets):
@@ -269,7 +269,7 @@ def assigned_values(ctx: Context, name: str) -> list[cst.BaseExpression]:
         ):
             out.append(n.value)
     if func is not None and not out:  # a module-level constant used inside a function
-        for stmt in ctx.model.module_body:
+        for stmt in ctx.semantic.module_body:
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
                     if isinstance(small, cst.Assign) and any(

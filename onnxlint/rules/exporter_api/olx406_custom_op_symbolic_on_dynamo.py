@@ -105,7 +105,7 @@ class CustomOpSymbolicOnDynamo(Rule):
         if self.ctx.qualname(node.func) not in _NAMES:
             return
         paths = {
-            p for e in self.ctx.model.export_calls if (p := export_path(self.ctx, e)) is not None
+            p for e in self.ctx.semantic.export_calls if (p := export_path(self.ctx, e)) is not None
         }
         if ExportPath.DYNAMO in paths:
             severity = Severity.WARNING

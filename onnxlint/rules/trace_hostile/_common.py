@@ -10,7 +10,7 @@ import libcst as cst
 from onnxlint.rules.base import Context
 from onnxlint.semantic.calls import ExportKind
 from onnxlint.semantic.kinds import Kind
-from onnxlint.semantic.model import FileModel
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.walker import dotted
 
 # Calls that tell the code is being exported or compiled: code guarded by them was written
@@ -74,7 +74,7 @@ def traced(ctx: Context) -> bool:
     sites = ctx.reaching_exports()
     if sites:  # a dynamo export that fails outranks a trace that freezes a constant
         return all(s.traced for s in sites)
-    model = ctx.model
+    model = ctx.semantic
     if model.export_calls:
         return any(
             e.kind in (ExportKind.JIT_TRACE, ExportKind.ONNX_TORCHSCRIPT)
@@ -265,7 +265,7 @@ def unannotated_param(ctx: Context, expr: cst.BaseExpression) -> bool:
     return False
 
 
-def torch_name(model: FileModel) -> str | None:
+def torch_name(model: SemanticModel) -> str | None:
     """The name the file binds the `torch` module to (`torch`, or `th` for `import torch as th`)."""
     if model.imports.get("torch") == "torch":
         return "torch"
@@ -310,7 +310,7 @@ def kind_here(ctx: Context, expr: cst.BaseExpression, at: cst.CSTNode) -> Kind:
         return ctx.kind(expr)
     from onnxlint.semantic.kinds import narrowed_kind
 
-    narrowed = narrowed_kind(ctx.model, ctx.ancestors, expr)
+    narrowed = narrowed_kind(ctx.semantic, ctx.ancestors, expr)
     if narrowed is not None:
         return narrowed  # `else:` of `isinstance(x, torch.Tensor)`: whatever the if-branch assigned
     last = last_value(ctx, expr, at)
@@ -376,7 +376,7 @@ def specialising_path(ctx: Context) -> str | None:
     one, the file's own export calls and the `exporter` setting."""
     here = os.path.abspath(ctx.path)
     sites = [s for s in ctx.reaching_exports() if s.path != here]
-    if sites and not ctx.model.export_calls:
+    if sites and not ctx.semantic.export_calls:
         root = str(ctx.config.root) if ctx.config.root is not None else None
         ordered = sorted(sites, key=lambda s: (s.path, s.line))
         for site in ordered:
@@ -390,7 +390,7 @@ def specialising_path(ctx: Context) -> str | None:
                     f"dynamic ({site.exporter})"
                 )
         return None
-    model = ctx.model
+    model = ctx.semantic
     if any(e.kind is ExportKind.JIT_TRACE for e in model.export_calls):
         return "tracing freezes it to the example input's size"
     if model.declares_dynamic_dims:

@@ -28,7 +28,7 @@ from onnxlint.semantic.calls import (
     strip_method_calls,
 )
 from onnxlint.semantic.index import ClassInfo, FunctionInfo, block_index
-from onnxlint.semantic.model import FileModel
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.blocks import Block
 from onnxlint.source.walker import dotted, iter_children
 
@@ -159,7 +159,7 @@ class LiteralSizeOnDynamicDim(Rule):
     forward_only = True
 
     @classmethod
-    def applies_to(cls, model: FileModel) -> bool:
+    def applies_to(cls, model: SemanticModel) -> bool:
         return model.declares_dynamic_dims or model.exported_dynamic_elsewhere
 
     def block_key(self, block: Block) -> object:
@@ -641,7 +641,7 @@ class _Flow:
 
 
 def _flow(ctx: Context, func: FunctionInfo, params: dict[str, Taint]) -> _Flow:
-    memo = ctx.model.memo
+    memo = ctx.semantic.memo
     key = ("olx105-flow", id(func.node))
     found = memo.get(key)
     if not isinstance(found, _Flow):
@@ -655,13 +655,13 @@ def _flow(ctx: Context, func: FunctionInfo, params: dict[str, Taint]) -> _Flow:
 
 def _facts(ctx: Context) -> Facts:
     """Per function reachable from an exported model's `forward`: its tainted parameters."""
-    memo = ctx.model.memo
+    memo = ctx.semantic.memo
     found = memo.get("olx105-facts")
     if isinstance(found, dict):
         return found
     facts: Facts = {}
     memo["olx105-facts"] = facts
-    for call in ctx.model.export_calls:
+    for call in ctx.semantic.export_calls:
         if call.kind not in _EXPORTS:
             continue
         ref = exported_model(ctx, call)
@@ -682,7 +682,7 @@ def _remote_facts(ctx: Context, facts: Facts) -> None:
         return
     here = os.path.abspath(ctx.path)
     for name, sites in reach.roots.items():
-        cls = ctx.model.classes.get(name)
+        cls = ctx.semantic.classes.get(name)
         params = forward_params(ctx, cls) if cls is not None else None
         if cls is None or params is None:
             continue
@@ -693,7 +693,7 @@ def _remote_facts(ctx: Context, facts: Facts) -> None:
             if other is None:
                 continue
             call = next(
-                (c for c in other.model.export_calls if call_line(other, c.node) == site.line),
+                (c for c in other.semantic.export_calls if call_line(other, c.node) == site.line),
                 None,
             )
             if call is None:
@@ -815,7 +815,7 @@ def _dim_label(ctx: FileView, spec: cst.BaseExpression) -> str | None:
 def _propagate(ctx: Context, cls: ClassInfo, declared: dict[str, Taint], facts: Facts) -> None:
     """Carry the tainted parameters from `forward` into the methods and module functions it
     calls (arguments matched by position or keyword)."""
-    fwd = ctx.model.find_method(cls.name, "forward")
+    fwd = ctx.semantic.find_method(cls.name, "forward")
     if fwd is None:
         return
     todo: list[tuple[FunctionInfo, dict[str, Taint]]] = [(fwd, declared)]
@@ -829,7 +829,7 @@ def _propagate(ctx: Context, cls: ClassInfo, declared: dict[str, Taint], facts: 
             continue
         have.update(new)
         memo_key = ("olx105-flow", id(func.node))
-        ctx.model.memo.pop(memo_key, None)
+        ctx.semantic.memo.pop(memo_key, None)
         flow = _Flow(ctx, func, have)
         for node in _calls(func.node.body):
             target = _callee(ctx, cls, node)
@@ -872,7 +872,7 @@ def _callee(ctx: Context, cls: ClassInfo, call: cst.Call) -> FunctionInfo | None
         and isinstance(func.value, cst.Name)
         and func.value.value == "self"
     ):
-        return ctx.model.find_method(cls.name, func.attr.value)
+        return ctx.semantic.find_method(cls.name, func.attr.value)
     if isinstance(func, cst.Name):
-        return ctx.model.functions.get(func.value)
+        return ctx.semantic.functions.get(func.value)
     return None

@@ -10,7 +10,7 @@ from onnxlint.core.violation import Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import under_export_guard
 from onnxlint.semantic.kinds import Kind
-from onnxlint.semantic.model import FileModel
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.walker import dotted, iter_children, iter_descendants
 
 
@@ -219,7 +219,7 @@ class ModuleAttributeAssignedInForward(Rule):
             return  # written before any read in this call: nothing carried across calls
         if value is not None and not self._from_inputs(value):
             return  # a constant, a flag, a lazily built table: the same for every input
-        if target.attr.value in _reset_by_owner(self.ctx.model):
+        if target.attr.value in _reset_by_owner(self.ctx.semantic):
             return  # a per-call cache its owner clears before each encode/decode
         if self._guarded_write(target.attr.value, value):
             return
@@ -380,7 +380,7 @@ def _moves_itself(value: cst.BaseExpression, attr: str) -> bool:
 _EMPTY = ("None", "[]", "{}", "()", "0")
 
 
-def _reset_by_owner(model: FileModel) -> frozenset[str]:
+def _reset_by_owner(model: SemanticModel) -> frozenset[str]:
     """Attributes another object clears from outside (`module.cache = None` in a loop over
     submodules, or `module.clear_cache()` whose body sets `self.cache = None`): the
     per-call caches of causal/chunked convolutions that the parent resets before each

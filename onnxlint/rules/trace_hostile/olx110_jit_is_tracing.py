@@ -223,12 +223,12 @@ class JitIsTracing(Rule):
         if sites:
             only_tracing = all(s.traced or s.kind is ExportKind.JIT_SCRIPT for s in sites)
         else:
-            model = self.ctx.model
+            model = self.ctx.semantic
             only_tracing = bool(model.export_calls) and all(
                 e.kind in (ExportKind.JIT_TRACE, ExportKind.ONNX_TORCHSCRIPT)
                 for e in model.export_calls
             )
-        torch = torch_name(self.ctx.model)
+        torch = torch_name(self.ctx.semantic)
         fix = None
         # The fix switches the guard to the dynamo path: only where a dynamo export runs it
         # (on code that is only traced it would break the trace path).

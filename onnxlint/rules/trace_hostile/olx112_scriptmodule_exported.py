@@ -179,7 +179,7 @@ class ScriptModuleExported(Rule):
             if found:
                 return found
         values: list[cst.BaseExpression] = []
-        for stmt in statements_naming(self.ctx, self.ctx.model.module_body, name.value):
+        for stmt in statements_naming(self.ctx, self.ctx.semantic.module_body, name.value):
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 continue
             for node in (stmt, *iter_descendants(stmt)):
