@@ -85,7 +85,7 @@ DEPS = [
     "stringcase",
     "rapidfuzz",
     "onnxsim",
-    # added in session 8 (each was a stop at an import; pinned):
+    # added 2026-11-25 (each was a stop at an import; pinned):
     "lap==0.5.13",  # boxmot's matching
     "prettytable==3.18.0",  # mmsegmentation's datasets
     "tensorboard==2.21.0",  # super-gradients' monitoring
@@ -104,7 +104,7 @@ DEPS = [
     "einops==0.8.2",  # super-gradients' ViT
     "unidecode==1.4.0",  # cnstd
     "pathvalidate==3.3.1",  # piper
-    # added in session 11:
+    # added 2026-11-26:
     "deprecated==1.2.18",  # super-gradients' QAT trainer
 ]
 # Installed with --no-deps (their requirements would pull torchvision or a torch):
