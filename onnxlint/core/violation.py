@@ -32,7 +32,11 @@ def line_starts(text: str) -> list[int]:
     return [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
 
 
-DOCS_BASE_URL = "https://onnxlint.dev/rules/"
+# Where the documentation site (docs/, built with Sphinx) is served: GitHub Pages of the
+# repository, published by .github/workflows/docs.yml. Every URL a finding carries is a page
+# of it (tests/docs checks each one against a build).
+DOCS_URL = "https://onnxlint.github.io/onnxlint/"
+DOCS_BASE_URL = f"{DOCS_URL}rules/"
 
 
 class Severity(str, enum.Enum):

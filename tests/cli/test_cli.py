@@ -44,7 +44,7 @@ def test_finding_exits_1_with_code_frame_and_link(cli, tmp_path: Path) -> None:
     out = r.stdout
     assert "bad.py:2:" in out and "OLX401" in out
     assert "^^^^" in out  # the code frame marks the argument
-    assert "https://onnxlint.dev/rules/OLX401/" in out
+    assert "https://onnxlint.github.io/onnxlint/rules/OLX401/" in out
     assert "\x1b[" not in out  # no colour when not on a terminal
 
 

@@ -226,7 +226,7 @@ async def test_hover_on_a_finding_and_on_a_suppression_comment(shared: Client, t
     assert value.startswith("**OLX401** `legacy-torchscript-exporter`")
     assert diag.message not in value  # the editor shows the message already
     assert "**Use instead:**\n```python" in value and "**Quick fix:**" in value
-    assert value.endswith("[Full rule page](https://onnxlint.dev/rules/OLX401/)")
+    assert value.endswith("[Full rule page](https://onnxlint.github.io/onnxlint/rules/OLX401/)")
     assert len(value) < 900
     col = text.splitlines()[3].index("OLX201") + 2
     hover = await lsp.text_document_hover_async(

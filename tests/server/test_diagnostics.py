@@ -40,7 +40,7 @@ async def test_diagnostics_appear_change_and_clear(lsp: Client, editor: str, tmp
     assert d.source == "onnxlint"
     assert d.severity == types.DiagnosticSeverity.Warning
     assert d.code_description is not None
-    assert d.code_description.href == "https://onnxlint.dev/rules/OLX401/"
+    assert d.code_description.href == "https://onnxlint.github.io/onnxlint/rules/OLX401/"
     assert list(d.tags or []) == [types.DiagnosticTag.Deprecated]
     assert d.range == types.Range(types.Position(2, 41), types.Position(2, 53))  # dynamo=False
     assert d.data["fix"]["safety"] == "unsafe"

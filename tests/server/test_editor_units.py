@@ -17,7 +17,7 @@ def test_every_rule_has_a_short_hover_with_why_use_instead_fix_and_link() -> Non
         assert text.startswith(f"**{rule.code}** `{rule.name}`")
         assert f"# {rule.code}" not in text and "## " not in text  # no page headings
         assert "--" not in text.replace("---", "")  # no CLI flags
-        assert text.endswith(f"[Full rule page](https://onnxlint.dev/rules/{rule.code}/)")
+        assert text.endswith(f"[Full rule page](https://onnxlint.github.io/onnxlint/rules/{rule.code}/)")
         assert "**Fix:**" in text or "**Quick fix:**" in text
         if "```" in rule.doc_sections().get("Use instead", ""):
             assert "**Use instead:**\n```" in text, rule.code

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from onnxlint import __version__
-from onnxlint.core.violation import DOCS_BASE_URL, Severity, Violation
+from onnxlint.core.violation import DOCS_BASE_URL, DOCS_URL, Severity, Violation
 from onnxlint.rules import rule_by_code
 
 
@@ -94,7 +94,7 @@ def render_sarif(violations: Sequence[Violation], root: Path) -> str:
                     "driver": {
                         "name": "onnxlint",
                         "version": __version__,
-                        "informationUri": "https://onnxlint.dev/",
+                        "informationUri": DOCS_URL,
                         "rules": rules,
                     }
                 },

@@ -43,7 +43,7 @@ class InvalidAnalysisTarget(Rule):
     No fix.
 
     ## References
-    - https://onnxlint.dev/deep/targets/
+    - https://onnxlint.github.io/onnxlint/deep/targets/
     """
 
     code = "OLX812"

@@ -34,7 +34,7 @@ class AnalysisCrashed(Rule):
     No fix.
 
     ## References
-    - https://onnxlint.dev/deep/worker/
+    - https://onnxlint.github.io/onnxlint/deep/worker/
     """
 
     code = "OLX813"

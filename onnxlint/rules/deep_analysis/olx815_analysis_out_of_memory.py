@@ -35,7 +35,7 @@ class AnalysisOutOfMemory(Rule):
     No fix.
 
     ## References
-    - https://onnxlint.dev/deep/worker/
+    - https://onnxlint.github.io/onnxlint/deep/worker/
     """
 
     code = "OLX815"

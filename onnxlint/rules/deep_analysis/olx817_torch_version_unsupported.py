@@ -31,7 +31,7 @@ class TorchVersionUnsupported(Rule):
     No fix.
 
     ## References
-    - https://onnxlint.dev/deep/
+    - https://onnxlint.github.io/onnxlint/deep/
     """
 
     code = "OLX817"
