@@ -15,10 +15,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+FLAGS = ("--verify", "--no-cache", "--report")
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "docs" / "_extra" / "deep" / "example-report.html"
 
-ENCODER = '''import torch
+ENCODER = """import torch
 from torch import nn
 
 
@@ -34,7 +35,7 @@ class Encoder(nn.Module):
 
 def encoder():
     return Encoder().eval(), (torch.randn(4, 64),)
-'''
+"""
 
 TARGET = """
 [[tool.onnxlint.targets]]
@@ -54,8 +55,16 @@ def main() -> int:
             f.write(TARGET)
         report = Path(tmp) / "report.html"
         run = subprocess.run(
-            [sys.executable, "-m", "onnxlint", "analyze", "classifier", "encoder", "--verify"]
-            + ["--no-cache", "--report", str(report)],
+            [
+                sys.executable,
+                "-m",
+                "onnxlint",
+                "analyze",
+                "classifier",
+                "encoder",
+                *FLAGS,
+                str(report),
+            ],
             cwd=project,
         )
         if not report.exists():

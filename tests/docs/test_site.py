@@ -39,8 +39,17 @@ def _sphinx(source: Path, out: Path) -> subprocess.CompletedProcess[str]:
             pytest.fail(message)  # CI installs the test extra: a skip there is a broken set-up
         pytest.skip(message)
     return subprocess.run(
-        [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "dirhtml", "-q"]
-        + [str(source), str(out)],
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-W",
+            "--keep-going",
+            "-b",
+            "dirhtml",
+            "-q",
+            *(source, out),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
@@ -135,7 +144,11 @@ def test_every_url_a_finding_can_carry_is_a_built_page(site: Path) -> None:
     assert not missing, f"URLs findings carry with no page in the built site: {missing}"
     leftovers = [
         p
-        for p in [*REPO.joinpath("onnxlint").rglob("*.py"), REPO / "README.md", REPO / "package.json"]
+        for p in [
+            *REPO.joinpath("onnxlint").rglob("*.py"),
+            REPO / "README.md",
+            REPO / "package.json",
+        ]
         if "onnxlint.dev" in p.read_text(encoding="utf-8")
     ]
     assert not leftovers, f"links to a host that does not exist: {leftovers}"
@@ -199,9 +212,12 @@ def test_every_link_and_resource_inside_the_site_resolves(site: Path) -> None:
         where = f"{page.relative_to(site)}: {value}"
         if not target.path.startswith("/onnxlint/") or not path.is_file():
             broken.append(where)
-        elif target.fragment and path.suffix == ".html":
-            if unquote(target.fragment) not in _parsed(path).ids:
-                broken.append(where + " (no such anchor)")
+        elif (
+            target.fragment
+            and path.suffix == ".html"
+            and unquote(target.fragment) not in _parsed(path).ids
+        ):
+            broken.append(where + " (no such anchor)")
     assert checked > 1000
     assert not broken, "\n".join(broken[:50])
 
