@@ -112,9 +112,24 @@ def readme_with_rules(readme: str) -> str:
     return f"{head}{_START}\n{table.strip()}\n{_END}{tail}"
 
 
+# The rules' page of the documentation site (docs/conf.py, Sphinx + MyST): the index above, and
+# every rule page in the site's navigation.
+SITE_INDEX = """```{include} README.md
+```
+
+```{toctree}
+:hidden:
+:glob:
+
+OLX*
+```
+"""
+
+
 def expected_files() -> dict[str, str]:
     files = {f"{r.code}.md": rule_markdown(r) for r in all_rules()}
     files["README.md"] = index_markdown()
+    files["index.md"] = SITE_INDEX
     return files
 
 
