@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--diff", action="store_true", help="show the fixes as a diff; write nothing"
     )
+    check.add_argument(
+        "--add-noqa",
+        action="store_true",
+        help="add a `# noqa: CODE` comment to every line with a finding (nothing else changes)",
+    )
     check.add_argument("--stdin-filename", metavar="PATH", help="read the source from stdin")
     check.add_argument("--exclude", action="append", default=[], metavar="GLOB")
     check.add_argument("--config", metavar="PYPROJECT", help="use this pyproject.toml")

@@ -14,6 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TextIO
 
 from onnxlint.cli.errors import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, UsageError
 from onnxlint.cli.output.machine import (
@@ -138,6 +139,10 @@ def _looks_like_python(path: Path) -> bool:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    if args.add_noqa and (args.fix or args.diff or args.stdin_filename):
+        raise UsageError(
+            "--add-noqa writes comments only: it cannot go with --fix, --diff or stdin"
+        )
     if args.stdin_filename:
         return _check_stdin(args)
     paths = args.paths or ["."]
@@ -158,6 +163,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         violations = sorted(
             violations + _deep_violations(paths, config, args), key=Violation.sort_key
         )
+    if args.add_noqa:
+        violations = _add_noqa(violations, sys.stdout if args.format == "text" else sys.stderr)
     fixed = sum(o.fixed for o in outcomes)
     _emit(args, violations, outcomes, config, fixed, len(files))
     if problems:
@@ -167,6 +174,19 @@ def cmd_check(args: argparse.Namespace) -> int:
     if violations and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _add_noqa(violations: list[Violation], out: TextIO) -> list[Violation]:
+    """Writes the comments (onnxlint.cli.add_noqa); returns the findings still reported."""
+    from onnxlint.cli.add_noqa import add_noqa_comments
+
+    done = add_noqa_comments(violations)
+    for problem in done.problems:
+        warn(problem)
+    s = "" if done.added == 1 else "s"
+    files = f"{done.files} file{'' if done.files == 1 else 's'}"
+    print(f"Added {done.added} noqa comment{s} to {files}.", file=out)
+    return sorted(done.left, key=Violation.sort_key)
 
 
 def _deep_violations(paths: list[str], config: Config, args: argparse.Namespace) -> list[Violation]:

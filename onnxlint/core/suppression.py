@@ -12,7 +12,9 @@ import io
 import re
 import tokenize
 from collections.abc import Iterable
+from dataclasses import dataclass
 
+from onnxlint.core.codes import SYNTAX_ERROR_CODE
 from onnxlint.core.violation import Violation
 
 _LINE_RE = re.compile(
@@ -115,3 +117,147 @@ def apply_suppressions(text: str, violations: Iterable[Violation]) -> list[Viola
                 continue
         out.append(v)
     return out
+
+
+# --------------------------------------------------------------------------- --add-noqa
+
+_NOQA_CODES = re.compile(r"#\s*noqa:\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*)", re.I)
+_IGNORE_CODES = re.compile(r"#\s*onnxlint:\s*ignore\[(?P<codes>[^\]]*[^\s\]][^\]]*)\]", re.I)
+# Tokens that open and close a string whose parts are tokens of their own (Python 3.12+).
+_STRING_OPEN = {
+    getattr(tokenize, n) for n in ("FSTRING_START", "TSTRING_START") if hasattr(tokenize, n)
+}
+_STRING_CLOSE = {
+    getattr(tokenize, n) for n in ("FSTRING_END", "TSTRING_END") if hasattr(tokenize, n)
+}
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where a comment can go in a text: by 1-based line."""
+
+    blocked: frozenset[int]  # lines that end inside a string or with a backslash continuation
+    statement_end: dict[int, int]  # line -> the last line of the statement it is in
+    comment: dict[int, int]  # line -> the column (0-based) where its comment starts
+
+
+def _layout(python: str) -> _Layout | None:
+    """The text's layout, from Python's tokenizer; None when it cannot be tokenized."""
+    blocked: set[int] = set()
+    ends: dict[int, int] = {}
+    comment: dict[int, int] = {}
+    opened: list[int] = []
+    start: int | None = None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(python).readline):
+            if tok.type == tokenize.COMMENT:
+                comment[tok.start[0]] = tok.start[1]
+            elif tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                blocked.update(range(tok.start[0], tok.end[0]))
+            elif tok.type in _STRING_OPEN:
+                opened.append(tok.start[0])
+            elif tok.type in _STRING_CLOSE and opened:
+                blocked.update(range(opened.pop(), tok.end[0]))
+            # the statements, as _spread_to_statements reads them
+            if tok.type in (tokenize.COMMENT, tokenize.NL) and start is None:
+                continue
+            if start is None:
+                start = tok.start[0]
+            if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                for line in range(start, tok.start[0] + 1):
+                    ends[line] = tok.start[0]
+                start = None
+            elif tok.type in (tokenize.INDENT, tokenize.DEDENT):
+                start = None
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    for number, text in enumerate(python.split("\n"), start=1):
+        if text.endswith("\\") and number not in blocked and number not in comment:
+            blocked.add(number)
+    return _Layout(frozenset(blocked), ends, comment)
+
+
+def _code_tokens(python: str) -> list[tuple[int, str]] | None:
+    try:
+        return [
+            (t.type, t.string)
+            for t in tokenize.generate_tokens(io.StringIO(python).readline)
+            if t.type not in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE)
+        ]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+
+
+def _with_codes(line: str, column: int | None, codes: list[str]) -> str | None:
+    """`line` with `codes` suppressed: merged into the suppression comment it has, else a
+    `# noqa: ...` after its code (and after any other comment); None when nothing is new."""
+    if column is not None:
+        for pattern in (_NOQA_CODES, _IGNORE_CODES):
+            m = pattern.search(line, column)
+            if m is None:
+                continue
+            have = {c.upper() for c in re.split(r"[\s,]+", m.group("codes")) if c}
+            new = [c for c in codes if c not in have]
+            if not new:
+                return None
+            at = m.end("codes")
+            return f"{line[:at]}, {', '.join(new)}{line[at:]}"
+    code = line.rstrip(" \t")
+    return f"{code}  # noqa: {', '.join(codes)}"
+
+
+def add_noqa(
+    text: str, violations: Iterable[Violation], python: str | None = None
+) -> tuple[str, int, list[Violation]]:
+    """`onnxlint check --add-noqa` for one text: (the text with a suppression comment for each
+    finding, how many lines got one or had theirs extended, the findings left without one).
+
+    A finding's comment goes at the end of the line where it starts or, when that line ends
+    inside a string or with a backslash, of the last line of its statement (which covers the
+    statement's lines). It is merged into a `# noqa: CODES` or `# onnxlint: ignore[CODES]` the
+    line has. `python` is the text as Python when it differs (a notebook cell with its IPython
+    lines masked), line for line. Only comments change: the result is checked token for token
+    (else the text is returned as it was, every finding left), and each finding must be
+    suppressed by what was written (else it is left)."""
+    python = text if python is None else python
+    found = list(violations)
+    layout = _layout(python)
+    if layout is None:
+        return text, 0, found
+    lines, py_lines = text.split("\n"), python.split("\n")
+    codes: dict[int, list[str]] = {}
+    placed: list[Violation] = []
+    left: list[Violation] = []
+    for v in found:
+        line = v.span.line
+        target = line if line not in layout.blocked else layout.statement_end.get(line)
+        if (
+            v.code == SYNTAX_ERROR_CODE
+            or target is None
+            or target in layout.blocked
+            or target > len(lines)
+        ):
+            left.append(v)
+            continue
+        placed.append(v)
+        codes.setdefault(target, [])
+        if v.code not in codes[target]:
+            codes[target].append(v.code)
+    added = 0
+    for target, line_codes in codes.items():
+        column = layout.comment.get(target)
+        new = _with_codes(lines[target - 1], column, sorted(line_codes))
+        if new is None:
+            continue
+        # the same comment on the Python text (a masked cell line is never a target)
+        py_new = _with_codes(py_lines[target - 1], column, sorted(line_codes))
+        lines[target - 1] = new
+        py_lines[target - 1] = py_new if py_new is not None else py_lines[target - 1]
+        added += 1
+    new_text, new_python = "\n".join(lines), "\n".join(py_lines)
+    if added == 0:
+        return text, 0, found
+    if _code_tokens(new_python) != _code_tokens(python):
+        return text, 0, found
+    left += apply_suppressions(new_python, placed)
+    return new_text, added, sorted(left, key=Violation.sort_key)
