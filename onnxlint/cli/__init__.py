@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rule = sub.add_parser("rule", help="show a rule's documentation")
     rule.add_argument("code", help="a code like OLX201, or a rule name")
+    rule.add_argument(
+        "--open", action="store_true", help="open the rule's page of the documentation site"
+    )
     sub.add_parser("rules", help="list every rule")
     sub.add_parser("server", help="run the language server on stdio (see `onnxlint server -h`)")
     analyze = sub.add_parser("analyze", help="deep analysis of declared targets (needs torch)")
@@ -124,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR if exc.code not in (0, None) else EXIT_CLEAN
     try:
         if args.command == "rule":
-            return cmd_rule(args.code)
+            return cmd_rule(args.code, open_page=args.open)
         if args.command == "rules":
             return cmd_rules()
         if args.command == "analyze":
@@ -173,13 +176,21 @@ def _mistyped_command(word: str) -> str | None:
 # --------------------------------------------------------------------------- rule / rules
 
 
-def cmd_rule(code: str) -> int:
+def cmd_rule(code: str, open_page: bool = False) -> int:
+    from onnxlint.core.violation import DOCS_BASE_URL
     from onnxlint.rules import all_rules, rule_by_code
     from onnxlint.rules.docs import rule_markdown
 
     rule = rule_by_code(code) or next((r for r in all_rules() if r.name == code), None)
     if rule is None:
         raise UsageError(f"no rule {code!r}; `onnxlint rules` lists them")
+    if open_page:
+        import webbrowser
+
+        url = f"{DOCS_BASE_URL}{rule.code}/"  # the page every finding of the rule links to
+        opened = webbrowser.open(url)
+        print(url if opened else f"{url} (no web browser found to open it)")
+        return EXIT_CLEAN
     sys.stdout.write(rule_markdown(rule))
     return EXIT_CLEAN
 

@@ -332,3 +332,19 @@ def test_a_rule_page_renders_in_chromium_with_its_example(served: str) -> None:
     assert "dynamo=True" in seen["sections"]["Use instead"]["code"]
     assert seen["stylesheets"] >= 1 and seen["sidebar_rules"] >= len(all_rules())
     assert (ARTIFACTS / f"{rule}.png").stat().st_size > 10_000
+
+
+def test_rule_open_opens_the_rules_built_page(site: Path, tmp_path: Path, cli) -> None:
+    """`onnxlint rule OLX105 --open` hands the page's URL to the web browser (Python's webbrowser,
+    which runs $BROWSER), and that URL is the built page of the rule."""
+    seen = tmp_path / "opened"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf "%s" "$1" > {seen}\n')
+    browser.chmod(0o755)
+    r = cli("rule", "literal-size-on-dynamic-dim", "--open", env={"BROWSER": str(browser)})
+    assert r.returncode == 0, r.stderr
+    url = seen.read_text()
+    assert url == f"{DOCS_BASE_URL}OLX105/" and r.stdout.strip() == url
+    page = _page(site, url).read_text(encoding="utf-8")
+    assert f'<link rel="canonical" href="{url}"' in page
+    assert "<title>OLX105: literal-size-on-dynamic-dim" in page
