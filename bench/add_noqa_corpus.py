@@ -37,6 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CORPUS = HERE / "corpus" / "precision"
+PROBLEMS = ("not_parsing", "other_tokens", "diff_lines", "after_codes", "second_said")
 
 
 def _onnxlint(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -142,8 +143,8 @@ def main() -> int:
     work = args.keep or Path(tempfile.mkdtemp(prefix="onnxlint-add-noqa-"))
     work.mkdir(parents=True, exist_ok=True)
     rows = []
-    head = f"{'package':<36}{'files':>6}{'before':>8}{'added':>7}{'changed':>8}{'after':>6}{'2nd':>5}  ok"
-    print(head)
+    print(f"{'package':<36}{'files':>6}{'before':>8}{'added':>7}{'changed':>8}{'after':>6}", end="")
+    print(f"{'2nd':>5}  ok")
     for src in packages:
         row = run_package(src, work)
         rows.append(row)
@@ -160,7 +161,7 @@ def main() -> int:
             f"{row['package']:<36}{row['files']:>6}{row['before']:>8}{row['added']:>7}"
             f"{row['changed_files']:>8}{row['after']:>6}"
             f"{str(row['second_said']).split()[1] if row['second_said'] else '?':>5}  "
-            f"{'yes' if ok else 'NO ' + json.dumps({k: row[k] for k in ('not_parsing', 'other_tokens', 'diff_lines', 'after_codes', 'second_said')})}"
+            f"{'yes' if ok else 'NO ' + json.dumps({k: row[k] for k in PROBLEMS})}"
         )
     total = {
         k: sum(int(r[k]) for r in rows)
