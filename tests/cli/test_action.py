@@ -7,9 +7,10 @@ GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, RUNNER_TEMP, CI, ...) and the step's `env:`,
 check step prints is read as the runner reads workflow commands (`::error file=...::...`), and the
 SARIF it writes is validated against the SARIF 2.1.0 schema.
 
-The install step really installs onnxlint from this checkout into a fresh venv, with pip, as
-`uses: onnxlint/onnxlint@<ref>` does; pip fetches onnxlint's dependencies from the package index,
-as pre-commit does in tests/cli/test_pre_commit.py.
+The install step really installs onnxlint from a copy of this checkout's files (the runner
+downloads the action's repository at the ref to a folder of its own) into a fresh venv, with pip,
+as `uses: onnxlint/onnxlint@<ref>` does; pip fetches onnxlint's dependencies from the package
+index, as pre-commit does in tests/cli/test_pre_commit.py.
 """
 
 from __future__ import annotations
@@ -55,12 +56,30 @@ def export(model, x):
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("action")]
 
 
+def _action_copy(dest: Path) -> Path:
+    """The action's repository as the runner has it: the files git knows (tracked, or new and
+    not ignored), in a folder of their own, so pip's in-tree build never meets another's."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        src = REPO / name
+        if src.is_file() and not src.is_symlink():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    return dest
+
+
 @dataclass
 class Runner:
     """The parts of the GitHub runner a composite action of `run:` steps sees."""
 
     workspace: Path
     temp: Path
+    action_path: Path = REPO
     outputs: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def env(self, step_id: str) -> dict[str, str]:
@@ -72,7 +91,7 @@ class Runner:
             "CI": "true",
             "GITHUB_ACTIONS": "true",
             "GITHUB_WORKSPACE": str(self.workspace),
-            "GITHUB_ACTION_PATH": str(REPO),
+            "GITHUB_ACTION_PATH": str(self.action_path),
             "GITHUB_OUTPUT": str(self.temp / f"output-{step_id}"),
             "GITHUB_ENV": str(self.temp / "env"),
             "GITHUB_PATH": str(self.temp / "path"),
@@ -169,11 +188,12 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     root = tmp_path_factory.mktemp("runner")
     temp = root / "runner-temp"
     temp.mkdir()
-    runner = Runner(workspace=_fixture_repo(root, CLEAN), temp=temp)
+    action = _action_copy(root / "_actions" / "onnxlint" / "onnxlint" / "v0")
+    runner = Runner(workspace=_fixture_repo(root, CLEAN), temp=temp, action_path=action)
     install = next(s for s in ACTION["runs"]["steps"] if s["id"] == "install")
     run = runner.run_step(install, {})
     assert run.returncode == 0, run.stdout + run.stderr
-    assert f"installing {REPO} (without torch)" in run.stdout
+    assert f"installing {action} (without torch)" in run.stdout
     return temp, runner.outputs["install"]
 
 
