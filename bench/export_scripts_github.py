@@ -61,7 +61,7 @@ CORPUS = HERE / "corpus" / "github"
 VENV = CORPUS / "_venv"
 RESULTS = HERE / "results"
 RESULT_FILE = RESULTS / os.environ.get("ONNXLINT_BENCH_RESULT", "export-scripts-github.json")
-TRUTH_FILE = RESULTS / "export-scripts-github-truth.json"
+TRUTH_FILE = RESULTS / os.environ.get("ONNXLINT_BENCH_TRUTH", "export-scripts-github-truth.json")
 
 
 @dataclass(frozen=True)
@@ -419,6 +419,7 @@ DEPS = [
     "hydra-core==1.3.2",
     "pycocotools==2.0.11",  # PINTO0309/human-instance-segmentation (the real run's import)
     "scikit-image==0.26.0",  # devonsuper/monodepth2 (the real run's import)
+    "seaborn==0.13.2",  # PINTO0309/human-instance-segmentation
 ]
 # With --no-deps (their requirements would replace torch or pull a CUDA torchvision).
 NO_DEPS = ["ultralytics==8.3.235"]
@@ -657,13 +658,12 @@ def is_weights(p):
     return isinstance(p, (str, os.PathLike)) and str(p).lower().endswith(WEIGHTS)
 
 def script_line():
-    f = sys._getframe(2)
-    best = None
+    f = sys._getframe(1)
     while f is not None:
         if os.path.realpath(f.f_code.co_filename) == SCRIPT:
             return f.f_lineno
         f = f.f_back
-    return best
+    return None
 
 def wrap(mod, name):
     real = getattr(mod, name, None)
@@ -672,6 +672,11 @@ def wrap(mod, name):
     def export(*a, **k):
         entry = {"call": f"{mod.__name__}.{name}", "line": script_line()}
         calls.append(entry)
+        f = k.get("f", a[2] if len(a) > 2 else None)
+        if isinstance(f, (str, os.PathLike)) and os.path.dirname(os.fspath(f)):
+            # the folder the output goes to is the user's (where the weights are, or
+            # Colab's /content): made here, so that the export itself is what is judged
+            os.makedirs(os.path.dirname(os.fspath(f)), exist_ok=True)
         try:
             out = real(*a, **k)
         except BaseException as e:
@@ -682,6 +687,20 @@ def wrap(mod, name):
     setattr(mod, name, export)
 
 wrap(torch.onnx, "export")
+onnx_getattr = getattr(torch.onnx, "__getattr__", None)
+def missing(name):
+    # a call to an export function this torch lacks fails at its line (AttributeError),
+    # also where the script's own decorator swallows the error
+    if name in ("_export", "dynamo_export"):
+        calls.append({
+            "call": f"torch.onnx.{name}",
+            "line": script_line(),
+            "error": f"AttributeError: module 'torch.onnx' has no attribute '{name}'",
+        })
+    if onnx_getattr is not None:
+        return onnx_getattr(name)
+    raise AttributeError(f"module 'torch.onnx' has no attribute '{name}'")
+torch.onnx.__getattr__ = missing
 real_load = torch.load
 class Empty(dict):
     def __missing__(self, k):
@@ -891,7 +910,43 @@ def _cause(stop: str) -> str:
     return "other"
 
 
-COMMANDS = {"fetch": fetch, "env": env, "run": run, "truth": truth, "report": report}
+# Random-weight checkpoints where one can be made (`weights`): the file the script reads, at
+# the path it reads it from (relative to its working folder), made the way the project makes
+# it. ultralytics' own checkpoint format (`Model.save`) of a model built from its yaml.
+WEIGHTS: dict[str, tuple[str, str]] = {
+    "nnn112358/drowsiness_yolo11-pose": ("yolo11n-pose.pt", "yolo11n-pose.yaml"),
+    "tamoharu/YOLOv8-example": ("../models/yolov8n-face.pt", "yolov8n.yaml"),
+    "naziherrahel/Bachelor_project": ("models/best.pt", "yolov8n.yaml"),
+}
+
+
+def weights(args: argparse.Namespace) -> None:
+    """Make (or with --remove, remove) the random-weight checkpoints of WEIGHTS; then `run`
+    and `truth` with ONNXLINT_BENCH_RESULT / ONNXLINT_BENCH_TRUTH set measure the scripts
+    with their weights present."""
+    for s in SCRIPTS:
+        if s.repo not in WEIGHTS:
+            continue
+        rel, recipe = WEIGHTS[s.repo]
+        path = (s.cwd / rel).resolve()
+        if args.remove:
+            path.unlink(missing_ok=True)
+            print(f"{s.repo}: removed {path}")
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        code = f"from ultralytics import YOLO; YOLO({recipe!r}).save({str(path)!r})"
+        subprocess.run([_python(), "-c", code], env=_env(), check=True, capture_output=True)
+        print(f"{s.repo}: {path} (random weights, {recipe})")
+
+
+COMMANDS = {
+    "fetch": fetch,
+    "env": env,
+    "run": run,
+    "truth": truth,
+    "report": report,
+    "weights": weights,
+}
 
 
 def add_commands(sub: Any) -> None:
@@ -902,3 +957,5 @@ def add_commands(sub: Any) -> None:
         r.add_argument("--timeout", type=float, default=600.0)
         r.add_argument("--only", nargs="*", default=[], help="scripts whose key holds one of these")
     sub.add_parser("report", help="the GitHub corpus table")
+    w = sub.add_parser("weights", help="random-weight checkpoints where one can be made")
+    w.add_argument("--remove", action="store_true")
