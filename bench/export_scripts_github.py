@@ -850,7 +850,7 @@ def report(args: argparse.Namespace) -> None:
     truths = json.loads(TRUTH_FILE.read_text())["runs"] if TRUTH_FILE.is_file() else {}
     stamp = results["stamp"]
     print(f"onnxlint {stamp['commit']}, {stamp['when']}\n")
-    n = analysed = wrong = 0
+    n = analysed = wrong = stopped_real = 0
     causes: dict[str, int] = {}
     for s in SCRIPTS:
         record = results["runs"].get(_key(s))
@@ -875,8 +875,11 @@ def report(args: argparse.Namespace) -> None:
         elif stop:
             cause = _cause(stop)
             causes[cause] = causes.get(cause, 0) + 1
+            if real is not None:
+                stopped_real += not any(c.get("ok") for c in real.get("calls") or [])
         print()
     print(f"scripts: {n}; analysed: {analysed}; stopped: {n - analysed}; wrong verdicts: {wrong}")
+    print(f"stopped where the real run (weights absent) does not export either: {stopped_real}")
     for cause, k in sorted(causes.items(), key=lambda kv: -kv[1]):
         print(f"  {k:3d}  {cause}")
     print("\n| domain | project, script | onnxlint | the real run (weights absent) |")
@@ -894,11 +897,25 @@ def report(args: argparse.Namespace) -> None:
 
 
 CAUSES: list[tuple[str, str]] = [
-    (r"No module named '([\w.]+)'", "an import this environment lacks: {0}"),
-    (r"not here|No such file|FileNotFoundError", "a file that is not here"),
-    (r"network access is off|URLError|NameResolution", "a download (no network here)"),
+    (
+        r"No module named '(torchaudio|mmcv|k2)\b",
+        "environment: {0} has no build for torch 2.13 (or needs compiled ops)",
+    ),
+    (
+        r"cannot import name 'send_example_telemetry'",
+        "environment: the project's fork needs transformers 4.x (5.x here)",
+    ),
+    (r"No module named '([\w.]+)'", "the project: a module it does not have ({0})"),
+    (r"cannot import name '(\w+)' from 'onnx'", "the project: its onnx/ package lacks {0}"),
+    (
+        r"uses what it holds as a model|value it reads from the checkpoint|EmptyCheckpoint",
+        "the user's checkpoint (a whole pickled model, or values read from it)",
+    ),
+    (
+        r"No such file|not here|Error downloading|network access is off|URLError",
+        "the user's data or config (a file the script reads, or downloads)",
+    ),
     (r"required|exited \(exit code 2\)", "a required argument"),
-    (r"ran to its end without reaching", "the export call is not reached with these arguments"),
 ]
 
 
