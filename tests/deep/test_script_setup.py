@@ -532,3 +532,20 @@ def test_a_value_read_from_a_checkpoint_that_is_not_here_says_so(
     assert "EmptyCheckpoint" not in stop.message, stop.message
     assert "encoder.pth')['width']" in stop.message, stop.message  # the value read last
     assert "value it reads from the checkpoint" in stop.message, stop.message
+
+
+def test_the_capture_imports_nothing_the_script_would_see(analyzer: Any, tmp_path: Path) -> None:
+    """ultralytics reads `torch.onnx.utils._constants.ONNX_MAX_OPSET`: in torch 2.13 the
+    attribute is the TorchScript exporter's utils until something imports the module
+    `torch.onnx.utils`, a shim without `_constants`. The capture must not import it."""
+    script = """
+        import torch
+
+        from nets import Net
+
+        opset = torch.onnx.utils._constants.ONNX_MAX_OPSET - 1
+        x = torch.randn(2, 3, 16, 16)
+        torch.onnx.export(Net().eval(), (x,), "net.onnx", opset_version=opset)
+    """
+    root = _project(tmp_path, {"export.py": script})
+    _analysed(_analyze(analyzer, root, "export.py", None))

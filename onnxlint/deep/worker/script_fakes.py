@@ -313,15 +313,31 @@ def captures(state: ScriptRun) -> Iterator[None]:
     """Every export function records its call; the wanted one ends the script."""
     with contextlib.ExitStack() as stack:
         for mod_name, attr, kind in EXPORT_FUNCTIONS:
-            try:
-                mod = __import__(mod_name, fromlist=["_"])
-            except ImportError:
-                continue
-            original = getattr(mod, attr, None)
-            stack.enter_context(
-                patched(mod, attr, _capture(state, kind, f"{mod_name}.{attr}", original))
-            )
+            for mod in _loaded(mod_name):
+                original = getattr(mod, attr, None)
+                stack.enter_context(
+                    patched(mod, attr, _capture(state, kind, f"{mod_name}.{attr}", original))
+                )
         yield
+
+
+def _loaded(name: str) -> list[types.ModuleType]:
+    """The module objects a script reaches as `name`, without importing anything: importing
+    changes what the script sees (in torch 2.13, `import torch.onnx.utils` replaces the
+    attribute `torch.onnx.utils`, the TorchScript exporter's utils, with a shim that lacks
+    `_constants`, which ultralytics reads)."""
+    head, _, tail = name.rpartition(".")
+    found: list[types.ModuleType] = []
+    parent = sys.modules.get(head) if head else None
+    via_parent = getattr(parent, tail, None) if parent is not None else None
+    for mod in (via_parent, sys.modules.get(name)):
+        if isinstance(mod, types.ModuleType) and all(mod is not m for m in found):
+            found.append(mod)
+    if not found and head:
+        # an export module not imported yet (torch.export, torch.jit)
+        with contextlib.suppress(ImportError):
+            found.append(importlib.import_module(name))
+    return found
 
 
 def _capture(
