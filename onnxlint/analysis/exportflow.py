@@ -280,7 +280,7 @@ def _train(state: State) -> State:
 _NOT_RUN = frozenset({cst.FunctionDef, cst.ClassDef})
 
 
-class _Flow:
+class _ModeFlow:
     """Forward data-flow of one model variable's state over a list of statements."""
 
     def __init__(
@@ -627,7 +627,7 @@ class _Flow:
                     inner = inner.func.value
                 name = dotted(inner)
             start = _start_state(info.node, name) if name else _UNKNOWN
-            flow = _Flow(self.ctx, name or "<none>", stmts, self.depth + 1)
+            flow = _ModeFlow(self.ctx, name or "<none>", stmts, self.depth + 1)
             path = _path_set(info.node, ret)
             at = flow.run(stmts, start, path)[0] if path else start
             states.append(flow.origin(ret.value, at) if at else at)
@@ -771,7 +771,7 @@ def _exported_model(ctx: FileView, call: ExportCall) -> ModelRef | None:
     name = dotted(inner)
     if name is not None and (name in ctx.semantic.classes or name in ctx.semantic.functions):
         name = None  # `torch.jit.trace(fn, x)`: a function, not a model variable
-    flow = _Flow(ctx, name or "<none>", stmts)
+    flow = _ModeFlow(ctx, name or "<none>", stmts)
     ids = {id(n) for n in below} | {id(call.node)}
     start = _start_state(function, name) if name else _UNKNOWN
     at, _ = flow.run(stmts, start, ids)
@@ -815,7 +815,7 @@ def _class_of_value(ctx: FileView, assign: cst.CSTNode) -> str | None:
     value = assign.value if isinstance(assign, (cst.Assign, cst.AnnAssign)) else None
     if value is None:
         return None
-    flow = _Flow(ctx, "<none>")
+    flow = _ModeFlow(ctx, "<none>")
     return _unique_class(ctx, flow.origin(value, _UNKNOWN))
 
 

@@ -348,7 +348,7 @@ class LiteralSizeOnDynamicDim(Rule):
 
     # -- checks
 
-    def _env(self) -> _Flow | None:
+    def _env(self) -> _TaintFlow | None:
         """The taint analysis of the function being walked, None when it has no taint."""
         func = self.ctx.function
         if func is None or self.ctx.function_stack[-1] is not func:
@@ -364,7 +364,7 @@ class LiteralSizeOnDynamicDim(Rule):
         receiver: cst.BaseExpression,
         method: str,
         sizes: list[cst.BaseExpression] | None,
-        env: _Flow,
+        env: _TaintFlow,
     ) -> None:
         if not sizes:
             return
@@ -408,7 +408,7 @@ class LiteralSizeOnDynamicDim(Rule):
             )
             return
 
-    def _check_concat(self, call: cst.Call, q: str, env: _Flow) -> None:
+    def _check_concat(self, call: cst.Call, q: str, env: _TaintFlow) -> None:
         """`torch.cat([x, torch.zeros(2, 3)], dim=1)`: every other dim must match."""
         seq = call.args[0].value
         if call.args[0].keyword is not None or not isinstance(seq, (cst.List, cst.Tuple)):
@@ -448,7 +448,7 @@ class LiteralSizeOnDynamicDim(Rule):
                 return
 
     def _check_broadcast(
-        self, tensor: cst.BaseExpression, other: cst.BaseExpression, env: _Flow
+        self, tensor: cst.BaseExpression, other: cst.BaseExpression, env: _TaintFlow
     ) -> None:
         taint = env.taint(tensor, tensor)
         if taint is None or taint.rank is None:
@@ -514,7 +514,7 @@ def _sizes(args: Sequence[cst.Arg]) -> list[cst.BaseExpression] | None:
     return [a.value for a in pos]
 
 
-class _Flow:
+class _TaintFlow:
     """Which values of one function carry a forward input's layout (source order)."""
 
     def __init__(self, ctx: Context, func: FunctionInfo, params: dict[str, Taint]) -> None:
@@ -640,12 +640,12 @@ class _Flow:
         return None
 
 
-def _flow(ctx: Context, func: FunctionInfo, params: dict[str, Taint]) -> _Flow:
+def _flow(ctx: Context, func: FunctionInfo, params: dict[str, Taint]) -> _TaintFlow:
     memo = ctx.semantic.memo
     key = ("olx105-flow", id(func.node))
     found = memo.get(key)
-    if not isinstance(found, _Flow):
-        found = _Flow(ctx, func, params)
+    if not isinstance(found, _TaintFlow):
+        found = _TaintFlow(ctx, func, params)
         memo[key] = found
     return found
 
@@ -830,7 +830,7 @@ def _propagate(ctx: Context, cls: ClassInfo, declared: dict[str, Taint], facts: 
         have.update(new)
         memo_key = ("olx105-flow", id(func.node))
         ctx.semantic.memo.pop(memo_key, None)
-        flow = _Flow(ctx, func, have)
+        flow = _TaintFlow(ctx, func, have)
         for node in _calls(func.node.body):
             target = _callee(ctx, cls, node)
             if target is None:
