@@ -1,1 +1,1 @@
-"""What a file means for export: the export data-flow, never-exported code. Imports semantic."""
+"""What a file means for export: export data-flow, never-exported code. Imports semantic, below."""

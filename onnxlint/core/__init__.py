@@ -1,1 +1,1 @@
-"""Violations, config, suppressions, the start-up code cache. Imports no other onnxlint package."""
+"""Violations, config, suppressions, own codes, the code cache. Imports nothing of onnxlint."""

@@ -1,4 +1,4 @@
-"""The project model: what files say of each other, never importing them. Imports analysis.
+"""The project model: what files say of each other, never importing them. Imports analysis, below.
 
 Layers, bottom up (each imports only those below it):
 

@@ -1,1 +1,1 @@
-"""What one file says, alone: index, imports, modules, reachability, kinds. Imports core, source."""
+"""What one file says, alone: index, imports, modules, reachability, kinds. Imports source, core."""
