@@ -142,9 +142,6 @@ class Engine:
         if called:  # helpers other files' forward code calls: forward code here too
             model.reachable |= model.reachable_from(model.functions[n] for n in called)
         model.imported_return_kind = partial(self.project.return_kind, path)
-        model.exported_dynamic_elsewhere = any(
-            site.dynamic for sites in reach.roots.values() for site in sites
-        )
         ctx = Context(
             analysis,
             project=self.project,
@@ -152,7 +149,7 @@ class Engine:
             param_kinds=local_param_kinds(self.project, model, None),
             required_words=_file_words(text, blocks, seen),
         )
-        instances = [r(ctx) for r in rules if r.applies_to(model)]
+        instances = [r(ctx) for r in rules if r.applies_to(ctx)]
         cache_key = (
             _fingerprint(model),
             _config_key(config),

@@ -76,6 +76,11 @@ class FileReach:
     # export line in this file -> autograd.Function classes with `symbolic` its model calls
     symbolic: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
+    @property
+    def exports_dynamic(self) -> bool:
+        """Whether an export of the project that reaches this file declares a dynamic dim."""
+        return any(site.dynamic for sites in self.roots.values() for site in sites)
+
     def key(self) -> int:
         """What findings may depend on: the sites without their line when they are in
         this file (an edit above an export call must not invalidate every block)."""

@@ -93,7 +93,7 @@ class Rule:
         self.failed: BaseException | None = None
 
     @classmethod
-    def applies_to(cls, model: SemanticModel) -> bool:
+    def applies_to(cls, ctx: Context) -> bool:
         """A cheap file-level precondition (e.g. "the file exports something"): a rule
         that does not apply is not run on any block of the file."""
         return True

@@ -49,9 +49,6 @@ class SemanticModel:
     # Whether an imported base class (qualified name) is a torch module, as the project
     # model resolves it across files (None: unknown). Set by the engine.
     resolve_base: Callable[[str], bool | None] | None = None
-    # An export in another file of the project exports a class of this file with dynamic
-    # dims (set by the engine from the project model).
-    exported_dynamic_elsewhere: bool = False
     # What an imported project function returns ("tensor", "other", None: unknown), as the
     # project model reads it from module summaries. Set by the engine.
     imported_return_kind: Callable[[str], str | None] | None = None

@@ -28,7 +28,6 @@ from onnxlint.semantic.calls import (
     strip_method_calls,
 )
 from onnxlint.semantic.index import ClassInfo, FunctionInfo, block_index
-from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.blocks import Block
 from onnxlint.source.walker import dotted, iter_children
 
@@ -159,8 +158,9 @@ class LiteralSizeOnDynamicDim(Rule):
     forward_only = True
 
     @classmethod
-    def applies_to(cls, model: SemanticModel) -> bool:
-        return model.declares_dynamic_dims or model.exported_dynamic_elsewhere
+    def applies_to(cls, ctx: Context) -> bool:
+        reach = ctx.reach
+        return ctx.semantic.declares_dynamic_dims or (reach is not None and reach.exports_dynamic)
 
     def block_key(self, block: Block) -> object:
         """Findings in a block depend on the rest of the file only through the tainted
