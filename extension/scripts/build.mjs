@@ -2,7 +2,7 @@
 //   node extension/scripts/build.mjs               dist/extension.js (with a source map)
 //   node extension/scripts/build.mjs --production  dist/extension.js, minified, no source map (what the .vsix ships)
 //   node extension/scripts/build.mjs --tests       out/test/*.test.js (unit tests, run by node --test)
-//   node extension/scripts/build.mjs --e2e         out/e2e/run.js (the code-server end-to-end test)
+//   node extension/scripts/build.mjs --e2e         out/e2e/run.js (the code-server end-to-end test), out/e2e/report-colors.js
 //   node extension/scripts/build.mjs --watch
 import * as esbuild from 'esbuild';
 import { readdirSync, rmSync } from 'node:fs';
@@ -33,8 +33,8 @@ if (args.has('--tests')) {
 } else if (args.has('--e2e')) {
   builds.push({
     ...common,
-    entryPoints: [join(root, 'extension', 'test', 'e2e', 'run.ts')],
-    outfile: join(root, 'out', 'e2e', 'run.js'),
+    entryPoints: [join(root, 'extension', 'test', 'e2e', 'run.ts'), join(root, 'extension', 'test', 'e2e', 'report-colors.ts')],
+    outdir: join(root, 'out', 'e2e'),
     external: ['playwright-core'],
     sourcemap: 'inline',
   });

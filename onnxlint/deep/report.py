@@ -284,18 +284,41 @@ def _chain_links(v: Violation) -> list[Any]:
 # ---------------------------------------------------------------------- HTML
 
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:70em;
-color:#1f2328;padding:0 1em}
-h1{font-size:1.6em}h2{border-bottom:1px solid #d0d7de;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #d0d7de;padding:.25em .6em;
-text-align:left;vertical-align:top}th{background:#f6f8fa}
-code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.92em}
-pre{background:#f6f8fa;padding:.5em;overflow-x:auto;margin:.3em 0}
-.hl{background:#fff3b0;display:block}.sev-error{color:#cf222e}.sev-warning{color:#9a6700}
-.sev-info{color:#0969da}.finding{border-left:3px solid #d0d7de;padding-left:.8em;margin:1em 0}
-.status-ok{color:#1a7f37}.status-bad{color:#cf222e}.note{color:#57606a;margin:.1em 0}
+:root{color-scheme:light dark;--olx-fg:#1f2328;--olx-bg:#fff;--olx-muted:#57606a;
+--olx-border:#d0d7de;--olx-code:#f6f8fa;--olx-hl:#fff3b0;--olx-err:#cf222e;--olx-warn:#9a6700;
+--olx-info:#0969da;--olx-ok:#1a7f37;--olx-grid:#eaeef2}
+@media (prefers-color-scheme:dark){:root{--olx-fg:#e6edf3;--olx-bg:#0d1117;--olx-muted:#9198a1;
+--olx-border:#3d444d;--olx-code:#151b23;--olx-hl:#4d3f00;--olx-err:#ff7b72;--olx-warn:#d29922;
+--olx-info:#58a6ff;--olx-ok:#3fb950;--olx-grid:#262c36}}
+:root{--fg:var(--vscode-editor-foreground,var(--olx-fg));
+--bg:var(--vscode-editor-background,var(--olx-bg));
+--muted:var(--vscode-descriptionForeground,var(--olx-muted));
+--border:var(--vscode-panel-border,var(--olx-border));
+--code:var(--vscode-textCodeBlock-background,var(--olx-code));
+--hl:var(--vscode-editor-findMatchHighlightBackground,var(--olx-hl));
+--err:var(--vscode-errorForeground,var(--olx-err));
+--warn:var(--vscode-editorWarning-foreground,var(--olx-warn));
+--info:var(--vscode-editorInfo-foreground,var(--olx-info));
+--ok:var(--vscode-testing-iconPassed,var(--olx-ok));
+--link:var(--vscode-textLink-foreground,var(--olx-info));
+--grid:var(--vscode-editorIndentGuide-background1,var(--olx-grid))}
+body{font:14px/1.45 var(--vscode-font-family,system-ui,-apple-system,Segoe UI,sans-serif);
+margin:2em auto;max-width:70em;color:var(--fg);background:var(--bg);padding:0 1em}
+a{color:var(--link)}
+h1{font-size:1.6em}h2{border-bottom:1px solid var(--border);padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid var(--border);
+padding:.25em .6em;text-align:left;vertical-align:top}th{background:var(--code)}
+code,pre{font-family:var(--vscode-editor-font-family,ui-monospace,SFMono-Regular,Menlo,monospace);
+font-size:.92em;color:inherit}
+pre{background:var(--code);padding:.5em;overflow-x:auto;margin:.3em 0}
+.hl{background:var(--hl);display:block}.sev-error{color:var(--err)}.sev-warning{color:var(--warn)}
+.sev-info{color:var(--info)}.finding{border-left:3px solid var(--border);padding-left:.8em;
+margin:1em 0}
+.status-ok{color:var(--ok)}.status-bad{color:var(--err)}.note{color:var(--muted);margin:.1em 0}
 .summary td:first-child{font-weight:600}
 .plot svg{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:100%;height:auto}
+.plot text{fill:var(--fg)}.plot .frame{fill:var(--bg);stroke:var(--border)}
+.plot .grid{stroke:var(--grid)}
 """
 
 
@@ -672,13 +695,15 @@ def _svg_sweep(sweep: dict[str, Any]) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="onnxruntime memory sweep">',
-        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fff" stroke="#d0d7de"/>',
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" class="frame" fill="#fff" '
+        'stroke="#d0d7de"/>',
     ]
     for k in range(5):  # horizontal grid and MB ticks
         v = lo + (hi - lo) * k / 4
         yy = top + ph * (1 - k / 4)
         parts.append(
-            f'<line x1="{left}" x2="{left + pw}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#eaeef2"/>'
+            f'<line x1="{left}" x2="{left + pw}" y1="{yy:.1f}" y2="{yy:.1f}" class="grid" '
+            'stroke="#eaeef2"/>'
             f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end" font-size="11">'
             f"{v:.0f}</text>"
         )
