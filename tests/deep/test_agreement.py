@@ -450,3 +450,32 @@ def test_a_translation_failure_keeps_torchs_own_reason(analyzer: Any, tmp_path: 
     [v] = res.violations
     assert (v.code, v.line) == ("OLX808", line_of(mod, "scale=0.5"))
     assert "only 4D query, key, and value are supported" in v.message
+
+
+LOOP = """
+import torch
+
+
+class Loop(torch.nn.Module):
+    def forward(self, x):
+        idx = torch.nonzero(x > 0).flatten()
+        n = 0
+        while len(idx) > 0:
+            idx = idx[idx > idx[0]]
+            n += 1
+        return x * n
+
+
+def make():
+    return Loop(), (torch.randn(8),), {}, None
+"""
+
+
+def test_a_loop_that_waits_on_the_data_ends(analyzer: Any, tmp_path: Path) -> None:
+    mod = _module(tmp_path, "loop", LOOP)
+    res = _analyze(analyzer, tmp_path, "loop:make", timeout=90.0)
+    # the search and the export trace as if the data ran out after a while (NMS-style loops)
+    assert res.status == "ok", res.detail
+    assert res.outcome == "fails at step 1/3 (torch.export)"
+    assert not _torch_exports(tmp_path, "loop:make")
+    assert line_of(mod, "while len(idx) > 0") in _at(res, "OLX802") + _at(res, "OLX803")

@@ -480,7 +480,7 @@ def _report_output_dims(rec: Analysis, guards: list[dict[str, Any]]) -> None:
     for name, members in groups.items():
         symbols = {m[2] for m in members}
         for size in _probe_sizes(rec, members, hints):
-            if name in relations and size % relations[name][0] != relations[name][1]:
+            if name in relations and size % relations[name][0] not in relations[name][1]:
                 continue  # a size the model does not support (OLX825 says so)
             if time.perf_counter() > deadline:
                 rec.result["skipped"]["output_dims"] = (
@@ -550,12 +550,13 @@ def _report_relations(
     guards: list[dict[str, Any]],
     groups: dict[str, list[tuple[int, int, Any]]],
     hints: dict[Any, int],
-) -> dict[str, tuple[int, int]]:
-    """Each requested dim that a guard or a deferred assertion restricts to a residue
-    (`Eq(2*((s0 - 1)//2) + 2, s0)`: s0 even), at the guard's line, once per line. A bound
+) -> dict[str, Relation]:
+    """Each requested dim that a guard or a deferred assertion restricts to some residues
+    (`Eq(2*((s0 - 1)//2) + 2, s0)`: s0 even), at the first such guard's line, once per line,
+    with the relation torch.export itself suggests (`h = 4*_h`) when it gives one. A bound
     (`s0 > 2`, a branch taken) is not a relation: OLX804/OLX818 deal with those. Returns
-    name -> (modulus, residue)."""
-    out: dict[str, tuple[int, int]] = {}
+    name -> (modulus, residues the model supports)."""
+    found: dict[str, Relation] = {}
     by_line: dict[tuple[str, int], dict[str, Any]] = {}
     symbol_names = {m[2]: name for name, members in groups.items() for m in members}
     for g in guards:
@@ -564,26 +565,37 @@ def _report_relations(
             continue
         sym = next(iter(syms))
         name = symbol_names.get(sym)
-        if name is None or name in out:
+        if name is None or name in found:
             continue
         values = {**hints}
         holds = []
         for v in _relation_sizes(rec, groups[name]):
             values[sym] = v
             holds.append((v, torch_internals.substitute(g["expr"], values)))
-        residue = _residue(holds)
-        if residue is None:
-            continue
+        relation = _periodic(holds)
         fr, chain = rec.locate(g["stack"])
-        if fr is None:
+        if relation is None or fr is None:
             continue
-        out[name] = residue
-        key = (fr["file"], fr["line"])
-        entry = by_line.setdefault(key, {"frame": fr, "chain": chain, "dims": []})
-        entry["dims"].append((name, residue, g["expr"], sym))
+        found[name] = relation
+        entry = by_line.setdefault((fr["file"], fr["line"]), {"frame": fr, "chain": chain})
+        entry.setdefault("dims", []).append((name, g["expr"], sym))
+    if not found:
+        return found
+    try:
+        torch_says = torch_internals.suggested_relations(
+            rec.model, rec.args, rec.kwargs, rec.dynamic_shapes
+        )
+    except Exception:  # the extra export only words the message
+        torch_says = {}
+    for name, (k, r) in torch_says.items():
+        if name in found:
+            found[name] = (k, frozenset({r}))
     for entry in by_line.values():
-        rec.add(_relation_finding(rec, entry))
-    return out
+        rec.add(_relation_finding(entry, found, set(torch_says)))
+    return found
+
+
+Relation = tuple[int, frozenset[int]]
 
 
 def _relation_sizes(rec: Analysis, members: list[tuple[int, int, Any]]) -> list[int]:
@@ -595,46 +607,54 @@ def _relation_sizes(rec: Analysis, members: list[tuple[int, int, Any]]) -> list[
     return list(range(lo, hi + 1))
 
 
-def _residue(holds: list[tuple[int, bool | int | None]]) -> tuple[int, int] | None:
-    """(k, r) when the guard holds exactly at the sizes = r mod k (k > 1), else None."""
+def _periodic(holds: list[tuple[int, bool | int | None]]) -> Relation | None:
+    """(k, R) when the guard holds exactly at the sizes whose residue mod k is in R (the
+    smallest such k > 1), else None."""
     if any(h is None for _, h in holds) or all(h for _, h in holds) or not any(h for _, h in holds):
         return None
     for k in range(2, len(holds) // 2 + 1):
-        good = {v % k for v, h in holds if h}
-        if len(good) == 1:
-            r = next(iter(good))
-            if all(bool(h) == (v % k == r) for v, h in holds):
-                return k, r
+        good = frozenset(v % k for v, h in holds if h)
+        if len(good) < k and all(bool(h) == (v % k in good) for v, h in holds):
+            return k, good
     return None
 
 
-def _relation_finding(rec: Analysis, entry: dict[str, Any]) -> dict[str, Any]:
+def _relation_words(name: str, relation: Relation) -> tuple[str, str]:
+    """("even sizes", "`h = 2*Dim(...)`") for one dim's relation."""
+    k, good = relation
+    if good == {0}:
+        return ("even sizes" if k == 2 else f"multiples of {k}"), f"`{name} = {k}*Dim(...)`"
+    if len(good) == 1:
+        (r,) = good
+        return f"sizes of {k}*n + {r}", f"`{name} = {k}*Dim(...) + {r}`"
+    rs = " or ".join(map(str, sorted(good)))
+    return f"sizes that are {rs} more than a multiple of {k}", f"`{name}` in such sizes"
+
+
+def _relation_finding(
+    entry: dict[str, Any], relations: dict[str, Relation], from_torch: set[str]
+) -> dict[str, Any]:
     dims = entry["dims"]
     names = [d[0] for d in dims]
-    k, r = dims[0][1]
-    same = all(d[1] == (k, r) for d in dims)
-    if same and r == 0:
-        need = "even" if k == 2 else f"a multiple of {k}"
-        sizes = f"only for {need} sizes"
-        hint = ", ".join(f"`{n} = {k}*Dim(...)`" for n in names)
-    else:
-        sizes = (
-            "only for some sizes ("
-            + "; ".join(f"{n} = {rr} mod {kk}" for n, (kk, rr), _e, _s in dims)
-            + ")"
-        )
-        hint = ", ".join(
-            f"`{n} = {kk}*Dim(...) + {rr}`" if rr else f"`{n} = {kk}*Dim(...)`"
-            for n, (kk, rr), _e, _s in dims
-        )
+    words = [_relation_words(n, relations[n]) for n in names]
+    kinds = {w for w, _h in words}
+    sizes = (
+        f"only for {next(iter(kinds))}"
+        if len(kinds) == 1
+        else "only for some sizes ("
+        + "; ".join(f"{n}: {w}" for n, (w, _h) in zip(names, words, strict=True))
+        + ")"
+    )
+    hint = ", ".join(h for _w, h in words)
     which = " and ".join(f"{n!r}" for n in names)
     dim_word, verb = ("dims", "work") if len(names) > 1 else ("dim", "works")
-    conds = "; ".join(f"`{_rename_symbols(e, {s}, n)}`" for n, _r, e, s in dims)
+    conds = "; ".join(f"`{_rename_symbols(e, {s}, n)}`" for n, e, s in dims)
+    asks = "torch.export asks for" if set(names) <= from_torch else "declare"
     f = finding(
         wire.KIND_DIM_RELATION,
-        f"the dynamic {dim_word} {which} {verb} {sizes} here: torch.export needs {hint}; "
-        "torch.onnx.export does not check it, and "
-        "the ONNX model fails or is wrong at the other sizes",
+        f"the dynamic {dim_word} {which} {verb} {sizes} here ({asks} {hint}); "
+        "torch.onnx.export does not check it, and the ONNX model fails or is wrong at the "
+        "other sizes",
         notes=[
             f"torch.export assumes {conds} on this line. With a named Dim it stops with "
             '"Constraints violated" and suggests the relation; torch.onnx.export accepts '
@@ -642,7 +662,10 @@ def _relation_finding(rec: Analysis, entry: dict[str, Any]) -> dict[str, Any]:
             "Declare the relation in dynamic_shapes, or pad the input in forward so that "
             "every size works.",
         ],
-        relation=[{"dim": n, "modulus": kk, "residue": rr} for n, (kk, rr), _e, _s in dims],
+        relation=[
+            {"dim": n, "modulus": relations[n][0], "residues": sorted(relations[n][1])}
+            for n in names
+        ],
     )
     return place(f, entry["frame"], entry["chain"])
 

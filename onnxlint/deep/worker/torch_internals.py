@@ -11,6 +11,8 @@ when this torch does not have what it needs, so the caller can report
 from __future__ import annotations
 
 import contextlib
+import re
+import sys
 import traceback
 from collections.abc import Iterator
 from typing import Any
@@ -165,6 +167,14 @@ def unbacked_sizes(fake_mode: Any) -> Iterator[None]:
         fake_mode.shape_env = None
 
 
+LOOP_DECISIONS = 64
+"""Decisions at one line before its unbacked sizes count as 0 (a data loop ends)."""
+
+MAX_PLACEHOLDER_DECISIONS = 10_000
+"""Data-dependent conditions decided at a placeholder size in one explain run; beyond it,
+a loop is waiting on the data and the search stops there (OLX816)."""
+
+
 def _placeholder_shape_env() -> Any:
     import sympy  # type: ignore[import-untyped]
 
@@ -174,6 +184,9 @@ def _placeholder_shape_env() -> Any:
         raise Unsupported(f"torch {torch_version()} has no ShapeEnv: {e}") from e
 
     class PlaceholderShapeEnv(ShapeEnv):
+        decided = 0
+        per_line: dict[tuple[str, int], int]
+
         def _evaluate_expr(
             self,
             orig_expr: Any,
@@ -185,17 +198,46 @@ def _placeholder_shape_env() -> Any:
         ) -> Any:
             if fallback_value is None and isinstance(orig_expr, sympy.Basic):
                 values = dict(symbol_hints(self))
-                values.update(
-                    {s: PLACEHOLDER_INTS[0] for s in free_symbols(orig_expr) if s not in values}
-                )
+                size = self._placeholder()
+                values.update({s: size for s in free_symbols(orig_expr) if s not in values})
                 decided = substitute(orig_expr, values)
                 if decided is not None:
+                    self.decided += 1
+                    if self.decided > MAX_PLACEHOLDER_DECISIONS:
+                        # `while len(idxs) > 0:` never ends on placeholder sizes
+                        raise RuntimeError(
+                            f"more than {MAX_PLACEHOLDER_DECISIONS} data-dependent decisions: "
+                            "a loop runs until the data decides"
+                        )
                     fallback_value = sympy.sympify(decided)
             return super()._evaluate_expr(
                 orig_expr, hint, fx_node, size_oblivious, fallback_value, **kw
             )
 
+        def _placeholder(self) -> int:
+            """`PLACEHOLDER_INTS[0]`, until the same line has decided `LOOP_DECISIONS`
+            times: then 0, as if the data ran out, so that `while len(idx) > 0:` ends."""
+            if not hasattr(self, "per_line"):
+                self.per_line = {}
+            return PLACEHOLDER_INTS[0] if not _looping(self.per_line) else 0
+
     return PlaceholderShapeEnv()
+
+
+def _looping(per_line: dict[tuple[str, int], int]) -> bool:
+    """Count one data-dependent decision at the user's line that asks for it; True once
+    that line has decided `LOOP_DECISIONS` times (a loop that waits on the data)."""
+    f: Any = sys._getframe(2)
+    while f is not None and _internal_file(f.f_code.co_filename):
+        f = f.f_back
+    key = (f.f_code.co_filename, f.f_lineno) if f is not None else ("", 0)
+    per_line[key] = per_line.get(key, 0) + 1
+    return per_line[key] > LOOP_DECISIONS
+
+
+def _internal_file(name: str) -> bool:
+    name = name.replace("\\", "/")
+    return "/torch/" in name or "/sympy/" in name or "/onnxlint/deep/worker/" in name
 
 
 @contextlib.contextmanager
@@ -304,6 +346,7 @@ def assume_data_dependent(
             f"torch {torch_version()}: ShapeEnv cannot suppress data-dependent errors"
         )
     boolean = sympy.logic.boolalg.Boolean
+    per_line: dict[tuple[str, int], int] = {}
 
     def evaluate(
         self: Any,
@@ -315,12 +358,14 @@ def assume_data_dependent(
         **kw: Any,
     ) -> Any:
         if fallback_value is None and isinstance(orig_expr, sympy.Basic):
+            # past LOOP_DECISIONS at one line, the data "runs out": `while n > 0:` ends
+            held = not _looping(per_line)
             if isinstance(orig_expr, boolean) and not isinstance(orig_expr, sympy.Expr):
-                assumed: Any = True
+                assumed: Any = held
             elif getattr(orig_expr, "is_integer", False):
-                assumed = sympy.Integer(int_value)
+                assumed = sympy.Integer(int_value if held else 0)
             else:
-                assumed = sympy.Float(float(int_value))
+                assumed = sympy.Float(float(int_value if held else 0))
             self._onnxlint_assuming = True
             try:
                 return orig_eval(self, orig_expr, hint, fx_node, size_oblivious, assumed, **kw)
@@ -465,7 +510,28 @@ def free_symbols(expr: Any) -> set[Any]:
     return set(getattr(expr, "free_symbols", ()) or ())
 
 
-def to_export_dims(dynamic_shapes: Any, *, auto: bool = False) -> Any:
+_RELATION_FIX = re.compile(r"^\s*(\w+) = (\d+)\*_\w+(?: \+ (\d+))?\s*$", re.M)
+
+
+def suggested_relations(
+    model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any
+) -> dict[str, tuple[int, int]]:
+    """The relations torch.export asks for (`h = 4*_h` -> {"h": (4, 0)}): it is run with
+    each requested dim as a named `Dim`, which makes it check the dims' constraints and
+    suggest fixes (strings and Dim.DYNAMIC, what torch.onnx.export passes, do not)."""
+    try:
+        export(model, args, kwargs, to_export_dims(dynamic_shapes, named=True), onnx=False)
+    except Exception as e:
+        text = str(e)
+    else:
+        return {}
+    if "Suggested fixes:" not in text:
+        return {}
+    fixes = text.split("Suggested fixes:", 1)[1].split("\n\n", 1)[0]
+    return {m[1]: (int(m[2]), int(m[3] or 0)) for m in _RELATION_FIX.finditer(fixes)}
+
+
+def to_export_dims(dynamic_shapes: Any, *, auto: bool = False, named: bool = False) -> Any:
     """Strings (named dims, as torch.onnx accepts them) -> Dim.DYNAMIC, or Dim.AUTO.
 
     With `auto`, every requested dim (string or Dim) becomes Dim.AUTO: export then
@@ -477,6 +543,8 @@ def to_export_dims(dynamic_shapes: Any, *, auto: bool = False) -> Any:
     target = Dim.AUTO if auto else Dim.DYNAMIC
 
     def conv(v: Any) -> Any:
+        if named and isinstance(v, str):
+            return Dim(v if v.isidentifier() else re.sub(r"\W", "_", v))
         if isinstance(v, str) or (auto and v is not None and not isinstance(v, int)):
             return target
         return v
