@@ -4,8 +4,9 @@ Checked right after load, before anything runs, because no later phase can see t
 
 - one tensor object given for several inputs (`model(x, x)`, `([x, x, x], x)`): torch.export
   traces the inputs as one (aliased), the ONNX model keeps several inputs but computes with
-  one of them, and gives other numbers as soon as they differ; `verify` feeds the same
-  aliased inputs back, so it cannot see it;
+  one of them, and gives other numbers as soon as they differ; a check of the example
+  feeds the same aliased inputs back, so it cannot see it (`verify` adds a run with the
+  inputs made distinct, which measures it);
 - a Python `float`/`int`/`bool` example argument: the dynamo exporter bakes its value into
   the graph and drops the input, so the ONNX model ignores what is passed later.
 
@@ -45,6 +46,11 @@ def labelled_leaves(rec: Analysis) -> list[tuple[str, Any]]:
     return out
 
 
+def storage_id(t: torch.Tensor) -> int:
+    """One id for a tensor and its views (the examples share data when it is equal)."""
+    return id(t._base if t._base is not None else t)
+
+
 def _key(k: Any) -> str:
     for attr in ("idx", "key", "name"):
         if hasattr(k, attr):
@@ -57,8 +63,7 @@ def _aliased(rec: Analysis, leaves: list[tuple[str, Any]], site: dict[str, Any] 
     groups: dict[int, list[str]] = {}
     for label, leaf in leaves:
         if isinstance(leaf, torch.Tensor):
-            base = leaf._base if leaf._base is not None else leaf
-            groups.setdefault(id(base), []).append(label)
+            groups.setdefault(storage_id(leaf), []).append(label)
     for labels in groups.values():
         if len(labels) < 2:
             continue
@@ -70,8 +75,8 @@ def _aliased(rec: Analysis, leaves: list[tuple[str, Any]], site: dict[str, Any] 
             notes=[
                 "torch.export sees the same tensor object (or views of one) in several "
                 "places and records one input; the ONNX model keeps the inputs but "
-                "computes with one of them. `verify` cannot see it: it feeds the same "
-                "tensor back.",
+                "computes with one of them. A check on the example cannot see it: it feeds "
+                "the same tensor back (`verify` also runs the inputs made distinct).",
                 "Pass separate tensors: `x.clone()` for each place after the first.",
             ],
             inputs=labels,

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from . import frames, ort_memory, wire
+from .inputs import storage_id
 from .record import Analysis, cause, finding, first_line, resize_inputs
 
 ATOL = 1e-4
@@ -414,7 +415,7 @@ def distinct_inputs(tree: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
     out = []
     for leaf in leaves:
         if isinstance(leaf, torch.Tensor):
-            base = id(leaf._base if leaf._base is not None else leaf)
+            base = storage_id(leaf)
             if base in seen:
                 leaf = _random_like(leaf, list(leaf.shape))
             seen.add(base)
