@@ -10,8 +10,10 @@ class TorchExportFailure(Rule):
     """
     ## What it does
     Reports a `torch.export.export(strict=False)` failure that is not a data-dependent guard,
-    a dynamic-dim conflict or a missing fake kernel: the error, at the innermost line of the
-    project's code in its traceback, with torch's suggested fix when it gives one.
+    a dynamic-dim conflict or a missing fake kernel: the error (torch's own innermost reason),
+    at the innermost line of the project's code in its traceback, with torch's suggested fix
+    when it gives one. When torch.onnx.export's fallback capture (strict `torch.export`)
+    succeeds where this one fails, the export goes on and the finding is information.
 
     ## Why is this bad?
     `torch.onnx.export` runs the same capture first; whatever stops it stops the ONNX export

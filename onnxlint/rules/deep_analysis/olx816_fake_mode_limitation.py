@@ -11,10 +11,13 @@ class FakeModeLimitation(Rule):
     ## What it does
     Reports the line where running the model on fake tensors (no data) had to stop: while
     building it (a data check in `__init__`, weights read from a file) or while looking for
-    graph breaks (`.numpy()`, `.tolist()` feeding Python, data-dependent output shapes). It is
-    a limitation of the analysis, not an error in the model: init functions with data checks
-    (`torch.nn.init.trunc_normal_`) are already handled, and the code after this line is not
-    analysed. Skip such code when the environment variable `ONNXLINT_DEEP` is set.
+    graph breaks (`.numpy()` of a value Python then needs, a loop over the data that does not
+    end). It is a limitation of the analysis, not an error in the model, and the code after
+    this line is not searched for breaks. What fake tensors can go past is not reported:
+    init functions with data checks (`torch.nn.init.trunc_normal_`), data-dependent output
+    sizes (`nonzero`, boolean indexing, `unique`, expert routing; the search goes on with
+    unbacked sizes, as torch.export does), and eager-mode int8 models (built with real
+    tensors instead). Skip such code when the environment variable `ONNXLINT_DEEP` is set.
 
     ## Why is this bad?
     Such code also breaks fake-tensor (weightless) export and `torch.compile`; with real
