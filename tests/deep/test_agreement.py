@@ -479,3 +479,46 @@ def test_a_loop_that_waits_on_the_data_ends(analyzer: Any, tmp_path: Path) -> No
     assert res.outcome == "fails at step 1/3 (torch.export)"
     assert not _torch_exports(tmp_path, "loop:make")
     assert line_of(mod, "while len(idx) > 0") in _at(res, "OLX802") + _at(res, "OLX803")
+
+
+DRY_RUN_NETS = """
+import torch
+
+
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 6, 3, padding=1)
+
+    def forward(self, x):
+        y = self.conv(x).flatten(1)
+        if not torch.onnx.is_in_onnx_export():
+            keep = y[0] > 0  # post-processing outside the export: boolean indexing
+            return y[:, keep]
+        return y
+"""
+
+DRY_RUN_SCRIPT = """
+import torch
+
+from dry_nets import Head
+
+model = Head().eval()
+im = torch.randn(1, 3, 8, 8)
+for _ in range(2):
+    y = model(im)  # a dry run before the export, as YOLO exporters make
+torch.onnx.export(model, (im,), "head.onnx", dynamo=True)
+"""
+
+
+def test_a_scripts_dry_run_with_data_dependent_sizes_is_no_stop(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    from onnxlint.deep.scripts import script_target
+
+    _module(tmp_path, "dry_nets", DRY_RUN_NETS)
+    script = _module(tmp_path, "export_head", DRY_RUN_SCRIPT)
+    call = line_of(script, "torch.onnx.export(")
+    res = analyzer.analyze(script_target(script, call, tmp_path, ()), use_cache=False)
+    assert "OLX816" not in {v.code for v in res.violations}, res.violations
+    assert res.outcome == "ok"

@@ -179,6 +179,7 @@ def _build(rec: Analysis, fn: Any, made: dict[int, int], *, assume: bool) -> Any
         if assume:
             rec.fake_mode.on_answer = answered
             stack.enter_context(torch_internals.lenient_scalars(rec.fake_mode))
+            stack.enter_context(torch_internals.unbacked_sizes(rec.fake_mode))
         try:
             return fn()
         finally:

@@ -165,7 +165,9 @@ def _run_once(
             stack.enter_context(load.ExampleLines(code, made, state.script))
             stack.enter_context(CpuOnly(state))
             if assume:
+                # a dry run's boolean indexing or NMS gets unbacked sizes, as in explain
                 stack.enter_context(torch_internals.lenient_scalars(rec.fake_mode))
+                stack.enter_context(torch_internals.unbacked_sizes(rec.fake_mode))
             exec(code, module.__dict__)
     except ScriptStop as s:
         return s, None, None
