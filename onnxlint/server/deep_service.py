@@ -4,7 +4,10 @@ The analysis itself is `onnxlint.deep.analyzer.DeepAnalyzer` (a long-lived worke
 the user's interpreter). This module decides *whether* it may run (trusted workspace, on an
 explicit request), finds the target for a file, reports progress (`$/progress`, and the
 custom `onnxlint/analysisState` notification), honours cancellation, and files the findings
-into the deep bucket of each open document they belong to.
+into every file they are in: the deep bucket of an open document, and for a file that is not
+open (the model file, when the lens was in the export script) a push of its deep findings
+alone, kept with a digest of the file's text so that opening it later (unchanged) puts them
+into its bucket, and closing it shows them again.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import dataclasses
+import hashlib
 import importlib.util
 import logging
 import os
@@ -95,6 +99,9 @@ class DeepService:
         self.results: list[Any] = []  # DeepResult of the latest analysis of each target
         self.report_dir: Path | None = None
         self._tasks: set[asyncio.Future[Any]] = set()
+        # real path -> target -> (its deep findings there, digest of the text they are about)
+        self.files: dict[str, dict[str, tuple[list[Any], str]]] = {}
+        self.pushed: set[str] = set()  # URIs of closed files whose deep findings were pushed
 
     # ------------------------------------------------------------------ availability
 
@@ -297,20 +304,120 @@ class DeepService:
         return target
 
     def _file(self, result: Any, versions: dict[str, int | None]) -> None:
-        """Put a result's findings into the deep bucket of each open document."""
+        """File a result's findings into every file they are in: the deep bucket of an open
+        document (unless it was edited during the analysis), a push for a closed file."""
         ls = self.server
+        name = result.target.name
         by_file = editor_placements(result)
+        open_paths: dict[str, str] = {}
         for uri, doc in list(ls.workspace.text_documents.items()):
             path = ls.path_of(uri)
-            if not os.path.isabs(path):
+            if not os.path.isabs(path) or not ls.is_file(uri):
                 continue
-            found = by_file.get(os.path.realpath(path), [])
+            real = os.path.realpath(path)
+            open_paths[real] = uri
+            found = by_file.get(real, [])
             st = ls.docs.get(uri)
-            if st is None or (not found and result.target.name not in st.deep):
+            if st is None or (not found and name not in st.deep):
                 continue
             if doc.version != versions.get(uri):
                 continue  # the buffer changed during the analysis: its lines may not match
-            ls.set_deep(uri, doc.version, result.target.name, found)
+            ls.set_deep(uri, doc.version, name, found)
+            self._keep(real, name, found, digest(doc.source))
+        had = {p for p, by_target in self.files.items() if name in by_target}
+        for real in sorted(had | set(by_file)):
+            if real in open_paths:
+                continue
+            text = _read(real)
+            if text is None:
+                continue
+            self._keep(real, name, by_file.get(real, []), digest(text))
+            self.publish_closed(real, text)
+
+    def _keep(self, real: str, target: str, found: list[Any], text_digest: str) -> None:
+        by_target = self.files.setdefault(real, {})
+        if found:
+            by_target[target] = (found, text_digest)
+        else:
+            by_target.pop(target, None)
+            if not by_target:
+                del self.files[real]
+
+    def stored(self, path: str, text: str) -> dict[str, list[Any]]:
+        """The deep findings kept for a file, by target, that are about `text` (a file
+        opened unchanged since the analysis); findings about another text are dropped."""
+        real = os.path.realpath(path)
+        by_target = self.files.get(real, {})
+        d = digest(text)
+        kept = {t: vs for t, (vs, dd) in by_target.items() if dd == d}
+        if len(kept) != len(by_target):
+            for t in [t for t, (_vs, dd) in by_target.items() if dd != d]:
+                del by_target[t]
+            if not by_target:
+                self.files.pop(real, None)
+        return kept
+
+    def publish_closed(self, real: str, text: str | None = None) -> None:
+        """Push the deep findings of a file that is not open (an empty list when it has
+        none left but had some pushed)."""
+        from pygls.uris import from_fs_path
+
+        from onnxlint.core.suppression import apply_suppressions
+        from onnxlint.server.convert import diagnostic, sort_key
+        from onnxlint.server.diagnostics import merge_confirmed
+
+        ls = self.server
+        uri = from_fs_path(real)
+        if uri is None:
+            return
+        text = _read(real) if text is None else text
+        found = self.stored(real, text) if text is not None else {}
+        violations = [v for vs in found.values() for v in vs]
+        if not violations and uri not in self.pushed:
+            return
+        diags: list[types.Diagnostic] = []
+        settings = ls.settings_for(uri)
+        if violations and text is not None and settings.enable:
+            lines = ls.lines(text)
+            kept = merge_confirmed([], apply_suppressions(text, violations))
+            diags = sorted(
+                (diagnostic(v, lines, settings.severity_for(v.code)) for v in kept), key=sort_key
+            )
+        if diags:
+            self.pushed.add(uri)
+        else:
+            self.pushed.discard(uri)
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diags)
+        )
+
+    def opened(self, uri: str, text: str, version: int | None) -> None:
+        """A document was opened: the deep findings kept for its file (if it is unchanged)
+        go into its bucket, and a push made while it was closed is taken back (a pull client
+        gets them with the rest; a push client with its first check)."""
+        ls = self.server
+        if not ls.is_file(uri):
+            return
+        found = self.stored(ls.path_of(uri), text)
+        st = ls.state(uri)
+        if found:
+            st.deep = dict(found)
+            st.deep_version = version
+        if uri in self.pushed:
+            self.pushed.discard(uri)
+            if ls.pull_diagnostics:
+                ls.clear(uri)
+
+    def closed(self, uri: str) -> bool:
+        """A document was closed: push the deep findings kept for its file, if any (True)."""
+        ls = self.server
+        if not ls.is_file(uri):
+            return False
+        real = os.path.realpath(ls.path_of(uri))
+        if real not in self.files:
+            return False
+        self.publish_closed(real)
+        return uri in self.pushed
 
     def on_save(self, uri: str) -> None:
         """`deep.onSave`: analyse the first target of this file in the background."""
@@ -354,6 +461,18 @@ class DeepService:
             except Exception:
                 log.exception("stopping the deep worker failed")
         self.analyzers.clear()
+
+
+def digest(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def editor_placements(result: Any) -> dict[str, list[Any]]:

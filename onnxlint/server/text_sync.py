@@ -30,6 +30,9 @@ def register(server: OnnxlintServer) -> None:
         st = ls.state(uri)
         st.result = None
         st.deep = {}
+        if ls.deep is not None:  # deep findings filed while it was closed
+            doc = params.text_document
+            ls.deep.opened(uri, doc.text, doc.version)
         ls.schedule(uri, 0)
         ls.dependency_changed(uri)  # others now read its buffer, not the file
 
@@ -68,6 +71,8 @@ def register(server: OnnxlintServer) -> None:
         for change in params.changes:
             if change.uri not in ls.workspace.text_documents:  # open: its buffer counts
                 ls.dependency_changed(change.uri)
+                if ls.deep is not None:  # deep findings about its old text are taken back
+                    ls.deep.closed(change.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: OnnxlintServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -79,7 +84,8 @@ def register(server: OnnxlintServer) -> None:
             for w in st.waiters:
                 if not w.done():
                     w.set_exception(UnknownDocument(f"the document was closed: {uri}"))
-        if not ls.pull_diagnostics:
+        kept = ls.deep is not None and ls.deep.closed(uri)  # its deep findings stay shown
+        if not ls.pull_diagnostics and not kept:
             ls.clear(uri)
         ls.dependency_changed(uri)  # others now read the file, not its buffer
 
