@@ -250,14 +250,17 @@ class DeepAnalyzer:
         *,
         verify: bool | None = None,
         use_cache: bool = True,
+        wire_extra: dict[str, Any] | None = None,
     ) -> DeepResult:
         """Analyse one target in a fresh child of the warm worker. Never raises for
-        worker failures: they come back as a result with an OLX813-815 finding."""
+        worker failures: they come back as a result with an OLX813-815 finding.
+        `wire_extra` goes to the worker with the target: a rewrite's proof sends its files
+        (`overlay`) and asks for a run with real tensors (`real_run`; see deep/fixes.py)."""
         progress = on_progress or (lambda _phase, _pct: None)
         cancel = cancel or threading.Event()
         with self._lock:
             want_verify = target.verify if verify is None else verify
-            wire_target = target.to_wire(verify=want_verify)
+            wire_target = {**target.to_wire(verify=want_verify), **(wire_extra or {})}
             cache_key = None
             if self.cache is not None and use_cache:
                 cache_key = self.cache.key(wire_target, self.python)

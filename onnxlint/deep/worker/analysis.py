@@ -26,6 +26,8 @@ from . import (
     inputs,
     load,
     memory,
+    overlay,
+    proof,
     script,
     torch_internals,
     translate,
@@ -40,6 +42,10 @@ __all__ = ["Analysis", "run", "warm_up"]
 
 def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
     """Analyse one target (the wire's target dict); the result the parent receives."""
+    if target.get("overlay"):  # a rewrite's proof: its files in place of the user's
+        overlay.install(target["overlay"])
+    if target.get("real_run"):  # a rewrite's proof, with real tensors (proof.py)
+        return proof.run(target, emit_progress)
     rec = Analysis(target, emit_progress)
     if not torch_internals.is_tested_version():
         rec.add(

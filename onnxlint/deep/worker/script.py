@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from . import load, torch_internals, wire
+from . import load, overlay, torch_internals, wire
 from .record import Analysis, finding, first_line, place
 from .script_args import required_arguments
 from .script_explain import (
@@ -67,8 +67,7 @@ def run(rec: Analysis) -> bool:
     EmptyCheckpoint.last = None
     rec.result["factory_loc"] = {"file": script, "line": int(line or 1), "name": "<script>"}
     try:
-        with open(script, encoding="utf-8") as fh:
-            source = fh.read()
+        source = overlay.read_text(script)  # a rewrite's proof runs the rewritten script
         code = compile(source, script, "exec")
     except (OSError, UnicodeDecodeError, SyntaxError) as e:
         at = getattr(e, "lineno", None) or 1
@@ -118,7 +117,8 @@ def _run_once(
     rec: Analysis, state: ScriptRun, code: types.CodeType, made: dict[int, int], *, assume: bool
 ) -> tuple[ScriptStop | None, BaseException | None, Any]:
     """One run of the script: (the capture, or the error that stopped it, or the exit code)."""
-    rec.fake_mode = torch_internals.fake_mode_class()(allow_non_fake_inputs=True)
+    real = bool(rec.target.get(wire.RETRY_REAL_TENSORS))  # a rewrite's proof: real weights
+    rec.fake_mode = None if real else torch_internals.fake_mode_class()(allow_non_fake_inputs=True)
     module = types.ModuleType("__main__")
     package, top = _package_of(state.script, code, rec.root)
     module.__dict__.update(
@@ -160,11 +160,12 @@ def _run_once(
             stack.enter_context(required_arguments(state))
             stack.enter_context(no_network())
             stack.enter_context(quiet_stdio(state))
-            stack.enter_context(rec.fake_mode)
+            if rec.fake_mode is not None:
+                stack.enter_context(rec.fake_mode)
             stack.enter_context(load.fake_safe_init())
             stack.enter_context(load.ExampleLines(code, made, state.script))
             stack.enter_context(CpuOnly(state))
-            if assume:
+            if assume and rec.fake_mode is not None:
                 # a dry run's boolean indexing or NMS gets unbacked sizes, as in explain
                 stack.enter_context(torch_internals.lenient_scalars(rec.fake_mode))
                 stack.enter_context(torch_internals.unbacked_sizes(rec.fake_mode))
