@@ -79,7 +79,7 @@ class _Loader(importlib.machinery.SourceFileLoader):
             raise OSError("overlay: no bytecode cache")  # compiled from the text, each time
         return super().path_stats(path)
 
-    def set_data(self, path: str, data: bytes, *, _mode: int = 0o666) -> None:
+    def set_data(self, path: str, data: Any, *, _mode: int = 0o666) -> None:
         return None
 
 
@@ -108,4 +108,3 @@ class _Finder(importlib.abc.MetaPathFinder):
                     fullname, candidate, loader=_Loader(fullname, candidate)
                 )
         return None
-

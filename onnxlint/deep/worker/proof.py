@@ -76,7 +76,6 @@ def run(target: dict[str, Any], progress: Emit) -> dict[str, Any]:
     return out
 
 
-
 # --------------------------------------------------------------------------- reference
 
 
@@ -209,9 +208,8 @@ def _candidate(rec: Analysis, path: str, report: dict[str, Any], progress: Emit)
         report["missing_keys"] = list(missing)
         report["unexpected_keys"] = list(unexpected)
         if unexpected:
-            report["error"] = (
-                "the rewritten model lacks weights the original has: "
-                + ", ".join(list(unexpected)[:5])
+            report["error"] = "the rewritten model lacks weights the original has: " + ", ".join(
+                list(unexpected)[:5]
             )
             return
     eager_rows: list[dict[str, Any]] = []
@@ -233,7 +231,7 @@ def _candidate(rec: Analysis, path: str, report: dict[str, Any], progress: Emit)
     report["sizes"] = ref.get("sizes", {})
     progress("export", 60)
     try:
-        program = torch.onnx.export(
+        program: Any = torch.onnx.export(
             model,
             tuple(rec.args),
             kwargs=rec.kwargs or None,
@@ -332,4 +330,3 @@ def _compare(want: Any, got: Any) -> dict[str, Any]:
 
 def _is_array(x: Any) -> bool:
     return hasattr(x, "__array__") and hasattr(x, "shape")
-
