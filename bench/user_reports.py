@@ -196,6 +196,22 @@ REPORTS = [
         factory="llama4_image_merge",
         note="transformers' Llama4 merge of image embeddings, in plain torch",
     ),
+    Report(
+        "scan_item_index",
+        GH + "pytorch/pytorch/issues/153705",
+        "Unable to export a model using scan with inplace modification",
+        "2025-05-16",
+        (P("export", "scan-item scan-index scan-call", "export-fails", "iv.item() as an index"),),
+        factory="scan_item_index",
+    ),
+    Report(
+        "item_select",
+        GH + "pytorch/pytorch/issues/150057",
+        "[export] Export fails with multiple dimension indexing",
+        "2025-03-26",
+        (P("export", "item-select", "export-fails", "y[0, b] with b = x.item()"),),
+        factory="item_select",
+    ),
     # ---- removed APIs
     Report(
         "yolox_private_export",

@@ -242,6 +242,43 @@ def llama4_image_merge() -> tuple[Any, ...]:
     return MergeImageTokens(), (ids, torch.randn(1, 10, 16), torch.randn(4, 16)), {}, None
 
 
+class RewrittenModel2(nn.Module):
+    """pytorch#153705: a `scan` whose body indexes with `iv.item()` (the thread's code)."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        def loop_body_1(z: Any, iv: Any, x: Any, y: Any) -> list[Any]:
+            z = z.clone()
+            i = iv.item()  # @scan-item
+            z[i, :] = ((x[i, :] - y) ** 2).sum(dim=-1)  # @scan-index
+            return [z, iv]
+
+        z = torch.empty((x.shape[0], y.shape[0]))
+        r = torch.ops.higher_order.scan(
+            loop_body_1, [z], [torch.arange(x.shape[0], dtype=torch.int64)], [x, y]
+        )  # @scan-call
+        return r[0]
+
+
+def scan_item_index() -> tuple[Any, ...]:
+    dyn = Dim.DYNAMIC
+    ds = ({0: dyn, 1: dyn}, {0: dyn, 1: dyn})
+    return RewrittenModel2(), (torch.rand((3, 4)), torch.rand((5, 4))), {}, ds
+
+
+class ItemSelect(nn.Module):
+    """pytorch#150057: `y[0, b]` with `b = x.item()` (IndexError: got SymInt)."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        b = x.item()
+        torch._check_is_size(b)
+        torch._check(b < y.shape[0])
+        return y[0, b]  # @item-select
+
+
+def item_select() -> tuple[Any, ...]:
+    return ItemSelect(), (torch.tensor(4), torch.ones(10, 10)), {}, None
+
+
 # --------------------------------------------------------------------------- silent wrong results
 
 
@@ -552,6 +589,8 @@ FACTORIES = {
         interpolate_size_tolist,
         item_index_loop,
         llama4_image_merge,
+        scan_item_index,
+        item_select,
         alias_listadd,
         alias_float_bias,
         sdpa_masked_row,
