@@ -323,8 +323,8 @@ def sdpa_masked_row() -> tuple[Any, ...]:
     torch.manual_seed(0)
     attn_mask = torch.ones(2, 4, 8, 8).bool()
     attn_mask[0, 0, 0, :] = False  # masking an entire row (padding token)
-    query = key = value = torch.randn(2, 4, 8, 16)
-    return ScaledDotProductAttention(), (query, key, value, attn_mask), {}, None
+    query = key = value = torch.randn(2, 4, 8, 16)  # @sdpa-qkv
+    return ScaledDotProductAttention(), (query, key, value, attn_mask), {}, None  # @sdpa-args
 
 
 class EmbedSDPA(nn.Module):
