@@ -1208,6 +1208,17 @@ def _says(p: Problem, f: dict[str, Any]) -> bool:
     return True
 
 
+def _cause_kept(cause: str, said: str) -> bool:
+    """Whether what onnxlint said keeps torch's cause: one of the cause's sentences (its
+    first 50 characters), or for a missing attribute, AttributeError and the name."""
+    kind, _, text = cause.partition(": ")
+    missing = re.search(r"has no attribute '([^']+)'", text)
+    if kind == "AttributeError" and missing:
+        return "AttributeError" in said and missing.group(1) in said
+    parts = re.split(r"\. |Failure message: ", text)
+    return any(_norm(p[:50]) in _norm(said) for p in parts if len(p.strip()) >= 20)
+
+
 def _norm(text: str) -> str:
     return re.sub(r"[\s`'\"]+", " ", text).strip().lower()
 
@@ -1263,9 +1274,8 @@ def score(r: Report, gt: dict[str, Any], us: dict[str, Any], static: Any) -> Row
     )
     if cause:
         row.cause = cause
-        text = cause.split(": ", 1)[-1][:60].strip()
         said = " ".join(f["message"] + " " + " ".join(f.get("notes") or []) for f in findings)
-        row.cause_kept = _norm(text) in _norm(said)
+        row.cause_kept = _cause_kept(cause, said)
         step = re.search(r"step \d/3", te)
         row.torch_outcome = (
             (f"fails at {step.group(0)}: " if step else "")
