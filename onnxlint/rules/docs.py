@@ -7,6 +7,7 @@ committed pages differ from the classes (CI runs it through the test suite).
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -59,7 +60,10 @@ def rule_markdown(rule: type[Rule]) -> str:
     ]
     for name in _ORDER:
         if name in sections:
-            lines += [f"## {name}", "", sections[name], ""]
+            body = sections[name]
+            if name == "References":  # bare URLs as links (CommonMark autolinks)
+                body = re.sub(r"(?<![<(])\b(https?://[^\s<>()]+[^\s<>().,;])", r"<\1>", body)
+            lines += [f"## {name}", "", body, ""]
     for name, body in sections.items():
         if name not in _ORDER:
             lines += [f"## {name}", "", body, ""]
