@@ -212,12 +212,16 @@ class Checks(Diagnostics):
             st.result = Result(
                 version, text, violations, config_error, gen, deps, export_files=seen
             )
-            if st.deps_changed:  # a module it read changed while it ran: check again
+            outdated = st.deps_changed
+            if outdated:  # a module it read changed while it ran: check again
                 st.deps_changed = False
                 st.result.stale = True
                 st.dirty = True
             quiet, st.quiet = st.quiet, False
-            unchanged = (
+            # An outdated result is not published: it may show the module as it was
+            # before the change, after the editor showed the change (the check again
+            # publishes next).
+            unchanged = outdated or (
                 quiet
                 and not st.must_publish
                 and previous is not None
