@@ -1,0 +1,36 @@
+"""Rewrites of model code that answer deep findings (libcst), one module per kind of finding.
+
+Each module has `REWRITERS`: a kind, the codes it answers, and how it makes its candidate
+rewrites for one finding (`base.Site`). `deep/fixes.py` asks every rewriter for
+candidates and has the worker prove them; none is offered unproven.
+"""
+
+from __future__ import annotations
+
+from onnxlint.deep.rewrites import conditions
+from onnxlint.deep.rewrites.base import Candidate, Rewriter, Site, Sources, edits_between, line_map
+
+REWRITERS: list[Rewriter] = [*conditions.REWRITERS]
+
+KINDS: dict[str, str] = {r.kind: r.label for r in REWRITERS}
+
+
+def candidates(site: Site) -> list[Candidate]:
+    """Every rewriter's candidates for one finding, in the rewriters' order."""
+    out: list[Candidate] = []
+    for r in REWRITERS:
+        out += r.candidates(site)
+    return out
+
+
+__all__ = [
+    "KINDS",
+    "REWRITERS",
+    "Candidate",
+    "Rewriter",
+    "Site",
+    "Sources",
+    "candidates",
+    "edits_between",
+    "line_map",
+]
