@@ -160,9 +160,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     outcomes = _check_files(files, config, args)
     violations = sorted((v for o in outcomes for v in o.violations), key=Violation.sort_key)
     if args.deep:
-        violations = sorted(
-            violations + _deep_violations(paths, config, args), key=Violation.sort_key
-        )
+        deep, reports = _deep_violations(paths, config, args)
+        if deep_fixes_wanted(args):
+            deep, written, fixes = _apply_deep_fixes(deep, reports, args.diff)
+            if written:  # the static findings of the rewritten files, as they now are
+                _recheck(outcomes, written, config)
+                violations = sorted(
+                    (v for o in outcomes for v in o.violations), key=Violation.sort_key
+                )
+            outcomes += fixes
+        violations = sorted(violations + deep, key=Violation.sort_key)
     if args.add_noqa:
         violations = _add_noqa(violations, sys.stdout if args.format == "text" else sys.stderr)
     fixed = sum(o.fixed for o in outcomes)
@@ -189,13 +196,22 @@ def _add_noqa(violations: list[Violation], out: TextIO) -> list[Violation]:
     return sorted(done.left, key=Violation.sort_key)
 
 
-def _deep_violations(paths: list[str], config: Config, args: argparse.Namespace) -> list[Violation]:
+def deep_fixes_wanted(args: argparse.Namespace) -> bool:
+    """Deep fixes are proven (a real run each) only when they are asked for: `--deep` with
+    `--fix` or `--diff`, and `--unsafe-fixes` (they rewrite model code)."""
+    return bool(args.deep and (args.fix or args.diff) and args.unsafe_fixes)
+
+
+def _deep_violations(
+    paths: list[str], config: Config, args: argparse.Namespace
+) -> tuple[list[Violation], list[object]]:
     try:
         from onnxlint.deep.run import deep_check
     except ImportError as exc:
         raise UsageError(f"--deep needs the deep analysis: {exc}") from None
     root = config.root or Path.cwd()
     messages: list[str] = []
+    reports: list[object] | None = [] if deep_fixes_wanted(args) else None
     found = deep_check(
         paths,
         root,
@@ -206,11 +222,106 @@ def _deep_violations(paths: list[str], config: Config, args: argparse.Namespace)
         messages=messages,
         scripts=list(config.scripts),
         run_scripts=bool(config.deep.get("scripts", True)),
+        fix_reports=reports,
     )
     for m in messages:
         warn(m)
+    for r in reports or ():
+        for line in _proof_lines(r):
+            print(f"onnxlint: {line}", file=sys.stderr)
     # Paths as the static findings have them: relative to where onnxlint runs.
-    return [replace(v, path=_display_path(v.path)) for v in found]
+    return [replace(v, path=_display_path(v.path)) for v in found], list(reports or ())
+
+
+def _proof_lines(report: object) -> list[str]:
+    """What the proofs of one target's fixes found (stderr), one line per candidate."""
+    from onnxlint.deep.fixes import FixReport
+
+    assert isinstance(report, FixReport)
+    out = []
+    for p in report.proofs:
+        v = p.violation
+        where = f"{_display_path(v.path)}:{v.line}: {v.code}"
+        if p.fix is not None:
+            out.append(f"{where}: proven: {p.title} ({p.seconds:.1f} s)")
+        else:
+            out.append(f"{where}: not offered: {p.candidate.title}: {p.why} ({p.seconds:.1f} s)")
+    if report.reference_error and not report.proofs:
+        out.append(f"{report.target.name}: no fix proven: {report.reference_error}")
+    return out
+
+
+def _apply_deep_fixes(
+    deep: list[Violation], reports: list[object], diff: bool
+) -> tuple[list[Violation], list[str], list[FileOutcome]]:
+    """Write the proven deep fixes (or make their diff). Returns the deep findings as they
+    are after the fixes (for a target whose fixes were written: its proof's analysis of
+    the rewritten code), the files written, and an outcome per file (its diff, or how many
+    fixes it got)."""
+    from onnxlint.deep.fixes import FixReport
+    from onnxlint.source.fixes import apply_edits, parses
+
+    by_path: dict[str, list[Violation]] = {}
+    for v in deep:
+        if v.fix is not None and v.cell is None:
+            by_path.setdefault(os.path.abspath(v.path), []).append(v)
+    written: list[str] = []
+    outcomes: list[FileOutcome] = []
+    for path, found in sorted(by_path.items()):
+        src = read_source(Path(path))
+        edits = [e for v in found for e in (v.fix.edits if v.fix else ())]
+        try:
+            new_text = apply_edits(src.text, edits)
+        except ValueError:
+            warn(f"{_display_path(path)}: deep fixes overlap; not applied")
+            continue
+        if new_text == src.text or not parses(new_text):
+            continue
+        shown = _display_path(path)
+        outcome = FileOutcome(shown, fixed=0 if diff else len(found))
+        if diff:
+            outcome.diff = "".join(
+                difflib.unified_diff(
+                    src.text.splitlines(keepends=True),
+                    new_text.splitlines(keepends=True),
+                    f"a/{shown}",
+                    f"b/{shown}",
+                )
+            )
+        else:
+            write_source(src, new_text)
+            written.append(path)
+        outcomes.append(outcome)
+    if diff or not written:
+        return deep, written, outcomes
+    done = set(written)
+    out = list(deep)
+    for r in reports:
+        assert isinstance(r, FixReport)
+        after = r.after()
+        if after is None or not any(
+            os.path.abspath(p.violation.path) in done for p in r.proofs if p.fix is not None
+        ):
+            continue
+        gone = {(v.code, os.path.abspath(v.path), v.line) for v in r.before}
+        out = [v for v in out if (v.code, os.path.abspath(v.path), v.line) not in gone]
+        out += [replace(v, path=_display_path(v.path)) for v in after]
+    return out, written, outcomes
+
+
+def _recheck(outcomes: list[FileOutcome], paths: list[str], config: Config) -> None:
+    """Check the files the deep fixes rewrote again (their static findings moved or went)."""
+    global _ENGINE
+    if _ENGINE is None:
+        _ENGINE = Engine(cache_entries=0)
+    wanted = {os.path.abspath(p) for p in paths}
+    for o in outcomes:
+        if os.path.abspath(o.path) in wanted:
+            try:
+                text = read_text(Path(o.path))
+            except ReadError:
+                continue
+            o.violations = _ENGINE.check(o.path, text, config)
 
 
 def _display_path(path: str) -> str:

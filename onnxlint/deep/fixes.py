@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from onnxlint.core.violation import Fix, FixSafety, Violation
+from onnxlint.core.violation import Edit, Fix, FixSafety, Violation
 from onnxlint.deep import codes, rewrites
 from onnxlint.deep.result import DeepResult
 from onnxlint.deep.rewrites import Candidate, Site, Sources, edits_between, line_map
@@ -66,6 +66,8 @@ class Proof:
     sizes: dict[str, list[int]] = field(default_factory=dict)
     seconds: float = 0.0
     fix: Fix | None = None
+    found_after: list[Violation] = field(default_factory=list)
+    """The findings of the rewritten code (its analysis, step 1)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +100,18 @@ class FixReport:
     reference_seconds: float = 0.0
     reference_error: str = ""
     seconds: float = 0.0
+    together: Proof | None = None  # the fixes applied at once (a batch)
+    before: list[Violation] = field(default_factory=list)  # the analysis's findings
+
+    def after(self) -> list[Violation] | None:
+        """The findings once every fix kept is applied (the proof's analysis of exactly that
+        code), or None when no fix is kept."""
+        kept = [p for p in self.proofs if p.fix is not None]
+        if not kept:
+            return None
+        if len(kept) > 1:
+            return list(self.together.found_after) if self.together is not None else None
+        return list(kept[0].found_after)
 
     def fixed(self, violations: list[Violation]) -> list[Violation]:
         """`violations` with the proven fixes on the findings they fix."""
@@ -205,15 +219,23 @@ class Prover:
         self.sources = Sources()
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._reference: str | None = None
-        self.report = FixReport(target)
+        self.report = FixReport(target, before=list(result.violations))
 
-    def prove_all(self) -> FixReport:
+    def prove_all(self, *, together: bool = False) -> FixReport:
+        """Prove every finding's candidates. `together` (a batch that applies them all at
+        once): when several are proven, they are proven together too, and only the first
+        is kept if together they are not."""
         start = time.perf_counter()
         try:
+            proven: list[tuple[Site, Proof]] = []
             for site in sites(self.target, self.result, self.sources):
                 if self.cancel.is_set():
                     break
-                self.prove_site(site)
+                p = self.prove_site(site)
+                if p is not None and p.fix is not None:
+                    proven.append((site, p))
+            if together and len(proven) > 1 and not self.cancel.is_set():
+                self._together(proven)
         finally:
             if self._tmp is not None:
                 self._tmp.cleanup()
@@ -230,6 +252,39 @@ class Prover:
             if proof.proven:
                 return proof
         return None
+
+    def _together(self, proven: list[tuple[Site, Proof]]) -> None:
+        """Prove the fixes of one target applied at once; if they are not proven together,
+        keep the first alone (each was proven on its own)."""
+        from onnxlint.source.fixes import apply_edits
+
+        edits: dict[str, list[Edit]] = {}
+        kept: list[tuple[Site, Proof]] = []
+        for site, p in proven:
+            assert p.fix is not None
+            mine = list(p.fix.edits)
+            taken = edits.setdefault(site.path, [])
+            if any(_touch(e, t) for e in mine for t in taken):
+                p.fix = None
+                p.why = "proven alone; it overlaps the fix of another finding"
+                continue
+            taken += mine
+            kept.append((site, p))
+        if len(kept) < 2:
+            return
+        files = {
+            path: apply_edits(self.sources.text(path) or "", found) for path, found in edits.items()
+        }
+        merged = Candidate("together", "the fixes together", files)
+        check = Proof(kept[0][0].violation, merged, before=self.result.outcome)
+        t0 = time.perf_counter()
+        self._prove_all_sites([s for s, _ in kept], merged, check)
+        check.seconds = time.perf_counter() - t0
+        self.report.together = check
+        if not check.proven:
+            for _s, p in kept[1:]:
+                p.fix = None
+                p.why = f"proven alone, but not together with the others: {check.why}"
 
     # ------------------------------------------------------------------ the steps
 
@@ -266,6 +321,16 @@ class Prover:
         return proof
 
     def _prove(self, site: Site, cand: Candidate, proof: Proof) -> None:
+        self._prove_all_sites([site], cand, proof)
+        if not proof.proven:
+            return
+        proof.title = f"{cand.title} ({self._what(proof)})"
+        old = self.sources.text(site.path) or ""
+        if set(cand.files) == {site.path}:  # a fix edits the finding's own file
+            edits = edits_between(old, cand.files[site.path])
+            proof.fix = Fix(proof.title, edits, FixSafety.UNSAFE) if edits else None
+
+    def _prove_all_sites(self, targeted: list[Site], cand: Candidate, proof: Proof) -> None:
         overlay = dict(cand.files)
         # 1. the analysis of the rewritten code
         proof.stage = "analysis"
@@ -273,7 +338,8 @@ class Prover:
             self.target, self.progress, self.cancel, wire_extra={"overlay": overlay}
         )
         proof.after = after.outcome
-        why = self._judge_analysis(site, cand, after)
+        proof.found_after = list(after.violations)
+        why = self._judge_analysis(targeted, cand, after)
         if why:
             proof.why = why
             return
@@ -327,11 +393,6 @@ class Prover:
             return
         proof.stage = "proven"
         proof.proven = True
-        proof.title = f"{cand.title} ({self._what(proof)})"
-        old = self.sources.text(site.path) or ""
-        if set(cand.files) == {site.path}:  # a fix edits the finding's own file
-            edits = edits_between(old, cand.files[site.path])
-            proof.fix = Fix(proof.title, edits, FixSafety.UNSAFE) if edits else None
 
     def _what(self, proof: Proof) -> str:
         sizes = [len(v) for v in proof.sizes.values()]
@@ -343,7 +404,7 @@ class Prover:
             return f"exports; outputs match {where}"
         return f"gets further: {proof.after}; eager outputs match {where}"
 
-    def _judge_analysis(self, site: Site, cand: Candidate, after: DeepResult) -> str:
+    def _judge_analysis(self, targeted: list[Site], cand: Candidate, after: DeepResult) -> str:
         """Why the analysis of the rewritten code does not prove the rewrite ("" if it does)."""
         if after.status != wire.STATUS_OK:
             return (
@@ -359,11 +420,12 @@ class Prover:
             m = maps.get(os.path.realpath(path))
             return m(line) if m is not None else (line, line)
 
-        v0 = site.violation
-        lo, hi = mapped(v0.path, v0.line)
-        for v in after.violations:
-            if v.code == v0.code and _same(v.path, v0.path) and lo <= v.line <= hi:
-                return f"the finding is still there: {v.code} {v.message}"
+        for site in targeted:
+            v0 = site.violation
+            lo, hi = mapped(v0.path, v0.line)
+            for v in after.violations:
+                if v.code == v0.code and _same(v.path, v0.path) and lo <= v.line <= hi:
+                    return f"the finding is still there: {v.code} {v.message}"
         before = self.result.violations
         for v in after.violations:
             if v.code in ("OLX801", "OLX817", "OLX819", "OLX821"):
@@ -381,6 +443,11 @@ class Prover:
         return ""
 
 
+def _touch(a: Edit, b: Edit) -> bool:
+    """Two whole-line edits that overlap or touch."""
+    return not (a.span.end_line < b.span.line or b.span.end_line < a.span.line)
+
+
 def _same(a: str, b: str) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
@@ -392,6 +459,8 @@ def prove_fixes(
     *,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
+    together: bool = False,
 ) -> FixReport:
     """Prove the candidate fixes of `result`'s findings; see the module docstring."""
-    return Prover(analyzer, target, result, progress=progress, cancel=cancel).prove_all()
+    prover = Prover(analyzer, target, result, progress=progress, cancel=cancel)
+    return prover.prove_all(together=together)

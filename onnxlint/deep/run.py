@@ -135,7 +135,11 @@ def run_targets(
     root: Path,
     use_cache: bool = True,
     progress: Progress | None = None,
+    fix_reports: list[Any] | None = None,
 ) -> list[DeepResult]:
+    """Analyse each target. With `fix_reports` (a list to fill), the candidate fixes of
+    each result's findings are also proven (`onnxlint.deep.fixes`) and the proven ones put
+    on its findings: only when fixes are asked for, since proofs cost a real run each."""
     results = []
     cache_dir = root / CACHE_SUBDIR if use_cache else None  # --no-cache: no folder at all
     with DeepAnalyzer(python, targets=list(targets), cache_dir=cache_dir) as analyzer:
@@ -145,9 +149,18 @@ def run_targets(
                 if progress is not None:
                     progress(_name, phase, percent)
 
-            results.append(
-                analyzer.analyze(t, on_progress, verify=verify or None, use_cache=use_cache)
-            )
+            res = analyzer.analyze(t, on_progress, verify=verify or None, use_cache=use_cache)
+            if fix_reports is not None and res.ok:
+                from onnxlint.deep.fixes import prove_fixes
+
+                def on_proof(phase: str, percent: int | None, _name: str = t.name) -> None:
+                    if progress is not None:
+                        progress(_name, f"proving fixes: {phase}", percent)
+
+                report = prove_fixes(analyzer, t, res, progress=on_proof, together=True)
+                res.violations = report.fixed(res.violations)
+                fix_reports.append(report)
+            results.append(res)
     return results
 
 
@@ -213,11 +226,13 @@ def deep_check(
     messages: list[str] | None = None,
     scripts: Sequence[dict[str, Any]] = (),
     run_scripts: bool = True,
+    fix_reports: list[Any] | None = None,
 ) -> list[Violation]:
     """OLX8xx findings for the declared targets and the `# onnxlint: target` functions whose
     factory or model lives under `paths`; when the project declares none, for the export
     calls of the scripts under `paths` (unless `run_scripts` is off). `messages` gets what
-    the user should know (no targets, scripts analysed instead)."""
+    the user should know (no targets, scripts analysed instead). With `fix_reports`, the
+    findings' fixes are proven and carried (see `run_targets`)."""
     root = Path(root)
     targets, problems = collect_targets(raw_targets, root, [Path(p) for p in paths])
     chosen = targets_under(targets, paths)
@@ -233,7 +248,13 @@ def deep_check(
         else:
             messages.append(NO_TARGETS)
     results = run_targets(
-        chosen, python=python, verify=verify, root=root, progress=progress, use_cache=use_cache
+        chosen,
+        python=python,
+        verify=verify,
+        root=root,
+        progress=progress,
+        use_cache=use_cache,
+        fix_reports=fix_reports,
     )
     out = list(problems)
     for r in results:
