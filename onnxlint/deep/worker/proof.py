@@ -259,7 +259,7 @@ def _candidate(rec: Analysis, path: str, report: dict[str, Any], progress: Emit)
         if isinstance(want, str):
             onnx_rows.append({"case": label, "status": "eager fails here", "skipped": True})
             continue
-        a, k = _copy(args, kwargs)
+        a, k = _as_inputs_of((rec.args, rec.kwargs), _copy(args, kwargs))
         try:
             got = [torch.as_tensor(t) for t in program(*a, **k)]
         except Exception as e:
@@ -269,6 +269,23 @@ def _candidate(rec: Analysis, path: str, report: dict[str, Any], progress: Emit)
     report["onnx_match"] = bool(onnx_rows) and all(
         r["status"] == "ok" for r in onnx_rows if not r.get("skipped")
     )
+
+
+def _as_inputs_of(own: Any, case: tuple[Any, Any]) -> tuple[Any, Any]:
+    """A reference case fed to the rewritten model's ONNX program: where the rewrite takes
+    a tensor for what the original took as a Python number (`torch.tensor(0.1)` for
+    `0.1`), the number as such a tensor."""
+    mine, _ = torch.utils._pytree.tree_flatten(own)
+    theirs, spec = torch.utils._pytree.tree_flatten(case)
+    if len(mine) != len(theirs):
+        return case
+    out = []
+    for m, t in zip(mine, theirs, strict=True):
+        if isinstance(m, torch.Tensor) and isinstance(t, (bool, int, float)):
+            t = torch.tensor(t, dtype=m.dtype)
+        out.append(t)
+    args, kwargs = torch.utils._pytree.tree_unflatten(out, spec)
+    return tuple(args), dict(kwargs)
 
 
 def _same_inputs(a: tuple[str, Any, Any], b: tuple[str, Any, Any]) -> bool:
