@@ -330,12 +330,25 @@ class Prover:
             edits = edits_between(old, cand.files[site.path])
             proof.fix = Fix(proof.title, edits, FixSafety.UNSAFE) if edits else None
 
+    def _target_for(self, cand: Candidate) -> Target:
+        """The target as the rewritten code has it: a script's export call moved with the
+        lines the rewrite added or removed above it."""
+        t = self.target
+        if t.script is None or t.script_line is None:
+            return t
+        for path, text in cand.files.items():
+            if path not in cand.created and _same(path, str(t.script)):
+                line = line_map(self.sources.text(path) or "", text)(t.script_line)[0]
+                return dataclasses.replace(t, script_line=line)
+        return t
+
     def _prove_all_sites(self, targeted: list[Site], cand: Candidate, proof: Proof) -> None:
         overlay = dict(cand.files)
+        target = self._target_for(cand)
         # 1. the analysis of the rewritten code
         proof.stage = "analysis"
         after = self.analyzer.analyze(
-            self.target, self.progress, self.cancel, wire_extra={"overlay": overlay}
+            target, self.progress, self.cancel, wire_extra={"overlay": overlay}
         )
         proof.after = after.outcome
         proof.found_after = list(after.violations)
@@ -350,7 +363,7 @@ class Prover:
             proof.why = f"the original model cannot be run for real: {self.report.reference_error}"
             return
         real = self.analyzer.analyze(
-            self.target,
+            target,
             self.progress,
             self.cancel,
             use_cache=False,

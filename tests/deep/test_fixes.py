@@ -1,0 +1,219 @@
+"""Deep fixes, proven before they are offered (onnxlint/deep/fixes.py): each rewrite kind
+on a small real model through the real warm worker, and rewrites that would change the
+outputs, which must not be offered."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from onnxlint.deep.targets import Target
+
+from .conftest import line_of
+
+pytestmark = [pytest.mark.deep, pytest.mark.slow, pytest.mark.xdist_group("deep")]
+
+MODELS = """
+import torch
+
+
+class Where(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.sum() > 0:
+            y = y * 2
+        else:
+            y = y - 1
+        return y
+
+
+def where():
+    return Where(), (torch.randn(3, 4),), {}, ({0: "batch"},)
+
+
+class ShapeChanges(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.sum() > 0:
+            y = y.sum(dim=0, keepdim=True)
+        return y
+
+
+def shape_changes():
+    return ShapeChanges(), (torch.randn(3, 4),), {}, ({0: "batch"},)
+
+
+class Cond(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.mean() > 0:
+            for _ in range(2):
+                y = y * 0.5
+        else:
+            y = -y
+        return y
+
+
+def cond():
+    return Cond(), (torch.randn(3, 4),)
+
+
+class Check(torch.nn.Module):
+    def forward(self, x):
+        if torch.isnan(x).any():
+            raise ValueError("NaN in the input")
+        return x.relu() + 1
+
+
+def check():
+    return Check(), (torch.randn(3, 4),), {}, ({0: "batch"},)
+"""
+
+
+@pytest.fixture(scope="module")
+def fixproj(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("fixproj")
+    pkg = root / "fixproj"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "models.py").write_text(textwrap.dedent(MODELS).lstrip())
+    return root
+
+
+def _prove(analyzer: object, root: Path, factory: str) -> tuple[object, object]:
+    from onnxlint.deep.fixes import prove_fixes
+
+    target = Target(name=factory, factory=f"fixproj.models:{factory}", root=root)
+    res = analyzer.analyze(target, lambda _p, _pct: None, use_cache=False)  # type: ignore[attr-defined]
+    assert res.status == "ok", res.detail
+    return res, prove_fixes(analyzer, target, res)
+
+
+def _at(report: object, line: int) -> list[object]:
+    return [p for p in report.proofs if p.violation.line == line]  # type: ignore[attr-defined]
+
+
+def test_tensor_if_of_two_assignments_is_rewritten_with_where(fixproj: Path, analyzer) -> None:
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "if y.sum() > 0:")
+    res, report = _prove(analyzer, fixproj, "where")
+    assert ("OLX802", line) in {(v.code, v.line) for v in res.violations}
+    proofs = _at(report, line)
+    assert proofs and proofs[0].proven, [(p.candidate.title, p.why) for p in proofs]
+    p = proofs[0]
+    assert p.candidate.kind == "where"
+    assert p.exports and p.eager_match and p.onnx_match
+    assert p.sizes == {"batch": [3, 4]}
+    assert p.title == "Rewrite with torch.where (exports; outputs match at 2 sizes)"
+    # the fix replaces the if/else (its 4 lines) by one torch.where, nothing else
+    (edit,) = p.fix.edits
+    assert (edit.span.line, edit.span.end_line) == (line, line + 4)
+    assert edit.text.strip() == "y = torch.where(y.sum() > 0, y * 2, y - 1)"
+    # what was proven is a real change: the finding is gone from the rewritten code
+    assert not [v for v in p.found_after if v.code == "OLX802"]
+
+
+def test_a_rewrite_that_would_change_the_outputs_is_not_offered(fixproj: Path, analyzer) -> None:
+    models = fixproj / "fixproj" / "models.py"
+    line = [  # the second model's
+        i for i, text in enumerate(models.read_text().splitlines(), 1) if "if y.sum() > 0:" in text
+    ][1]
+    res, report = _prove(analyzer, fixproj, "shape_changes")
+    proofs = _at(report, line)
+    assert proofs, report.to_json()
+    assert not any(p.fix for p in proofs)
+    where = next(p for p in proofs if p.candidate.kind == "where")
+    # torch.where broadcasts the (1, 4) branch to (B, 4): it exports, but its outputs are not
+    # the original's, and the proof says so
+    assert where.stage == "eager" and not where.proven, where.to_json()
+    assert "differ" in where.why and "shape" in where.why
+    # the finding keeps its words and gets no fix
+    assert all(v.fix is None for v in report.fixed(res.violations) if v.line == line)
+
+
+def test_a_branch_with_a_loop_is_rewritten_with_cond(fixproj: Path, analyzer) -> None:
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "if y.mean() > 0:")
+    _res, report = _prove(analyzer, fixproj, "cond")
+    proofs = _at(report, line)
+    assert [p.candidate.kind for p in proofs] == ["cond"], report.to_json()
+    p = proofs[0]
+    assert p.proven, p.to_json()
+    assert p.title.startswith("Rewrite with torch.cond (the branches as functions) (exports;")
+    text = "".join(e.text for e in p.fix.edits)
+    assert "torch.cond(y.mean() > 0, true_fn, false_fn, (y,))" in text
+
+
+def test_a_check_that_raises_is_skipped_while_exporting(fixproj: Path, analyzer) -> None:
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "if torch.isnan(x).any():")
+    _res, report = _prove(analyzer, fixproj, "check")
+    proofs = _at(report, line)
+    assert proofs and proofs[0].proven, report.to_json()
+    p = proofs[0]
+    assert p.candidate.kind == "check"
+    (edit,) = p.fix.edits
+    assert "torch.compiler.is_exporting()" in edit.text
+
+
+SCRIPT = """
+import torch
+
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.sum() > 0:
+            y = y * 2
+        else:
+            y = y - 1
+        return y
+
+
+model = M()
+torch.onnx.export(model, (torch.randn(3, 4),), "m.onnx", dynamo=True)
+"""
+
+
+def test_check_fix_writes_the_proven_rewrite_of_a_script(cli, tmp_path: Path) -> None:
+    # the rewrite moves the script's export call up 3 lines: the proof follows it there
+    script = tmp_path / "m.py"
+    script.write_text(SCRIPT.lstrip())
+    r = cli("check", "--deep", "--no-cache", "--diff", "--unsafe-fixes", "m.py", cwd=tmp_path)
+    assert "+        y = torch.where(y.sum() > 0, y * 2, y - 1)" in r.stdout, r.stderr
+    assert "proven: Rewrite with torch.where (exports; outputs match" in r.stderr
+    assert script.read_text() == SCRIPT.lstrip()  # --diff writes nothing
+    r = cli(
+        "check",
+        "--deep",
+        "--no-cache",
+        "--fix",
+        "--unsafe-fixes",
+        "--format",
+        "json",
+        "m.py",
+        cwd=tmp_path,
+    )
+    assert "torch.where(y.sum() > 0, y * 2, y - 1)" in script.read_text(), r.stderr
+    assert "OLX802" not in r.stdout, r.stdout
+    r = cli("check", "--deep", "--no-cache", "m.py", cwd=tmp_path)
+    assert "OLX802" not in r.stdout and r.returncode == 0, (r.stdout, r.stderr)
