@@ -28,32 +28,37 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from onnxlint.analysis.chains import Chain, Link, analysis_of
 from onnxlint.semantic.calls import (
     ExportCall,
     ExportKind,
     keyword_arg,
+    positional_args,
     strip_method_calls,
 )
 from onnxlint.semantic.index import ClassInfo, FunctionInfo
 from onnxlint.source.walker import dotted, iter_children, iter_descendants
 
 if TYPE_CHECKING:
-    from onnxlint.analysis.file import FileView
+    from onnxlint.analysis.file import FileAnalysis, FileView
 
 __all__ = [
     "Mode",
     "ModelRef",
     "Origin",
+    "WrapperCall",
     "captures_model_mode",
     "class_mode_insensitive",
     "effective_kind",
     "example_inputs",
+    "export_wrapper_call",
     "exported_model",
     "exporter_known",
     "forward_params",
     "input_positions",
     "literal_str_list",
     "mode_insensitive",
+    "model_class",
     "model_forward_file",
     "model_forward_params",
     "names_arg",
@@ -78,11 +83,16 @@ class Mode(str, enum.Enum):
 class Origin:
     """One possible state of the model at a point: its mode and, if known, its class: a
     class of this file by name (`Net`) or an imported one by qualified name
-    (`models.net.Net`, `.net.Net`; always dotted)."""
+    (`models.net.Net`, `.net.Net`; always dotted). A class named in another file (the
+    model a builder of another module returns) has that file as its `home`."""
 
     mode: Mode
     cls: str | None = None
     evaled: bool = False  # an `.eval()` ran on this path (so a later `.train()` undoes it)
+    home: FileAnalysis | None = None  # the file `cls` is named in (None: this file)
+    # How the model came to be in `mode` through the project's functions (a helper of
+    # another module that calls `.train()`, a builder that returns a new module).
+    via: Chain = ()
 
 
 State = frozenset[Origin]
@@ -103,6 +113,8 @@ class ModelRef:
     origins: State = _UNKNOWN  # the states the model can be in at the call
     class_info: ClassInfo | None = None  # its class when it resolves to a class of this file
     imported_class: str | None = None  # else its class's qualified name when imported
+    # else (the file naming it, its name there): the class a builder of another file returns
+    foreign_class: tuple[FileAnalysis, str] | None = None
     in_no_grad: bool = False  # the call sits inside `with torch.no_grad()/inference_mode()`
     one_line_body: bool = False  # the statement shares its line with a compound header
 
@@ -115,7 +127,16 @@ class ModelRef:
         """The class's own name (`Net`), wherever it is defined; None when unknown."""
         if self.class_info is not None:
             return self.class_info.name
+        if self.foreign_class is not None:
+            return self.foreign_class[1].rsplit(".", 1)[-1]
         return self.imported_class.rsplit(".", 1)[-1] if self.imported_class else None
+
+    def via(self, *modes: Mode) -> Chain:
+        """The chain that explains the first origin in one of `modes` that has one."""
+        for o in sorted(self.origins, key=lambda o: (o.mode.value, len(o.via))):
+            if o.mode in modes and o.via:
+                return o.via
+        return ()
 
 
 # --------------------------------------------------------------------------- locating a call
@@ -248,6 +269,8 @@ _FRESH_PREFIXES = ("torchvision.models.", "timm.models.", "torch.nn.")
 _FRESH_FUNCS = frozenset({"timm.create_model", "torch.hub.load"})
 _LOADS = frozenset({"torch.load", "torch.jit.load", "pickle.load", "dill.load"})
 _MAX_DEPTH = 3
+# Qualified names that are never the project's own functions.
+_NOT_PROJECT = ("builtins.", "torch.", "numpy.", "math.", "os.", "sys.", "logging.", "copy.")
 
 
 def _is_camel(name: str) -> bool:
@@ -262,18 +285,34 @@ def _join(*states: State) -> State:
     return frozenset(out)
 
 
-def _with_mode(state: State, mode: Mode) -> State:
+def _with_mode(state: State, mode: Mode, via: Chain = ()) -> State:
     evaled = mode is Mode.EVAL
-    return frozenset(Origin(mode, o.cls, o.evaled or evaled) for o in state) or frozenset(
-        {Origin(mode, None, evaled)}
+    return frozenset(
+        Origin(mode, o.cls, o.evaled or evaled, o.home, via) for o in state
+    ) or frozenset({Origin(mode, None, evaled, None, via)})
+
+
+def _train(state: State, via: Chain = ()) -> State:
+    if not state:
+        return frozenset({Origin(Mode.TRAIN, via=via)})
+    return frozenset(
+        Origin(Mode.RETRAIN if o.evaled else Mode.TRAIN, o.cls, o.evaled, o.home, via)
+        for o in state
     )
 
 
-def _train(state: State) -> State:
-    if not state:
-        return frozenset({Origin(Mode.TRAIN)})
+def _homed(state: State, home: FileAnalysis) -> State:
+    """`state` as seen from another file: classes named in `home` say so."""
     return frozenset(
-        Origin(Mode.RETRAIN if o.evaled else Mode.TRAIN, o.cls, o.evaled) for o in state
+        Origin(o.mode, o.cls, o.evaled, home, o.via) if o.cls is not None and o.home is None else o
+        for o in state
+    )
+
+
+def _prefixed(state: State, link: Link) -> State:
+    """`state` with `link` before the chain of each origin that has one."""
+    return frozenset(
+        Origin(o.mode, o.cls, o.evaled, o.home, (link, *o.via)) if o.via else o for o in state
     )
 
 
@@ -284,12 +323,26 @@ class _ModeFlow:
     """Forward data-flow of one model variable's state over a list of statements."""
 
     def __init__(
-        self, ctx: FileView, name: str, scope: Sequence[cst.CSTNode] = (), depth: int = 0
+        self,
+        ctx: FileView,
+        name: str,
+        scope: Sequence[cst.CSTNode] = (),
+        depth: int = 0,
+        memo: dict[object, object] | None = None,
+        owner: str | None = None,
     ) -> None:
         self.ctx = ctx
         self.name = name
         self.scope = scope
         self.depth = depth
+        # Answers about other functions (their returns, their effect on a parameter):
+        # kept in the memo of the file the first flow runs in, for its check (they may
+        # read other files, whose facts outlive a check).
+        self.memo = memo if memo is not None else _memo(ctx)
+        # The helper function this flow runs in (its parameter `name` is the caller's
+        # model): a `.train()` here is a link of the chain the caller's finding names.
+        self.owner = owner
+        self.exits: list[State] | None = None  # states at `return` (helper flows)
         self._mode_receivers: set[str] | None = None
         self.loop_exits: list[list[State]] = []
         self.no_grad = False
@@ -385,8 +438,12 @@ class _ModeFlow:
             return state
         if isinstance(stmt, cst.If):
             state = self._events(stmt.test, state)
-            body = self.run(self._suite(stmt.body), state, set())[0]
-            other = self.run(self._suite(stmt.orelse), state, set())[0] if stmt.orelse else state
+            when, unless = state, state
+            training = self._training_test(stmt.test)
+            if training is not None:  # `if was_training: model.train()`
+                when, unless = (_training(state, training), _training(state, not training))
+            body = self.run(self._suite(stmt.body), when, set())[0] if when else when
+            other = self.run(self._suite(stmt.orelse), unless, set())[0] if stmt.orelse else unless
             return _join(body, other)
         if isinstance(stmt, (cst.For, cst.While)):
             if isinstance(stmt, cst.For):
@@ -420,7 +477,13 @@ class _ModeFlow:
     def _small(self, small: cst.CSTNode, state: State) -> State:
         if not state:
             return state
-        if isinstance(small, (cst.Return, cst.Raise)):
+        if isinstance(small, cst.Return):
+            if self.exits is not None:
+                if small.value is not None:
+                    state = self._events(small.value, state)
+                self.exits.append(state)
+            return _BOTTOM
+        if isinstance(small, cst.Raise):
             return _BOTTOM
         if isinstance(small, (cst.Break, cst.Continue)):
             if self.loop_exits:
@@ -479,7 +542,11 @@ class _ModeFlow:
                 if flag is False:
                     return _with_mode(state, Mode.EVAL)
                 if flag is True:
-                    return _train(state)
+                    via: Chain = ()
+                    if self.owner is not None:  # a helper's: the caller's finding names it
+                        text = f"`{self.owner}()` {{at}} calls `{self.name}.train()`"
+                        via = (Link(text, analysis_of(self.ctx), call),)
+                    return _train(state, via)
                 return _with_mode(state, Mode.UNKNOWN)
             return state
         # The model passed to a function: a local helper may switch its mode.
@@ -490,29 +557,92 @@ class _ModeFlow:
         return state
 
     def _passed_to(self, call: cst.Call, index: int, arg: cst.Arg, state: State) -> State:
-        func = call.func
-        if isinstance(func, cst.Name) and func.value in self.ctx.semantic.functions:
-            info = self.ctx.semantic.functions[func.value]
+        target = self._helper(call.func)
+        if target is not None:
+            view, info = target
             params = info.params()
             pname: str | None = None
             if arg.keyword is not None:
                 pname = arg.keyword.value
             elif index < len(params):
                 pname = params[index].name.value
-            if pname is None:
+            if pname is None or not any(p.name.value == pname for p in params):
                 return _with_mode(state, Mode.UNKNOWN)
-            effect = _param_effect(info, pname)
+            out = self._helper_exit(view, info, pname, state)
+            if out is None:
+                return _with_mode(state, Mode.UNKNOWN)
+            if out != state:
+                here = analysis_of(self.ctx)
+                link = Link(f"calls `{info.name}()`", here, call, quiet=True)
+                out = _prefixed(out, link)
+            return out
+        q = self.ctx.qualname(call.func)
+        if q is not None and q.startswith(_HARMLESS_CALLEES):
+            return state
+        return _with_mode(state, Mode.UNKNOWN)
+
+    def _helper(self, func: cst.BaseExpression) -> tuple[FileView, FunctionInfo] | None:
+        """The project function a call calls: a function of this file, or one imported
+        from another module of the project (read by `ctx.project`, never imported)."""
+        if isinstance(func, cst.Name) and func.value in self.ctx.semantic.functions:
+            return self.ctx, self.ctx.semantic.functions[func.value]
+        project = self.ctx.project
+        if project is None or self.depth >= _MAX_DEPTH:
+            return None
+        q = self.ctx.qualname(func)
+        if q is None or "." not in q or q.startswith(_NOT_PROJECT):
+            return None
+        key = ("project function", self.ctx.path, q)
+        if key not in self.memo:
+            self.memo[key] = project.function_at(self.ctx.path, q)
+        return self.memo[key]  # type: ignore[return-value]
+
+    def _helper_exit(
+        self, view: FileView, info: FunctionInfo, param: str, state: State
+    ) -> State | None:
+        """The model's states when a helper that gets it as `param` returns, from its
+        states at the call (`validate(net)`: `net.eval()` ... `net.train()`); None when
+        the helper cannot be followed."""
+        if self.depth >= _MAX_DEPTH:
+            return None
+        body = info.node.body
+        stmts = body.body if isinstance(body, cst.IndentedBlock) else []
+        if _binds_in_body(stmts, param):
+            effect = _param_effect(info, param)  # rebinds its parameter: its calls only
             if effect is Mode.EVAL:
                 return _with_mode(state, Mode.EVAL)
             if effect is Mode.TRAIN:
                 return _train(state)
-            if effect is Mode.UNKNOWN:
-                return _with_mode(state, Mode.UNKNOWN)
-            return state
-        q = self.ctx.qualname(func)
-        if q is not None and q.startswith(_HARMLESS_CALLEES):
-            return state
-        return _with_mode(state, Mode.UNKNOWN)
+            return state if effect is None else None
+        key = ("exit", id(info.node), param, state)
+        if key in self.memo:
+            return self.memo[key]  # type: ignore[return-value]
+        self.memo[key] = None  # recursion guard
+        flow = _ModeFlow(view, param, stmts, self.depth + 1, self.memo, owner=info.name)
+        flow.exits = []
+        end, _ = flow.run(stmts, state, set())
+        out = _join(end, *flow.exits)
+        self.memo[key] = out
+        return out
+
+    def _training_test(self, test: cst.BaseExpression) -> bool | None:
+        """True when an `if` test says the model was in training mode (`model.training`,
+        a `was_training` assigned from it), False for its negation, None otherwise."""
+        negate = False
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            negate, test = True, test.expression
+        d = dotted(test)
+        if d is None:
+            return None
+        if d == f"{self.name}.training":
+            return not negate
+        if "." in d or not self.scope:
+            return None
+        assigned = _assignments(self.scope, d)
+        values = [getattr(a, "value", None) for a in assigned]
+        if values and all(v is not None and dotted(v) == f"{self.name}.training" for v in values):
+            return not negate
+        return None
 
     def _is_no_grad(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Call):
@@ -570,9 +700,12 @@ class _ModeFlow:
                     return frozenset({Origin(Mode.UNKNOWN, local)})
                 mode = self._init_mode(local)
                 return frozenset({Origin(mode, local, mode is Mode.EVAL)})
-            if local in self.ctx.semantic.functions:
-                return self._helper_returns(self.ctx.semantic.functions[local])
         last = dotted(func)
+        own = isinstance(func, cst.Name) and func.value in self.ctx.semantic.functions
+        if last is not None and (own or not _is_camel(last.rsplit(".", 1)[-1])):
+            helper = self._helper(func)  # a builder, of this file or another module's
+            if helper is not None:
+                return self._helper_returns(helper[0], helper[1], expr, state)
         if last is not None and _is_camel(last.rsplit(".", 1)[-1]):
             if self._wraps_model(expr):
                 return _UNKNOWN
@@ -605,9 +738,15 @@ class _ModeFlow:
         receivers = self._mode_receivers or set()
         return any(dotted(a.value) in receivers for a in call.args if not a.star)
 
-    def _helper_returns(self, info: FunctionInfo) -> State:
-        key = ("returns", id(info.node))
-        memo = _memo(self.ctx)
+    def _helper_returns(
+        self, view: FileView, info: FunctionInfo, call: cst.Call, state: State
+    ) -> State:
+        """The states of what a helper returns: a builder's new module (`return Net()`),
+        or the caller's model when it returns the parameter it got it as (`return model`
+        after fusing its layers), with its state at the call carried through."""
+        passed = self._passed_params(info, call)
+        key = ("returns", id(info.node), state if passed else None)
+        memo = self.memo
         if key in memo:
             return memo[key]  # type: ignore[return-value]
         if self.depth >= _MAX_DEPTH:
@@ -615,6 +754,8 @@ class _ModeFlow:
         memo[key] = _UNKNOWN  # recursion guard
         body = info.node.body
         stmts = body.body if isinstance(body, cst.IndentedBlock) else []
+        here = analysis_of(view)
+        foreign = here is not analysis_of(self.ctx)
         states: list[State] = []
         for ret in _returns(info.node):
             if ret.value is None:
@@ -626,14 +767,39 @@ class _ModeFlow:
                 while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
                     inner = inner.func.value
                 name = dotted(inner)
-            start = _start_state(info.node, name) if name else _UNKNOWN
-            flow = _ModeFlow(self.ctx, name or "<none>", stmts, self.depth + 1)
+            start = state if name is not None and name in passed else _UNKNOWN
+            flow = _ModeFlow(view, name or "<none>", stmts, self.depth + 1, memo, info.name)
             path = _path_set(info.node, ret)
             at = flow.run(stmts, start, path)[0] if path else start
-            states.append(flow.origin(ret.value, at) if at else at)
+            got = flow.origin(ret.value, at) if at else at
+            fresh = [o for o in got if o.mode is Mode.TRAIN and not o.evaled and not o.via]
+            if fresh and not (name is not None and name in passed):
+                what = next((o.cls for o in fresh if o.cls), None)
+                made = f"a new `{what.rsplit('.', 1)[-1]}`" if what else "a new module"
+                text = f"`{info.name}()` {{at}} returns {made} that nothing puts in eval mode"
+                got = frozenset(
+                    Origin(o.mode, o.cls, o.evaled, o.home, (Link(text, here, ret),))
+                    if o in fresh
+                    else o
+                    for o in got
+                )
+            states.append(_homed(got, here) if foreign else got)
         result = _join(*states) if states else _UNKNOWN
         memo[key] = result
         return result
+
+    def _passed_params(self, info: FunctionInfo, call: cst.Call) -> frozenset[str]:
+        """The helper's parameters the call binds to the model variable."""
+        params = [p.name.value for p in info.params()]
+        out: set[str] = set()
+        for i, arg in enumerate(call.args):
+            if arg.star or dotted(arg.value) != self.name:
+                continue
+            if arg.keyword is not None:
+                out.add(arg.keyword.value)
+            elif i < len(params):
+                out.add(params[i])
+        return frozenset(out)
 
 
 def _wraps_argument(ctx: FileView, cls_name: str, call: cst.Call) -> bool:
@@ -683,6 +849,55 @@ def _mode_receivers(scope: Sequence[cst.CSTNode]) -> set[str]:
                 if d is not None:
                     found.add(d)
     return found
+
+
+def _training(state: State, training: bool) -> State:
+    """The origins of `state` that can be in training mode (`training`) or in eval mode."""
+    if training:
+        return frozenset(o for o in state if o.mode is not Mode.EVAL)
+    return frozenset(o for o in state if o.mode not in (Mode.TRAIN, Mode.RETRAIN))
+
+
+def _binds_in_body(stmts: Sequence[cst.CSTNode], name: str) -> bool:
+    """Whether `name` is assigned (or a loop/with target) in `stmts`."""
+    if _assignments(stmts, name):
+        return True
+    for small in _small_statements(stmts):
+        for node in iter_descendants(small):
+            if isinstance(node, cst.AugAssign) and dotted(node.target) == name:
+                return True
+    return any(name in names for names in _compound_targets(stmts))
+
+
+def _compound_targets(stmts: Sequence[cst.CSTNode]) -> Iterator[set[str]]:
+    """The names bound by `for` and `with ... as` statements in `stmts` (not nested defs)."""
+    stack = list(stmts)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, cst.For):
+            yield {n for n in (dotted(x) for x in _target_names(node.target)) if n}
+        elif isinstance(node, cst.With):
+            yield {
+                n
+                for item in node.items
+                if item.asname is not None
+                for n in (dotted(x) for x in _target_names(item.asname.name))
+                if n
+            }
+        if isinstance(node, cst.BaseCompoundStatement):
+            stack.extend(iter_children(node))
+        elif isinstance(node, _SUITES):
+            stack.extend(_suite_body(node))
+
+
+def _target_names(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [x for el in target.elements for x in _target_names(el.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return [target]
 
 
 def _train_flag(call: cst.Call) -> bool | None:
@@ -777,13 +992,14 @@ def _exported_model(ctx: FileView, call: ExportCall) -> ModelRef | None:
     at, _ = flow.run(stmts, start, ids)
     origins = flow.origin(expr, at) if at else _UNKNOWN
     assignments = _named_assignments(ctx, stmts, name) if name else []
-    cls = _unique_class(ctx, origins)
-    if cls is None and name is not None and function is not None and not _binds(function, name):
+    found = _unique_class(ctx, origins)
+    if found is None and name is not None and function is not None and not _binds(function, name):
         # A module-level model exported inside a function: resolve its class only.
         mod_assigns = _named_assignments(ctx, ctx.semantic.module_body, name)
         classes = {_class_of_value(ctx, a) for a in mod_assigns}
         if len(classes) == 1:
-            cls = classes.pop()
+            found = classes.pop()
+    cls, home = found if found is not None else (None, None)
     ref = ModelRef(
         expr=expr,
         name=name,
@@ -792,26 +1008,28 @@ def _exported_model(ctx: FileView, call: ExportCall) -> ModelRef | None:
         statement=statement,
         assignments=assignments,
         origins=origins,
-        class_info=ctx.semantic.classes.get(cls) if cls else None,
-        imported_class=cls if cls and cls not in ctx.semantic.classes else None,
+        class_info=ctx.semantic.classes.get(cls) if cls and home is None else None,
+        imported_class=cls if cls and home is None and cls not in ctx.semantic.classes else None,
+        foreign_class=(home, cls) if cls and home is not None else None,
         in_no_grad=flow.no_grad,
         one_line_body=one_line,
     )
     return ref
 
 
-def _unique_class(ctx: FileView, origins: State) -> str | None:
+def _unique_class(ctx: FileView, origins: State) -> tuple[str, FileAnalysis | None] | None:
     """The model's class when every path agrees on it: a local class name or an
-    imported class's qualified name (see `Origin`)."""
-    classes = {o.cls for o in origins}
+    imported class's qualified name, and the file naming it when that is another file
+    (see `Origin`)."""
+    classes = {(o.cls, o.home) for o in origins}
     if len(classes) == 1:
-        only = next(iter(classes))
-        if only is not None and (only in ctx.semantic.classes or "." in only):
-            return only
+        only, home = next(iter(classes))
+        if only is not None and (home is not None or only in ctx.semantic.classes or "." in only):
+            return only, home
     return None
 
 
-def _class_of_value(ctx: FileView, assign: cst.CSTNode) -> str | None:
+def _class_of_value(ctx: FileView, assign: cst.CSTNode) -> tuple[str, FileAnalysis | None] | None:
     value = assign.value if isinstance(assign, (cst.Assign, cst.AnnAssign)) else None
     if value is None:
         return None
@@ -914,16 +1132,49 @@ def model_forward_file(ctx: FileView, ref: ModelRef | None) -> str | None:
 
 def _imported_forward(ctx: FileView, ref: ModelRef | None) -> tuple[list[str], str] | None:
     """The imported model class's `forward` parameters and defining file, looked up once
-    per check (several rules ask about the same export call; each lookup reads files)."""
-    if ref is None or ref.class_info is not None or ref.imported_class is None:
+    per check (several rules ask about the same export call; each lookup reads files).
+    Also for the class a builder of another module returns (`ModelRef.foreign_class`)."""
+    if ref is None or ref.class_info is not None or ctx.project is None:
         return None
-    if ctx.project is None:
+    if ref.foreign_class is not None:
+        home, name = ref.foreign_class
+        if "." not in name:  # a class of the builder's own file
+            info = home.semantic.classes.get(name)
+            if info is None:
+                return None
+            params = forward_params(home, info)
+            fwd = home.semantic.find_method(info.name, "forward")
+            return (params, home.path) if params is not None and fwd is not None else None
+        importer, qualname = home.path, name
+    elif ref.imported_class is not None:
+        importer, qualname = ctx.path, ref.imported_class
+    else:
         return None
-    key = ("imported forward", ref.imported_class)
+    key = ("imported forward", importer, qualname)
     memo = _memo(ctx)
     if key not in memo:
-        memo[key] = ctx.project.find_forward(ctx.path, ref.imported_class)
+        memo[key] = ctx.project.find_forward(importer, qualname)
     return memo[key]  # type: ignore[return-value]
+
+
+def model_class(ctx: FileView, ref: ModelRef | None) -> tuple[FileView, ClassInfo] | None:
+    """The exported model's class with the facts of the file defining it: a class of this
+    file, an imported project class, or the class a builder of another module returns."""
+    if ref is None:
+        return None
+    if ref.class_info is not None:
+        return ctx, ref.class_info
+    if ctx.project is None:
+        return None
+    if ref.foreign_class is not None:
+        home, name = ref.foreign_class
+        if "." not in name:
+            info = home.semantic.classes.get(name)
+            return (home, info) if info is not None else None
+        return ctx.project.class_at(home.path, name)
+    if ref.imported_class is not None:
+        return ctx.project.class_at(ctx.path, ref.imported_class)
+    return None
 
 
 def forward_params(ctx: FileView, class_info: ClassInfo | None) -> list[str] | None:
@@ -1055,6 +1306,8 @@ def names_arg_of(
 def effective_kind(ctx: FileView, call: ExportCall) -> ExportKind:
     """The exporter a call really uses for `target-torch`: before 2.9, `torch.onnx.export`
     without `dynamo=` is the TorchScript exporter."""
+    if isinstance(call, WrapperCall):
+        return call.kind  # the wrapped export call's, already for `target-torch`
     if (
         call.kind is ExportKind.ONNX_DYNAMO
         and ctx.config.torch_version < (2, 9)
@@ -1075,6 +1328,8 @@ def captures_model_mode(ctx: FileView, call: ExportCall) -> bool:
     The legacy TorchScript exporter switches to eval itself unless `training=` says
     otherwise; `export_for_training` wants training mode; `jit.script` compiles both modes.
     """
+    if isinstance(call, WrapperCall):
+        return True  # judged at the wrapped export call (`export_wrapper_call`)
     kind = effective_kind(ctx, call)
     if kind in (ExportKind.ONNX_DYNAMO, ExportKind.ONNX_TORCHSCRIPT) and not exporter_known(call):
         return False
@@ -1248,3 +1503,115 @@ def nested_class(ctx: FileView, ref: ModelRef) -> cst.ClassDef | None:
             if isinstance(node, cst.ClassDef) and node.name.value == callee:
                 return node
     return None
+
+
+# --------------------------------------------------------------------------- export wrappers
+
+
+@dataclass
+class WrapperCall(ExportCall):
+    """A call of a project function that exports the model it is given, in the mode it is
+    in (`to_onnx(net, "det.onnx")` with `def to_onnx(model, path): torch.onnx.export(model,
+    ...)`): for the model-mode rules, an export call in the caller's file."""
+
+    position: int = 0  # the model parameter's position
+    param: str = ""  # its name
+    wrapper: str = ""  # the function's name
+    inner: ExportCall | None = None  # the export call in the function
+    inner_view: FileAnalysis | None = None  # the file holding it
+
+    @property
+    def model_expr(self) -> cst.BaseExpression | None:
+        arg = keyword_arg(self.node, self.param)
+        if arg is None:
+            pos = positional_args(self.node)
+            arg = pos[self.position] if self.position < len(pos) else None
+        return arg.value if arg is not None else None
+
+    def link(self) -> Link | None:
+        """Where the wrapper exports the model (the chain of the caller's finding)."""
+        if self.inner is None or self.inner_view is None:
+            return None
+        text = f"`{self.wrapper}()` {{at}} exports it with `{self.inner.qualname}`"
+        return Link(text, self.inner_view, self.inner.node)
+
+
+_MODE_OPTIONS = frozenset({"training", "train", "train_mode", "training_mode", "is_training"})
+
+
+def export_wrapper_call(ctx: FileView, call: cst.Call) -> WrapperCall | None:
+    """`call` as a `WrapperCall` when it calls a project function (of this file, or
+    imported from another module) whose parameter goes unchanged to an export call that
+    exports the model in its current mode; None otherwise."""
+    memo = _memo(ctx)
+    key = ("wrapper call", id(call))
+    if key in memo:
+        return memo[key]  # type: ignore[return-value]
+    memo[key] = None
+    func = call.func
+    target: tuple[FileView, FunctionInfo] | None = None
+    qualname = dotted(func)
+    if qualname is None or not call.args:
+        return None
+    if isinstance(func, cst.Name) and func.value in ctx.semantic.functions:
+        target = ctx, ctx.semantic.functions[func.value]
+    elif ctx.project is not None:
+        q = ctx.qualname(func)
+        if q is None or "." not in q or q.startswith(_NOT_PROJECT):
+            return None
+        qualname = q
+        target = ctx.project.export_function(ctx.path, q)
+    if target is None:
+        return None
+    found = _wrapped_export(*target)
+    if found is None:
+        return None
+    inner, position, param, kind = found
+    wrapper = WrapperCall(
+        call,
+        qualname,
+        kind,
+        None,
+        position=position,
+        param=param,
+        wrapper=target[1].name,
+        inner=inner,
+        inner_view=analysis_of(target[0]),
+    )
+    if wrapper.model_expr is None:
+        return None
+    memo[key] = wrapper
+    return wrapper
+
+
+def _wrapped_export(
+    view: FileView, info: FunctionInfo
+) -> tuple[ExportCall, int, str, ExportKind] | None:
+    """(the export call, the parameter's position and name, the exporter) when `info`
+    exports one of its parameters, unchanged, with an exporter that keeps its mode."""
+    memo = _memo(view)
+    key = ("wrapped export", id(info.node))
+    if key in memo:
+        return memo[key]  # type: ignore[return-value]
+    memo[key] = None
+    params = [p.name.value for p in info.params()]
+    if any(p in _MODE_OPTIONS for p in params):
+        return None  # the caller chooses the mode
+    positional = [*info.node.params.posonly_params, *info.node.params.params]
+    if info.class_name is None:
+        for e in view.semantic.export_calls:
+            if e.statement is not info.node:
+                continue
+            ref = exported_model(view, e)
+            if ref is None or ref.name is None or ref.function is not info.node:
+                continue
+            if ref.name not in params or ref.modes != {Mode.UNKNOWN}:
+                continue
+            if not captures_model_mode(view, e):
+                continue
+            where = next((i for i, p in enumerate(positional) if p.name.value == ref.name), None)
+            if where is None:
+                continue
+            memo[key] = (e, where, ref.name, effective_kind(view, e))
+            break
+    return memo[key]  # type: ignore[return-value]

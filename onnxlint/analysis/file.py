@@ -23,8 +23,9 @@ import libcst as cst
 
 if TYPE_CHECKING:
     from onnxlint.core.config import Config
-    from onnxlint.semantic.index import FunctionInfo
+    from onnxlint.semantic.index import ClassInfo, FunctionInfo
     from onnxlint.semantic.model import SemanticModel
+    from onnxlint.source.blocks import Block
 
 
 class ProjectLookup(Protocol):
@@ -33,6 +34,22 @@ class ProjectLookup(Protocol):
     def find_forward(self, importer: str, qualname: str) -> tuple[list[str], str] | None:
         """The `forward` parameters and defining file of the class `qualname` names in
         `importer`'s imports (None when not found)."""
+        ...
+
+    def function_at(self, importer: str, qualname: str) -> tuple[FileAnalysis, FunctionInfo] | None:
+        """The project function `qualname` names in `importer` (an imported qualified name,
+        or a name defined in `importer` itself), with the facts of the file defining it."""
+        ...
+
+    def class_at(self, importer: str, qualname: str) -> tuple[FileAnalysis, ClassInfo] | None:
+        """The same for a project class."""
+        ...
+
+    def export_function(
+        self, importer: str, qualname: str
+    ) -> tuple[FileAnalysis, FunctionInfo] | None:
+        """`function_at` for a function whose file can hold an export call (a cheap test of
+        its text first: most imported helpers are not export wrappers)."""
         ...
 
 
@@ -69,6 +86,8 @@ class FileAnalysis:
     # nested defs it enters, each under its enclosing function).
     functions: dict[int, FunctionInfo]
     project: ProjectLookup | None = None
+    # The file's parsed blocks (where a node's position is looked up, `chains.locate`).
+    blocks: Sequence[Block] = ()
 
     @property
     def ancestors(self) -> Sequence[cst.CSTNode]:

@@ -43,7 +43,7 @@ def file_analysis(
         for c in idx.classes:
             for m in c.methods.values():
                 functions[id(m.node)] = m
-    return FileAnalysis(path, text, config, model, functions, project)
+    return FileAnalysis(path, text, config, model, functions, project, tuple(parsed))
 
 
 def statement_words(parsed: list[Block]) -> dict[int, frozenset[str]]:

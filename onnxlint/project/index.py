@@ -17,9 +17,10 @@ from typing import Any
 
 import libcst as cst
 
+from onnxlint.analysis.file import FileAnalysis
 from onnxlint.core.config import Config
 from onnxlint.project.facts import FileFacts, file_analysis
-from onnxlint.project.resolve import Reader, candidates, read_disk
+from onnxlint.project.resolve import Reader, can_export, candidates, read_disk
 from onnxlint.project.summary import ModuleSummary, SummaryStore, summarise
 from onnxlint.semantic.frameworks import base_verdict
 from onnxlint.semantic.index import ClassInfo, FunctionInfo
@@ -159,6 +160,42 @@ class ProjectIndex:
         facts, name = found
         info = getattr(facts.semantic, table).get(name)
         return (facts, info) if info is not None else None
+
+    def function_at(self, importer: str, qualname: str) -> tuple[FileAnalysis, FunctionInfo] | None:
+        """`find_function` as the file analyses ask it (`ProjectLookup`): also a name
+        defined in `importer` itself (no dot: a builder's own module)."""
+        if "." not in qualname:
+            facts = self.facts(importer)
+            info = facts.semantic.functions.get(qualname) if facts is not None else None
+            return (facts.analysis, info) if facts is not None and info is not None else None
+        found = self.find_function(importer, qualname)
+        return (found[0].analysis, found[1]) if found is not None else None
+
+    def class_at(self, importer: str, qualname: str) -> tuple[FileAnalysis, ClassInfo] | None:
+        """The same for a class."""
+        if "." not in qualname:
+            facts = self.facts(importer)
+            info = facts.semantic.classes.get(qualname) if facts is not None else None
+            return (facts.analysis, info) if facts is not None and info is not None else None
+        found = self.find_class(importer, qualname)
+        return (found[0].analysis, found[1]) if found is not None else None
+
+    def export_function(
+        self, importer: str, qualname: str
+    ) -> tuple[FileAnalysis, FunctionInfo] | None:
+        """`function_at` for a function whose module's text can hold an export call: the
+        module is found from `ast` summaries and its text tested before it is parsed
+        (most functions a script imports are no export wrappers)."""
+        found = self._summary_definition(importer, qualname, MAX_HOPS, lambda s, n: n in s.defines)
+        if found is None:
+            return None
+        path, _, name = found
+        text = self.read(path)
+        if text is None or not can_export(text):
+            return None
+        facts = self.facts(path, text)
+        info = facts.semantic.functions.get(name) if facts is not None else None
+        return (facts.analysis, info) if facts is not None and info is not None else None
 
     def find_constant(
         self, importer: str, qualname: str, hops: int = MAX_HOPS

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import libcst as cst
 
-from onnxlint.core.violation import Edit, Fix, FixSafety, Severity, Span, Violation
+from onnxlint.core.violation import Edit, Fix, FixSafety, Related, Severity, Span, Violation
 
 if TYPE_CHECKING:
+    from onnxlint.analysis.chains import Link
     from onnxlint.analysis.file import FileAnalysis
     from onnxlint.core.config import Config
     from onnxlint.project import ExportSite, FileReach, ProjectIndex
@@ -118,6 +119,7 @@ class Rule:
         severity: Severity | None = None,
         notes: tuple[str, ...] = (),
         code: str | None = None,
+        related: tuple[Related, ...] = (),
     ) -> None:
         self.ctx.add(
             self,
@@ -127,6 +129,7 @@ class Rule:
             severity=severity or self.severity,
             notes=notes,
             code=code or self.code,
+            related=related,
         )
 
     # -- metadata helpers for docs, CLI and server
@@ -338,6 +341,18 @@ class Context:
         """The innermost statement containing the current node."""
         return self.enclosing(cst.SimpleStatementLine, cst.BaseCompoundStatement)
 
+    def chain(self, links: Sequence[Link]) -> tuple[str, tuple[Related, ...]]:
+        """A chain of links across calls and files (`onnxlint.analysis.chains`) in words,
+        for the message, and as related locations, one per link."""
+        from onnxlint.analysis.chains import describe, steps
+
+        located = steps(self, links)
+        related = tuple(
+            Related(s.path, s.line, s.column, " ".join(s.text.replace("{at}", "").split()))
+            for s in located
+        )
+        return describe(self, links), related
+
     # -- text and positions
 
     def code_of(self, node: cst.CSTNode) -> str:
@@ -415,6 +430,7 @@ class Context:
         severity: Severity,
         notes: tuple[str, ...],
         code: str,
+        related: tuple[Related, ...] = (),
     ) -> None:
         severity = self.config.severity_for(code, severity)
         if self._in_dead_version_branch(node):
@@ -433,6 +449,7 @@ class Context:
             fix=fix,
             deprecated=rule.deprecated_api,
             notes=notes,
+            related=related,
         )
         self.found.append((rule, v))
 

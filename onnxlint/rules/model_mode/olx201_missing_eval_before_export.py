@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.analysis.chains import Link, analysis_of
 from onnxlint.analysis.exportflow import (
     Mode,
     ModelRef,
+    WrapperCall,
     captures_model_mode,
     class_mode_insensitive,
+    export_wrapper_call,
     exported_model,
     mode_insensitive,
+    model_class,
     nested_class,
 )
 from onnxlint.core.violation import Fix, FixSafety, Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
-from onnxlint.semantic.calls import ExportKind
+from onnxlint.semantic.calls import ExportCall, ExportKind
 from onnxlint.source.walker import dotted
 
 _WHAT = {
@@ -90,7 +94,8 @@ class MissingEvalBeforeExport(Rule):
     name = "missing-eval-before-export"
     severity = Severity.WARNING
     fix_safety = FixSafety.UNSAFE
-    requires = ("export", "trace")
+    # "onnx": a call of the project's own export wrapper (`to_onnx(net, path)`).
+    requires = ("export", "trace", "onnx")
     file_scope = True
 
     VALID = [
@@ -333,15 +338,14 @@ class MissingEvalBeforeExport(Rule):
         if nested is not None:
             bases = tuple(d for d in (dotted(a.value) for a in nested.bases) if d)
             return class_mode_insensitive(self.ctx, nested.name.value, nested, bases)
-        if ref.imported_class is not None and self.ctx.project is not None:
-            found = self.ctx.project.find_class(self.ctx.path, ref.imported_class)
-            if found is not None:
-                facts, info = found
-                return mode_insensitive(facts.analysis, info.name)
+        found = model_class(self.ctx, ref)
+        if found is not None:
+            view, info = found
+            return mode_insensitive(analysis_of(view), info.name)
         return False
 
     def visit_Call(self, node: cst.Call) -> None:
-        call = self.ctx.export_call(node)
+        call = export_call_or_wrapper(self, node)
         if call is None or not captures_model_mode(self.ctx, call):
             return
         ref = exported_model(self.ctx, call)
@@ -368,16 +372,34 @@ class MissingEvalBeforeExport(Rule):
         notes: tuple[str, ...] = ()
         if ref.in_no_grad:
             notes = ("`torch.no_grad()` turns off gradients but does not switch to eval mode",)
+        chain, related = self.ctx.chain(chain_links(call, ref, Mode.TRAIN))
         self.report(
             ref.expr,
-            f"{head}: {what} Dropout and training-mode BatchNorm; call "
-            f"`{ref.name or 'model'}.eval()` before exporting",
+            f"{head}: {chain + '; ' if chain else ''}{what} Dropout and training-mode "
+            f"BatchNorm; call `{ref.name or 'model'}.eval()` before exporting",
             fix=eval_fix(self, ref, f"Call `{ref.name or 'model'}.eval()` before the export"),
             notes=notes,
+            related=related,
         )
 
 
 _MODE_OPTIONS = frozenset({"training", "train", "train_mode", "training_mode", "is_training"})
+
+
+def export_call_or_wrapper(rule: Rule, node: cst.Call) -> ExportCall | None:
+    """An export call, or a call of the project's own export wrapper (`to_onnx(net, ...)`:
+    a function that exports the model it is given in its current mode)."""
+    return rule.ctx.export_call(node) or export_wrapper_call(rule.ctx, node)
+
+
+def chain_links(call: ExportCall, ref: ModelRef, *modes: Mode) -> list[Link]:
+    """How the model came to be in one of `modes`, and where a wrapper exports it."""
+    links = list(ref.via(*modes))
+    if isinstance(call, WrapperCall):
+        link = call.link()
+        if link is not None:
+            links.append(link)
+    return links
 
 
 def _mode_is_an_option(ref: ModelRef) -> bool:

@@ -7,7 +7,11 @@ import libcst as cst
 from onnxlint.analysis.exportflow import Mode, captures_model_mode, exported_model, mode_insensitive
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
-from onnxlint.rules.model_mode.olx201_missing_eval_before_export import eval_fix
+from onnxlint.rules.model_mode.olx201_missing_eval_before_export import (
+    chain_links,
+    eval_fix,
+    export_call_or_wrapper,
+)
 
 
 class TrainAfterEval(Rule):
@@ -52,7 +56,7 @@ class TrainAfterEval(Rule):
     name = "train-mode-before-export"
     severity = Severity.WARNING
     fix_safety = FixSafety.UNSAFE
-    requires = ("export", "trace")
+    requires = ("export", "trace", "onnx")
     file_scope = True
 
     VALID = [
@@ -139,7 +143,7 @@ class TrainAfterEval(Rule):
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
-        call = self.ctx.export_call(node)
+        call = export_call_or_wrapper(self, node)
         if call is None or not captures_model_mode(self.ctx, call):
             return
         ref = exported_model(self.ctx, call)
@@ -149,10 +153,23 @@ class TrainAfterEval(Rule):
             return
         name = ref.name or "model"
         every = ref.modes == {Mode.RETRAIN}
+        chain, related = self.ctx.chain(chain_links(call, ref, Mode.RETRAIN))
+        if ref.via(Mode.RETRAIN):  # a helper's `.train()`, named with where it is
+            message = (
+                f"`{name}` {'is' if every else 'may be'} in training mode at this export: "
+                f"{chain}, after `.eval()`; it is exported with Dropout and training-mode "
+                f"BatchNorm; call `{name}.eval()` right before exporting"
+            )
+        else:
+            message = (
+                f"`{name}.train()` runs after `.eval()` and before this export, so `{name}` "
+                f"{'is' if every else 'may be'} exported in training mode (with Dropout and "
+                f"training-mode BatchNorm){'; ' + chain if chain else ''}; call "
+                f"`{name}.eval()` right before exporting"
+            )
         self.report(
             ref.expr,
-            f"`{name}.train()` runs after `.eval()` and before this export, so `{name}` "
-            f"{'is' if every else 'may be'} exported in training mode (with Dropout and "
-            f"training-mode BatchNorm); call `{name}.eval()` right before exporting",
+            message,
             fix=eval_fix(self, ref, f"Call `{name}.eval()` before the export"),
+            related=related,
         )

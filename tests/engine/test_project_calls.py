@@ -1,0 +1,343 @@
+"""The project model one level deeper (issue 30): a model's mode, its builders, its sizes
+and its configuration followed through the project's own functions and files.
+
+Each test builds a small multi-file project (a `pyproject.toml` makes it one) and runs the
+real `onnxlint check --format json` on it; each problem has a negative beside it (the
+helper puts the model back in eval mode, the fused model is put in eval, the size helper
+returns tensors). What torch 2.13 does in each case is said where it is not obvious.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.engine.test_project_model import check, project
+
+NET = """
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        return self.conv(x)
+"""
+
+
+def found_in(found: list[dict[str, Any]], path: str, code: str) -> list[dict[str, Any]]:
+    return [f for f in found if f["path"] == path and f["code"] == code]
+
+
+def related(finding: dict[str, Any], root: Path) -> list[tuple[str, int, str]]:
+    """(path relative to the project, line, message) of each related location."""
+    out = []
+    for r in finding.get("related", []):
+        path = Path(r["path"])
+        rel = (
+            path.resolve().relative_to(root.resolve()).as_posix()
+            if path.is_absolute()
+            else r["path"]
+        )
+        out.append((rel, r["line"], r["message"]))
+    return out
+
+
+# --------------------------------------------------------------------------- mode through calls
+
+LOOP = """
+import torch
+
+
+def validate(net, loader):
+    net.eval()
+    total = 0.0
+    with torch.no_grad():
+        for x, y in loader:
+            total += (net(x).argmax(1) == y).float().sum().item()
+    net.train()
+    return total
+
+
+def validate_and_restore(net, loader):
+    net.eval()
+    total = validate_batches(net, loader)
+    net.train()
+    net.eval()
+    return total
+
+
+def evaluate(net, loader):
+    was_training = net.training
+    net.eval()
+    total = sum(float(net(x).sum()) for x, _ in loader)
+    if was_training:
+        net.train()
+    return total
+
+
+def validate_batches(net, loader):
+    return 0.0
+"""
+
+EXPORT_AFTER_VALIDATE = """
+import torch
+
+from engine.loop import evaluate, validate, validate_and_restore
+from models.net import Net
+
+
+def main(loader):
+    net = Net()
+    net.load_state_dict(torch.load("w.pt"))
+    net.eval()
+    acc = validate(net, loader)
+    print(acc)
+    torch.onnx.export(net, (torch.randn(1, 3, 32, 32),), "net.onnx")
+
+
+def restored(loader):
+    net = Net()
+    net.eval()
+    validate_and_restore(net, loader)
+    torch.onnx.export(net, (torch.randn(1, 3, 32, 32),), "net.onnx")
+
+
+def kept(loader):
+    net = Net()
+    net.eval()
+    evaluate(net, loader)
+    torch.onnx.export(net, (torch.randn(1, 3, 32, 32),), "net.onnx")
+"""
+
+
+def test_a_helper_of_another_module_that_calls_train_before_the_export(tmp_path) -> None:
+    """`validate()` in engine/loop.py ends with `net.train()`: the export after it exports
+    training-mode BatchNorm (measured with torch 2.13: the ONNX model's outputs differ from
+    eval mode by 1.7 on a Conv+BN+Dropout model). A helper that puts the model back in
+    eval mode, or restores training mode only when the model was training, is fine."""
+    root = project(
+        tmp_path,
+        {
+            "models/__init__.py": "",
+            "models/net.py": NET,
+            "engine/__init__.py": "",
+            "engine/loop.py": LOOP,
+            "tools/export.py": EXPORT_AFTER_VALIDATE,
+        },
+    )
+    found = check(root)
+    [finding] = found_in(found, "tools/export.py", "OLX202")
+    assert finding["line"] == 13
+    assert (
+        "`net` is in training mode at this export: `validate()` in engine/loop.py:10 "
+        "calls `net.train()`" in finding["message"]
+    ), finding["message"]
+    assert related(finding, root) == [
+        ("tools/export.py", 11, "calls `validate()`"),
+        ("engine/loop.py", 10, "`validate()` calls `net.train()`"),
+    ]
+    assert not [f for f in found if f["code"] in ("OLX201", "OLX202") and f["line"] != 13]
+
+
+def test_a_helper_that_returns_a_new_module_after_eval(tmp_path) -> None:
+    """`model.eval()` then `deploy = switch_to_deploy(model)`: the re-parameterised model
+    is a new module, in training mode (its Dropout is exported). Put in eval mode by the
+    helper or by the caller, or a helper that fuses the same module in place: fine."""
+    root = project(
+        tmp_path,
+        {
+            "models/__init__.py": "",
+            "models/net.py": NET
+            + """
+
+class DeployNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.drop = nn.Dropout(0.2)
+
+    def forward(self, x):
+        return self.drop(self.conv(x))
+""",
+            "deploy/__init__.py": "",
+            "deploy/reparam.py": """
+                from models.net import DeployNet
+
+
+                def switch_to_deploy(model):
+                    deployed = DeployNet()
+                    deployed.conv.weight.data.copy_(model.conv.weight.data)
+                    return deployed
+
+
+                def switch_and_eval(model):
+                    deployed = DeployNet()
+                    deployed.conv.weight.data.copy_(model.conv.weight.data)
+                    return deployed.eval()
+
+
+                def merge_bn(net):
+                    net.conv.weight.data.mul_(2)
+                    del net.bn
+                    return net
+            """,
+            "tools/export.py": """
+                import torch
+
+                from deploy.reparam import merge_bn, switch_and_eval, switch_to_deploy
+                from models.net import Net
+
+                x = torch.randn(1, 3, 32, 32)
+                model = Net()
+                model.eval()
+                deploy = switch_to_deploy(model)
+                torch.onnx.export(deploy, (x,), "a.onnx")
+                deploy2 = switch_and_eval(model)
+                torch.onnx.export(deploy2, (x,), "b.onnx")
+                deploy3 = switch_to_deploy(model)
+                deploy3.eval()
+                torch.onnx.export(deploy3, (x,), "c.onnx")
+                fused = merge_bn(model)
+                torch.onnx.export(fused, (x,), "d.onnx")
+            """,
+        },
+    )
+    found = check(root)
+    [finding] = found_in(found, "tools/export.py", "OLX201")
+    assert finding["line"] == 10
+    assert (
+        "`deploy` is in training mode at this export: `switch_to_deploy()` in "
+        "deploy/reparam.py:7 returns a new `DeployNet` that nothing puts in eval mode"
+        in finding["message"]
+    ), finding["message"]
+    assert related(finding, root) == [
+        (
+            "deploy/reparam.py",
+            7,
+            "`switch_to_deploy()` returns a new `DeployNet` that nothing puts in eval mode",
+        )
+    ]
+
+
+def test_a_builder_of_another_file_exported_through_the_projects_wrapper(tmp_path) -> None:
+    """Neither the build nor the export call is in tools/export.py: `build_detector()`
+    (models/builder.py) returns a new `Net`, and `to_onnx()` (utils/onnx_tools.py) exports
+    its parameter as it is. Put in eval mode first, or a wrapper that calls `.eval()`
+    itself, or a model without mode-dependent layers: fine."""
+    root = project(
+        tmp_path,
+        {
+            "models/__init__.py": "",
+            "models/net.py": NET,
+            "models/builder.py": """
+                from models.net import Net, Plain
+
+
+                def build_detector(cfg):
+                    model = Net()
+                    return model
+
+
+                def build_plain(cfg):
+                    return Plain()
+            """,
+            "utils/__init__.py": "",
+            "utils/onnx_tools.py": """
+                import torch
+
+
+                def to_onnx(model, path, size=32):
+                    x = torch.randn(1, 3, size, size)
+                    torch.onnx.export(model, (x,), path)
+
+
+                def to_onnx_eval(model, path):
+                    model.eval()
+                    torch.onnx.export(model, (torch.randn(1, 3, 32, 32),), path)
+            """,
+            "tools/export.py": """
+                import torch
+
+                from models.builder import build_detector, build_plain
+                from utils import onnx_tools
+                from utils.onnx_tools import to_onnx, to_onnx_eval
+
+                net = build_detector({})
+                net.load_state_dict(torch.load("w.pt"))
+                to_onnx(net, "det.onnx")
+                onnx_tools.to_onnx(build_detector({}).eval(), "det2.onnx")
+                to_onnx_eval(build_detector({}), "det3.onnx")
+                to_onnx(build_plain({}), "plain.onnx")
+            """,
+        },
+    )
+    found = check(root)
+    [finding] = found_in(found, "tools/export.py", "OLX201")
+    assert finding["line"] == 9
+    assert (
+        "`net` is in training mode at this export: `build_detector()` in models/builder.py:6 "
+        "returns a new `Net` that nothing puts in eval mode and `to_onnx()` in "
+        "utils/onnx_tools.py:6 exports it with `torch.onnx.export`" in finding["message"]
+    ), finding["message"]
+    assert [r[:2] for r in related(finding, root)] == [
+        ("models/builder.py", 6),
+        ("utils/onnx_tools.py", 6),
+    ]
+    assert finding["fix"] is not None  # `net.eval()` before the call
+    assert not found_in(found, "utils/onnx_tools.py", "OLX201")
+
+
+def test_tracing_a_builders_model_with_batchnorm(tmp_path) -> None:
+    """`torch.jit.trace(build_model(cfg), x)`: the trace records training-mode BatchNorm
+    (measured with torch 2.13: the traced module, put in eval mode afterwards, still
+    differs from the eval model by 5.3). A model without mode-dependent layers, or one
+    put in eval mode, is fine."""
+    root = project(
+        tmp_path,
+        {
+            "models/__init__.py": "",
+            "models/net.py": NET,
+            "models/builder.py": """
+                from models import net as nets
+
+
+                def build_model(cfg):
+                    return nets.Net()
+
+
+                def build_plain(cfg):
+                    return nets.Plain()
+            """,
+            "tools/trace.py": """
+                import torch
+
+                from models.builder import build_model, build_plain
+
+                x = torch.randn(1, 3, 32, 32)
+                net = build_model({})
+                traced = torch.jit.trace(net, (x,))
+                plain = torch.jit.trace(build_plain({}), (x,))
+                ok = torch.jit.trace(build_model({}).eval(), (x,))
+            """,
+        },
+    )
+    found = check(root)
+    [finding] = found_in(found, "tools/trace.py", "OLX201")
+    assert finding["line"] == 7
+    assert "`build_model()` in models/builder.py:5 returns a new `Net`" in finding["message"]
+    assert "tracing records Dropout and training-mode BatchNorm" in finding["message"]
