@@ -23,7 +23,7 @@ import enum
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -93,6 +93,9 @@ class Origin:
     # How the model came to be in `mode` through the project's functions (a helper of
     # another module that calls `.train()`, a builder that returns a new module).
     via: Chain = ()
+    # Which of the project's functions built it (`build_model()` returns a `Net`), kept
+    # through mode changes: where its class comes from.
+    built: Chain = ()
 
 
 State = frozenset[Origin]
@@ -130,6 +133,12 @@ class ModelRef:
         if self.foreign_class is not None:
             return self.foreign_class[1].rsplit(".", 1)[-1]
         return self.imported_class.rsplit(".", 1)[-1] if self.imported_class else None
+
+    @property
+    def built(self) -> Chain:
+        """Which of the project's functions built the model, when every path agrees."""
+        chains = {o.built for o in self.origins}
+        return next(iter(chains)) if len(chains) == 1 else ()
 
     def via(self, *modes: Mode) -> Chain:
         """The chain that explains the first origin in one of `modes` that has one."""
@@ -288,32 +297,43 @@ def _join(*states: State) -> State:
 def _with_mode(state: State, mode: Mode, via: Chain = ()) -> State:
     evaled = mode is Mode.EVAL
     return frozenset(
-        Origin(mode, o.cls, o.evaled or evaled, o.home, via) for o in state
-    ) or frozenset({Origin(mode, None, evaled, None, via)})
+        replace(o, mode=mode, evaled=o.evaled or evaled, via=via) for o in state
+    ) or frozenset({Origin(mode, None, evaled, via=via)})
 
 
 def _train(state: State, via: Chain = ()) -> State:
     if not state:
         return frozenset({Origin(Mode.TRAIN, via=via)})
     return frozenset(
-        Origin(Mode.RETRAIN if o.evaled else Mode.TRAIN, o.cls, o.evaled, o.home, via)
-        for o in state
+        replace(o, mode=Mode.RETRAIN if o.evaled else Mode.TRAIN, via=via) for o in state
     )
 
 
 def _homed(state: State, home: FileAnalysis) -> State:
     """`state` as seen from another file: classes named in `home` say so."""
     return frozenset(
-        Origin(o.mode, o.cls, o.evaled, home, o.via) if o.cls is not None and o.home is None else o
-        for o in state
+        replace(o, home=home) if o.cls is not None and o.home is None else o for o in state
     )
+
+
+def _built_by(state: State, info: FunctionInfo, view: FileAnalysis, ret: cst.Return) -> State:
+    """What a builder returns, with the link that says so: its class comes from there,
+    and a new module that is still in training mode is so because of it."""
+    out: set[Origin] = set()
+    for o in state:
+        name = f"`{o.cls.rsplit('.', 1)[-1]}`" if o.cls else "module"
+        if not o.built and o.cls:
+            o = replace(o, built=(Link(f"`{info.name}()` {{at}} returns a {name}", view, ret),))
+        if o.mode is Mode.TRAIN and not o.evaled and not o.via:
+            text = f"`{info.name}()` {{at}} returns a new {name} that nothing puts in eval mode"
+            o = replace(o, via=(Link(text, view, ret),))
+        out.add(o)
+    return frozenset(out)
 
 
 def _prefixed(state: State, link: Link) -> State:
     """`state` with `link` before the chain of each origin that has one."""
-    return frozenset(
-        Origin(o.mode, o.cls, o.evaled, o.home, (link, *o.via)) if o.via else o for o in state
-    )
+    return frozenset(replace(o, via=(link, *o.via)) if o.via else o for o in state)
 
 
 _NOT_RUN = frozenset({cst.FunctionDef, cst.ClassDef})
@@ -772,17 +792,8 @@ class _ModeFlow:
             path = _path_set(info.node, ret)
             at = flow.run(stmts, start, path)[0] if path else start
             got = flow.origin(ret.value, at) if at else at
-            fresh = [o for o in got if o.mode is Mode.TRAIN and not o.evaled and not o.via]
-            if fresh and not (name is not None and name in passed):
-                what = next((o.cls for o in fresh if o.cls), None)
-                made = f"a new `{what.rsplit('.', 1)[-1]}`" if what else "a new module"
-                text = f"`{info.name}()` {{at}} returns {made} that nothing puts in eval mode"
-                got = frozenset(
-                    Origin(o.mode, o.cls, o.evaled, o.home, (Link(text, here, ret),))
-                    if o in fresh
-                    else o
-                    for o in got
-                )
+            if not (name is not None and name in passed):
+                got = _built_by(got, info, here, ret)
             states.append(_homed(got, here) if foreign else got)
         result = _join(*states) if states else _UNKNOWN
         memo[key] = result

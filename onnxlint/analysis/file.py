@@ -45,6 +45,13 @@ class ProjectLookup(Protocol):
         """The same for a project class."""
         ...
 
+    def constant_at(
+        self, importer: str, qualname: str
+    ) -> tuple[FileAnalysis, cst.BaseExpression] | None:
+        """The one value a module-level name of the project is assigned (`cfg =
+        ExportSettings()` in `config.py`), with the facts of its file."""
+        ...
+
     def export_function(
         self, importer: str, qualname: str
     ) -> tuple[FileAnalysis, FunctionInfo] | None:

@@ -202,6 +202,13 @@ class ProjectIndex:
     ) -> cst.BaseExpression | None:
         """The value of a module-level constant (`OPSET = 17`) that `qualname` names in
         `importer`'s imports, when it is assigned exactly once."""
+        found = self.constant_at(importer, qualname, hops)
+        return found[1] if found is not None else None
+
+    def constant_at(
+        self, importer: str, qualname: str, hops: int = MAX_HOPS
+    ) -> tuple[FileAnalysis, cst.BaseExpression] | None:
+        """`find_constant` with the facts of the file that assigns it (`ProjectLookup`)."""
         found = self._find(importer, qualname, hops)
         if found is None:
             return None
@@ -211,10 +218,14 @@ class ProjectIndex:
             for stmt in facts.semantic.module_body
             if isinstance(stmt, cst.SimpleStatementLine)
             for node in stmt.body
-            if isinstance(node, cst.Assign)
-            and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets)
+            if isinstance(node, (cst.Assign, cst.AnnAssign))
+            and node.value is not None
+            and any(
+                isinstance(t.target, cst.Name) and t.target.value == name
+                for t in (node.targets if isinstance(node, cst.Assign) else [node])
+            )
         ]
-        return values[0] if len(values) == 1 else None
+        return (facts.analysis, values[0]) if len(values) == 1 else None
 
     def _find(self, importer: str, qualname: str, hops: int) -> tuple[FileFacts, str] | None:
         while hops > 0:

@@ -341,3 +341,144 @@ def test_tracing_a_builders_model_with_batchnorm(tmp_path) -> None:
     assert finding["line"] == 7
     assert "`build_model()` in models/builder.py:5 returns a new `Net`" in finding["message"]
     assert "tracing records Dropout and training-mode BatchNorm" in finding["message"]
+
+
+# --------------------------------------------------------------------------- builders' classes
+
+
+def test_dynamic_shapes_keys_of_a_model_a_builder_of_another_file_returns(tmp_path) -> None:
+    """`net = build_model(cfg)` with the builder in models/builder.py returning a `Net`
+    (models/net.py): `dynamic_shapes` keys are `Net.forward`'s parameter names (torch
+    2.13: `UserError: When dynamic_shapes is specified as a dict, its top-level keys must
+    be the arg names ['x'] of inputs, but here they are ['images']`). The right key, and a
+    builder whose class cannot be told, are fine; `dynamic_axes` on the dynamo exporter is
+    rewritten with the builder's class's parameter names."""
+    root = project(
+        tmp_path,
+        {
+            "models/__init__.py": "",
+            "models/net.py": NET,
+            "models/builder.py": """
+                from models.net import Net, Plain
+
+                REGISTRY = {"net": Net, "plain": Plain}
+
+
+                def build_model(cfg):
+                    return Net()
+
+
+                def build_any(cfg):
+                    return REGISTRY[cfg["name"]]()
+            """,
+            "tools/export.py": """
+                import torch
+
+                from models.builder import build_any, build_model
+
+                batch = torch.export.Dim("batch")
+                x = torch.randn(2, 3, 32, 32)
+                net = build_model({}).eval()
+                torch.onnx.export(net, (x,), "a.onnx", dynamic_shapes={"images": {0: batch}})
+                torch.onnx.export(net, (x,), "b.onnx", dynamic_shapes={"x": {0: batch}})
+                other = build_any({"name": "net"}).eval()
+                torch.onnx.export(other, (x,), "c.onnx", dynamic_shapes={"images": {0: batch}})
+                torch.onnx.export(net, (x,), "d.onnx", input_names=["images"], dynamic_axes={"images": {0: "b"}})
+            """,
+        },
+    )
+    found = check(root, "--unsafe-fixes")
+    [finding] = found_in(found, "tools/export.py", "OLX305")
+    assert finding["line"] == 8
+    assert (
+        "`dynamic_shapes` key 'images' is not a `forward` parameter of `Net` (in "
+        "../models/net.py): `build_model()` in models/builder.py:7 returns a `Net`; "
+        "expected names from ['x']" in finding["message"]
+    ), finding["message"]
+    assert [r[:2] for r in related(finding, root)] == [("models/builder.py", 7)]
+    [axes] = found_in(found, "tools/export.py", "OLX304")
+    edits = [e["content"] for e in axes["fix"]["edits"]]
+    assert any('"x":' in e for e in edits), edits
+
+
+# --------------------------------------------------------------------------- configuration values
+
+
+def test_opset_from_a_config_object_of_another_module(tmp_path) -> None:
+    """`opset_version=args.opset` with `args = ExportSettings()` and `opset: int = 11` in
+    config.py, a module-level config object imported from it, a class attribute, a dict,
+    an argparse default: each is read where it is set (torch 2.13's dynamo exporter exports
+    at opset 18 and converts down, keeping 18 silently when that fails). A value the
+    constructor overrides, one a caller passes, and one `__init__` computes are not
+    guessed."""
+    root = project(
+        tmp_path,
+        {
+            "config.py": """
+                from dataclasses import dataclass, field
+                from types import SimpleNamespace
+
+
+                @dataclass
+                class ExportSettings:
+                    opset: int = 11
+                    dynamic: bool = True
+                    later: int = field(default=13)
+
+
+                class Paths:
+                    OPSET = 12
+
+                    def __init__(self, opset=18):
+                        self.opset = opset
+
+
+                settings = ExportSettings()
+                cfg = SimpleNamespace(export=SimpleNamespace(opset=14), name="det")
+                CFG = {"opset": 15}
+            """,
+            "tools/export.py": """
+                import argparse
+
+                import torch
+
+                from config import CFG, ExportSettings, Paths, cfg, settings
+
+                parser = argparse.ArgumentParser()
+                parser.add_argument("--opset-version", type=int, default=16)
+
+
+                def main(model, x):
+                    args = ExportSettings()
+                    torch.onnx.export(model, (x,), "a.onnx", opset_version=args.opset)
+                    torch.onnx.export(model, (x,), "b.onnx", opset_version=settings.later)
+                    torch.onnx.export(model, (x,), "c.onnx", opset_version=Paths.OPSET)
+                    torch.onnx.export(model, (x,), "d.onnx", opset_version=cfg.export.opset)
+                    torch.onnx.export(model, (x,), "e.onnx", opset_version=CFG["opset"])
+                    opts = parser.parse_args()
+                    torch.onnx.export(model, (x,), "f.onnx", opset_version=opts.opset_version)
+
+
+                def fine(model, x, given):
+                    new = ExportSettings(opset=18)
+                    torch.onnx.export(model, (x,), "g.onnx", opset_version=new.opset)
+                    torch.onnx.export(model, (x,), "h.onnx", opset_version=given.opset)
+                    torch.onnx.export(model, (x,), "i.onnx", opset_version=Paths().opset)
+            """,
+        },
+    )
+    found = found_in(check(root), "tools/export.py", "OLX501")
+    got = {f["line"]: f["message"].split(" is below")[0] for f in found}
+    assert got == {
+        13: "`opset_version=args.opset` (11: `ExportSettings.opset` in config.py:7 "
+        "defaults to `11`)",
+        14: "`opset_version=settings.later` (13: `ExportSettings.later` in config.py:9 "
+        "defaults to `13`)",
+        15: "`opset_version=Paths.OPSET` (12: `Paths.OPSET` in config.py:13 defaults to `12`)",
+        16: "`opset_version=cfg.export.opset` (14: `opset` in config.py:20 is set to `14`)",
+        17: "`opset_version=CFG[\"opset\"]` (15: `'opset'` in config.py:21 is set to `15`)",
+        19: "`opset_version=opts.opset_version` (16: the `--opset-version` option at line 8 "
+        "defaults to `16`)",
+    }, got
+    first = next(f for f in found if f["line"] == 13)
+    assert [r[:2] for r in related(first, root)] == [("config.py", 7)]

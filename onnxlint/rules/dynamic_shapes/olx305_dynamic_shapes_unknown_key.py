@@ -168,6 +168,9 @@ class DynamicShapesUnknownKey(Rule):
         onnx_names = names_arg(self.ctx, call, "input_names") or []
         elsewhere = model_forward_file(self.ctx, ref)
         where = f" (in {elsewhere})" if elsewhere else ""
+        built, related = self.ctx.chain(ref.built)
+        if built:  # the class a builder of the project returns: say which
+            where = f"{where}: {built}"
         for key, key_node in keys:
             if key in params:
                 continue
@@ -179,6 +182,7 @@ class DynamicShapesUnknownKey(Rule):
                 f"`dynamic_shapes` key {key!r} is not a `forward` parameter of "
                 f"`{ref.class_name or 'the model'}`{where}; "
                 f"expected names from {params}{hint}",
+                related=related,
             )
             return
         expected = _expected_keys(call, params, inputs)

@@ -1,20 +1,46 @@
-"""The `opset_version` an export call asks for, when it is a literal (or a literal constant)."""
+"""The `opset_version` an export call asks for, when it can be read: a literal, a constant,
+or a configuration value from elsewhere in the project (`args.opset` with `args =
+ExportSettings()` and `opset: int = 11` in another module, see `onnxlint.analysis.values`)."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import libcst as cst
 
+from onnxlint.analysis.values import config_value
+from onnxlint.core.violation import Related
 from onnxlint.rules.base import Context
 from onnxlint.rules.exporter_api.api_table import int_literal, single_value
 from onnxlint.semantic.calls import ExportCall
 
 
-def requested_opset(ctx: Context, call: ExportCall) -> tuple[cst.Arg, int] | None:
+class Opset(NamedTuple):
+    arg: cst.Arg
+    value: int
+    shown: str  # how messages write it: "`opset_version=13`", with where a config sets it
+    related: tuple[Related, ...]
+
+
+def requested_opset(ctx: Context, call: ExportCall) -> Opset | None:
     arg = call.arg("opset_version")
     if arg is None:
         return None
     value = int_value(ctx, arg.value)
-    return None if value is None else (arg, value)
+    if value is not None:
+        return Opset(arg, value, f"`opset_version={value}`", ())
+    found = config_value(ctx, single_value(ctx, arg.value), ctx.function)
+    if found is None:
+        return None
+    number = int_literal(found.value)
+    if number is None:
+        return None
+    chain, related = ctx.chain(found.chain)
+    source = ctx.code_of(arg.value)
+    shown = (
+        f"`opset_version={source}` ({number}: {chain})" if chain else f"`opset_version={number}`"
+    )
+    return Opset(arg, number, shown, related)
 
 
 def int_value(ctx: Context, expr: cst.BaseExpression) -> int | None:

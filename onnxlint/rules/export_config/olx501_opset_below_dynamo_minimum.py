@@ -91,11 +91,12 @@ class OpsetBelowDynamoMinimum(Rule):
         found = requested_opset(self.ctx, call)
         if found is None or found[1] >= TORCHLIB_OPSET:
             return
-        arg, opset = found
+        arg, _, shown, related = found
         self.report(
             arg,
-            f"`opset_version={opset}` is below {TORCHLIB_OPSET}, the lowest opset the dynamo "
+            f"{shown} is below {TORCHLIB_OPSET}, the lowest opset the dynamo "
             f"exporter implements: it exports at {TORCHLIB_OPSET} and converts down, silently "
             f"keeping {TORCHLIB_OPSET} when that fails; use >= {TORCHLIB_OPSET} "
             f"(default {DEFAULT_OPSET})",
+            related=related,
         )

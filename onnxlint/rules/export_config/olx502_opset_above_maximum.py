@@ -98,27 +98,30 @@ class OpsetAboveMaximum(Rule):
         found = requested_opset(self.ctx, call)
         if found is None:
             return
-        arg, opset = found
+        arg, opset, shown, related = found
         if path is ExportPath.TORCHSCRIPT:
             if opset > LEGACY_MAX_OPSET:
                 self.report(
                     arg,
-                    f"`opset_version={opset}`: the TorchScript exporter supports opsets up to "
+                    f"{shown}: the TorchScript exporter supports opsets up to "
                     f"{LEGACY_MAX_OPSET}; use <= {LEGACY_MAX_OPSET}, or the dynamo exporter",
+                    related=related,
                 )
             return
         if opset > ONNX_MAX_KNOWN_OPSET:
             self.report(
                 arg,
-                f"`opset_version={opset}` is above {ONNX_MAX_KNOWN_OPSET}, the newest opset onnx "
+                f"{shown} is above {ONNX_MAX_KNOWN_OPSET}, the newest opset onnx "
                 f"1.23 knows: the conversion fails and the model silently stays at opset "
                 f"{TORCHLIB_OPSET}; use <= {MAX_OPSET}",
+                related=related,
             )
         elif opset > MAX_OPSET:
             self.report(
                 arg,
-                f"`opset_version={opset}` is above {MAX_OPSET}, the newest opset torch 2.13's "
+                f"{shown} is above {MAX_OPSET}, the newest opset torch 2.13's "
                 "exporter documents: it works only if the installed onnx can convert to it "
                 f"(else the model silently stays at opset {TORCHLIB_OPSET})",
                 severity=Severity.INFO,
+                related=related,
             )
