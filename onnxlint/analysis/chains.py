@@ -72,16 +72,21 @@ def _holds(root: cst.CSTNode, target: cst.CSTNode) -> bool:
 
 def where(here: FileView, view: FileAnalysis, line: int) -> str:
     """`engine/loop.py:9` (relative to the project root), or `line 9` in `here`'s file."""
-    if os.path.abspath(view.path) == os.path.abspath(here.path):
+    return where_path(here, view.path, line)
+
+
+def where_path(here: FileView, path: str, line: int) -> str:
+    """`where` for a file given by its path."""
+    if os.path.abspath(path) == os.path.abspath(here.path):
         return f"line {line}"
     root = here.config.root
     base = str(root) if root is not None else os.path.dirname(os.path.abspath(here.path))
     try:
-        rel = os.path.relpath(os.path.abspath(view.path), base)
+        rel = os.path.relpath(os.path.abspath(path), base)
     except ValueError:
-        rel = view.path
+        rel = path
     if rel.startswith(".."):
-        rel = os.path.abspath(view.path)
+        rel = os.path.abspath(path)
     return f"{rel.replace(os.sep, '/')}:{line}"
 
 

@@ -390,6 +390,10 @@ class ProjectModel:
             roots=sets(table.roots),
             symbolic={m(s): set(v) for s, v in table.symbolic.items()},
             deps={**table.deps, path: new.digest},
+            taints={
+                p: {k: {n: (tt, m(s), c) for n, (tt, s, c) in v.items()} for k, v in inner.items()}
+                for p, inner in table.taints.items()
+            },
         )
         return kept
 

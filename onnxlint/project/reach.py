@@ -19,9 +19,19 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from onnxlint.project.exports import ClassRef, ExportSite, called_classes
+from onnxlint.analysis.chains import locate
+from onnxlint.analysis.dims import (
+    Taint,
+    TaintFlow,
+    calls_in,
+    declared_dims,
+    layer_attrs,
+    passed_taints,
+)
+from onnxlint.project.exports import ClassRef, ExportSite, call_line, called_classes
 from onnxlint.project.facts import FileFacts
 from onnxlint.project.index import ProjectIndex
+from onnxlint.semantic.calls import ExportKind
 from onnxlint.semantic.frameworks import is_autograd_function
 from onnxlint.semantic.index import ClassInfo, FunctionInfo
 from onnxlint.semantic.kinds import Kind, Kinds
@@ -29,6 +39,10 @@ from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.walker import dotted, iter_descendants
 
 FuncKey = tuple["str | None", str]
+# Located steps of a chain: (absolute path, line, column, what happens there).
+Located = tuple[tuple[str, int, int, str], ...]
+# A parameter's dynamic dims, the export declaring them, the calls that pass them there.
+TaintedParam = tuple[Taint, "ExportSite", Located]
 # Functions visited from one export site before the walk gives up (generated code).
 _MAX_FUNCTIONS = 20_000
 # Kinds a parameter may receive that are certainly not tensors.
@@ -48,6 +62,10 @@ class ReachTable:
     # autograd.Function classes with a `symbolic` that each site's model calls (`.apply`).
     symbolic: dict[ExportSite, set[str]] = field(default_factory=dict)
     deps: dict[str, str | None] = field(default_factory=dict)  # files read: content hash
+    # Per file and function: the parameters that get a value with a dynamic dim, the
+    # export that declares it and the calls that pass it there (`forward(x)` of a
+    # submodule, `shapes_of(feats)` of a helper).
+    taints: dict[str, dict[FuncKey, dict[str, TaintedParam]]] = field(default_factory=dict)
 
     def for_file(self, path: str) -> FileReach:
         return FileReach(
@@ -61,6 +79,7 @@ class ReachTable:
                 for site, names in self.symbolic.items()
                 if site.path == path
             },
+            {k: dict(v) for k, v in self.taints.get(path, {}).items()},
         )
 
 
@@ -75,11 +94,16 @@ class FileReach:
     roots: dict[str, frozenset[ExportSite]] = field(default_factory=dict)  # exported classes
     # export line in this file -> autograd.Function classes with `symbolic` its model calls
     symbolic: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # function -> parameter -> (its dynamic dims, the export declaring them, the calls)
+    taints: dict[FuncKey, dict[str, TaintedParam]] = field(default_factory=dict)
 
     @property
     def exports_dynamic(self) -> bool:
-        """Whether an export of the project that reaches this file declares a dynamic dim."""
-        return any(site.dynamic for sites in self.roots.values() for site in sites)
+        """Whether an export of the project that reaches this file declares a dynamic dim
+        (for a class of this file, or for a parameter of one of its functions)."""
+        return bool(self.taints) or any(
+            site.dynamic for sites in self.roots.values() for site in sites
+        )
 
     def key(self) -> int:
         """What findings may depend on: the sites without their line when they are in
@@ -103,6 +127,13 @@ class FileReach:
                 tuple(sorted(self.roots)),
                 tuple(sorted(self.symbolic.items())),
                 self.project_exports,
+                tuple(
+                    sorted(
+                        (k[0] or "", k[1], p, taint, site(s), chain)
+                        for k, params in self.taints.items()
+                        for p, (taint, s, chain) in params.items()
+                    )
+                ),
             )
         )
 
@@ -113,7 +144,149 @@ def compute_reach(
     table = ReachTable(sites=[s for s, _ in sites])
     for site, classes in sites:
         _walk_site(index, table, site, classes)
+        if site.dynamic and site.kind in _DIM_EXPORTS:
+            _walk_dims(index, table, site, classes)
     return table
+
+
+_DIM_EXPORTS = (
+    ExportKind.ONNX_DYNAMO,
+    ExportKind.ONNX_TORCHSCRIPT,
+    ExportKind.ONNX_DYNAMO_EXPORT,
+    ExportKind.TORCH_EXPORT,
+)
+# Functions a site's dynamic dims are carried into before the walk gives up.
+_MAX_TAINT_STEPS = 2_000
+
+_DimItem = tuple[FileFacts, FunctionInfo, "ClassRef | None", dict[str, Taint], Located]
+
+
+def _walk_dims(
+    index: ProjectIndex, table: ReachTable, site: ExportSite, classes: list[ClassRef]
+) -> None:
+    """Carry the dims `site` declares dynamic from the exported class's `forward` into
+    what it calls with those values: its methods, its submodules' `forward` (in any
+    file), the helpers of the project (`shapes_of(feats)`), argument by argument
+    (`onnxlint.analysis.dims`)."""
+    facts = index.facts(site.path)
+    if facts is None:
+        return
+    call = next(
+        (c for c in facts.semantic.export_calls if call_line(facts, c.node) == site.line), None
+    )
+    if call is None:
+        return
+    todo: list[_DimItem] = []
+    for ref in classes:
+        found = index.find_method(ref[0], ref[1], "forward")
+        if found is None:
+            continue
+        p = found[1].node.params
+        if isinstance(p.star_arg, cst.Param) or p.star_kwarg is not None:
+            continue
+        params = [x.name.value for x in found[1].params()]
+        declared = declared_dims(facts.analysis, call, params)
+        if declared:
+            todo.append((found[0], found[1], ref, declared, ()))
+    steps = 0
+    while todo and steps < _MAX_TAINT_STEPS:
+        steps += 1
+        f, func, owner, taints, chain = todo.pop()
+        have = table.taints.setdefault(f.path, {}).setdefault(func.key, {})
+        new = {k: v for k, v in taints.items() if k not in have}
+        if not new:
+            continue
+        for k, v in new.items():
+            have[k] = (v, site, chain)
+        layers = layer_attrs(owner[0].analysis, owner[1]) if owner is not None else frozenset()
+        flow = TaintFlow(f.analysis, func, {k: v[0] for k, v in have.items()}, layers)
+        loops = _loop_vars(func.node) if owner is not None else {}
+        for node in calls_in(func.node.body):
+            for target in _callees(index, f, owner, node, loops):
+                tf, tfunc, towner = target
+                passed = passed_taints(flow, node, [x.name.value for x in tfunc.params()])
+                if passed:
+                    step = _step(f, func, owner, node, tfunc, towner)
+                    todo.append((tf, tfunc, towner, passed, (*chain, *step)))
+
+
+def _step(
+    facts: FileFacts,
+    func: FunctionInfo,
+    owner: ClassRef | None,
+    call: cst.Call,
+    target: FunctionInfo,
+    towner: ClassRef | None,
+) -> Located:
+    """The call that passes a dynamic dim on, as a located step (plain values: the table
+    goes to the CLI's pool workers)."""
+    pos = locate(facts.analysis, call)
+    if pos is None:
+        return ()
+    here = f"{owner[1].name}.{func.name}" if owner is not None else func.name
+    there = f"{towner[1].name}.{target.name}" if towner is not None else target.name
+    return ((facts.path, pos[0], pos[1], f"`{here}()` passes it to `{there}()`"),)
+
+
+def _loop_vars(func: cst.FunctionDef) -> dict[str, str]:
+    """`blk` -> `blocks` for `for blk in self.blocks:` (and `enumerate(self.blocks)`)."""
+    out: dict[str, str] = {}
+    for node in iter_descendants(func.body):
+        if not isinstance(node, cst.For):
+            continue
+        it: cst.BaseExpression = node.iter
+        target: cst.BaseExpression = node.target
+        if isinstance(it, cst.Call) and dotted(it.func) == "enumerate" and it.args:
+            it = it.args[0].value
+            if isinstance(target, cst.Tuple) and len(target.elements) == 2:
+                target = target.elements[1].value
+        d = dotted(it)
+        if isinstance(target, cst.Name) and d is not None and d.startswith("self."):
+            out[target.value] = d[5:]
+    return out
+
+
+def _callees(
+    index: ProjectIndex,
+    facts: FileFacts,
+    owner: ClassRef | None,
+    call: cst.Call,
+    loops: dict[str, str],
+) -> list[tuple[FileFacts, FunctionInfo, ClassRef | None]]:
+    """What a call of forward code runs, with the class it runs on: a method of `self`,
+    the `forward` of a submodule (`self.head(x)`, `self.blocks[i](x)`, `blk(x)` over
+    `self.blocks`), a function of the project (local, imported, `mod.f`)."""
+    func = call.func
+    if isinstance(func, cst.Subscript):
+        func = func.value
+    d = dotted(func)
+    if d is None:
+        return []
+    out: list[tuple[FileFacts, FunctionInfo, ClassRef | None]] = []
+    if owner is not None and d.startswith("self.") and d.count(".") == 1:
+        attr = d[5:]
+        found = index.find_method(owner[0], owner[1], attr)
+        if found is not None:
+            return [(found[0], found[1], owner)]
+        for sub in composition(index, owner[0], owner[1]).get(attr, ()):
+            fwd = index.find_method(sub[0], sub[1], "forward")
+            if fwd is not None:
+                out.append((fwd[0], fwd[1], sub))
+        return out
+    if owner is not None and d in loops:
+        for sub in composition(index, owner[0], owner[1]).get(loops[d], ()):
+            fwd = index.find_method(sub[0], sub[1], "forward")
+            if fwd is not None:
+                out.append((fwd[0], fwd[1], sub))
+        return out
+    model = facts.semantic
+    if d in model.functions:
+        return [(facts, model.functions[d], None)]
+    q = model.resolve(d)
+    if q is None or q.startswith(("torch.", "builtins.", "numpy.", "math.")):
+        return []
+    found_f = index.find_function(facts.path, q)
+    return [(found_f[0], found_f[1], None)] if found_f is not None else []
 
 
 _Item = tuple[FileFacts, FunctionInfo, "ClassRef | None"]

@@ -353,6 +353,29 @@ class Context:
         )
         return describe(self, links), related
 
+    def taint_chain(self, taint: object) -> tuple[str, tuple[Related, ...]]:
+        """How a value with a dynamic dim reached the function being walked, from the
+        project model (`FileReach.taints`): the calls that passed it on, in words and as
+        related locations (empty when it comes from this very function's inputs)."""
+        from onnxlint.analysis.chains import where_path
+
+        func = self.function
+        if func is None or self.reach is None:
+            return "", ()
+        entries = self.reach.taints.get(func.key, {})
+        steps = next((chain for found, _, chain in entries.values() if found == taint), ())
+        if not steps:
+            steps = next((chain for _, _, chain in entries.values() if chain), ())
+        parts = []
+        related = []
+        for path, line, column, text in steps:
+            place = where_path(self, path, line)
+            at = f"at {place}" if place.startswith("line ") else f"in {place}"
+            head, _, rest = text.partition(" passes ")
+            parts.append(f"{head} {at} passes {rest}" if rest else f"{text} {at}")
+            related.append(Related(path, line, column, text))
+        return ", then ".join(parts), tuple(related)
+
     # -- text and positions
 
     def code_of(self, node: cst.CSTNode) -> str:

@@ -482,3 +482,203 @@ def test_opset_from_a_config_object_of_another_module(tmp_path) -> None:
     }, got
     first = next(f for f in found if f["line"] == 13)
     assert [r[:2] for r in related(first, root)] == [("config.py", 7)]
+
+
+# --------------------------------------------------------------------------- sizes in helpers
+
+
+def test_a_helper_of_another_module_turns_dynamic_feature_sizes_into_ints(tmp_path) -> None:
+    """`shapes_of([c3, c4])` in models/utils.py returns `int`s of the feature maps' sizes,
+    which `FPN.forward` feeds to `F.interpolate`; the export declares those dims dynamic.
+    Measured with torch 2.13: torch.onnx.export exports them static, without a warning,
+    and ONNX Runtime rejects any other size. A helper that keeps the sizes symbolic
+    (`f.shape[-2:]`), or turns a static dim (channels) into an int, is fine."""
+    root = project(
+        tmp_path,
+        {
+            "models/__init__.py": "",
+            "models/utils.py": """
+                def shapes_of(feats):
+                    return [(int(f.shape[2]), int(f.shape[3])) for f in feats]
+
+
+                def sizes_of(feats):
+                    return [f.shape[-2:] for f in feats]
+
+
+                def channels_of(feats):
+                    return [int(f.shape[1]) for f in feats]
+            """,
+            "models/fpn.py": """
+                import torch
+                import torch.nn.functional as F
+                from torch import nn
+
+                from .utils import channels_of, shapes_of, sizes_of
+
+
+                class FPN(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.lat = nn.Conv2d(8, 8, 1)
+
+                    def forward(self, c3, c4):
+                        sizes = shapes_of([c3, c4])
+                        up = F.interpolate(self.lat(c4), size=sizes[0])
+                        kept = F.interpolate(c4, size=sizes_of([c3])[0])
+                        n = channels_of([c3, c4])
+                        return c3 + up + kept, n
+            """,
+            "tools/export.py": """
+                import torch
+
+                from models.fpn import FPN
+
+                h, w = torch.export.Dim("h"), torch.export.Dim("w")
+                x3, x4 = torch.randn(1, 8, 16, 16), torch.randn(1, 8, 8, 8)
+                torch.onnx.export(
+                    FPN().eval(), (x3, x4), "f.onnx",
+                    dynamic_shapes={"c3": {2: 2 * h, 3: 2 * w}, "c4": {2: h, 3: w}},
+                )
+            """,
+        },
+    )
+    found = check(root)
+    utils = [f for f in found if f["path"] == "models/utils.py"]
+    assert [(f["line"], f["column"], f["code"]) for f in utils] == [
+        (2, 14, "OLX104"),
+        (2, 31, "OLX104"),
+    ], utils
+    assert (
+        "`f.shape[2]` reads dim 2 ('2 * h') of input `c3`, which tools/export.py:7 declares "
+        "dynamic; `FPN.forward()` in models/fpn.py:14 passes it to `shapes_of()`; "
+        "torch.onnx.export then exports that dim static, without a warning"
+        in utils[0]["message"]
+    ), utils[0]["message"]
+    assert [r[:2] for r in related(utils[0], root)] == [("models/fpn.py", 14)]
+
+
+def test_int_of_a_count_that_follows_a_dynamic_dim_in_post_processing(tmp_path) -> None:
+    """`num = int(boxes.shape[0])` in a post-processing helper of another module, with the
+    boxes' count declared dynamic: exported static. The count kept symbolic is fine."""
+    root = project(
+        tmp_path,
+        {
+            "models/__init__.py": "",
+            "models/post.py": """
+                import torch
+
+
+                def postprocess(boxes, scores):
+                    num = int(boxes.shape[0])
+                    keep = torch.zeros(num, dtype=torch.bool)
+                    return boxes, scores, keep
+
+
+                def postprocess_symbolic(boxes, scores):
+                    num = boxes.shape[0]
+                    return boxes, scores, torch.zeros(num, dtype=torch.bool)
+            """,
+            "models/det.py": """
+                from torch import nn
+
+                from . import post
+
+
+                class Det(nn.Module):
+                    def forward(self, boxes, scores):
+                        out = post.postprocess(boxes, scores)
+                        return out, post.postprocess_symbolic(boxes, scores)
+            """,
+            "tools/export.py": """
+                import torch
+
+                from models.det import Det
+
+                n = torch.export.Dim("n")
+                torch.onnx.export(
+                    Det().eval(), (torch.randn(5, 4), torch.randn(5)), "d.onnx",
+                    dynamic_shapes={"boxes": {0: n}, "scores": {0: n}},
+                )
+            """,
+        },
+    )
+    found = [f for f in check(root) if f["path"] == "models/post.py"]
+    assert [(f["line"], f["code"]) for f in found] == [(5, "OLX104")]
+    assert "reads dim 0 ('n') of input `boxes`" in found[0]["message"]
+
+
+def test_a_literal_batch_in_a_head_derived_from_the_projects_base_class(tmp_path) -> None:
+    """`Head(BaseModule)`, the base in another package of the project, a submodule of the
+    exported `Detector`: `y.view(1, 3, 85, ny, nx)` after a convolution fixes the batch
+    (torch 2.13: torch.export raises "Constraints violated (batch)! ... specialized it to
+    be a constant (1)"; torch.onnx.export exports a batch of 1 without a warning). The
+    batch read from the shape, or a view with -1, is fine."""
+    root = project(
+        tmp_path,
+        {
+            "core/__init__.py": "from .base import BaseModule\n",
+            "core/base.py": """
+                from torch import nn
+
+
+                class BaseModule(nn.Module):
+                    def init_weights(self):
+                        pass
+            """,
+            "models/__init__.py": "",
+            "models/head.py": """
+                import torch
+
+                from core import BaseModule
+
+
+                class Head(BaseModule):
+                    def __init__(self):
+                        super().__init__()
+                        self.conv = torch.nn.Conv2d(8, 3 * 85, 1)
+
+                    def forward(self, x):
+                        y = self.conv(x)
+                        bs, _, ny, nx = y.shape
+                        a = y.view(1, 3, 85, ny, nx)
+                        b = y.view(bs, 3, 85, ny, nx)
+                        c = y.view(1, 85, -1)
+                        return a, b, c
+            """,
+            "models/det.py": """
+                from torch import nn
+
+                from .head import Head
+
+
+                class Detector(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.stem = nn.Conv2d(3, 8, 3)
+                        self.head = Head()
+
+                    def forward(self, images):
+                        return self.head(self.stem(images))
+            """,
+            "tools/export.py": """
+                import torch
+
+                from models.det import Detector
+
+                b = torch.export.Dim("batch")
+                torch.onnx.export(
+                    Detector().eval(), (torch.randn(1, 3, 8, 8),), "h.onnx",
+                    dynamic_shapes={"images": {0: b}},
+                )
+            """,
+        },
+    )
+    found = [f for f in check(root) if f["path"] == "models/head.py"]
+    assert [(f["line"], f["code"]) for f in found] == [(14, "OLX105")], found
+    assert (
+        "literal size 1 in `.view()` fixes dim 0 of input `images`, which the export declares "
+        "dynamic ('batch') (`Detector.forward()` in models/det.py:13 passes it to "
+        "`Head.forward()`)" in found[0]["message"]
+    ), found[0]["message"]
+    assert [r[:2] for r in related(found[0], root)] == [("models/det.py", 13)]

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.analysis.dims import Taint, TaintFlow, layer_attrs
 from onnxlint.core.violation import Severity
+from onnxlint.project.exports import ExportSite
 from onnxlint.rules.base import Context, Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import from_shape, shape_names, specialising_path
+from onnxlint.semantic.calls import ExportKind
 
 
 class ShapeFrozen(Rule):
@@ -119,15 +122,91 @@ class ShapeFrozen(Rule):
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self._names: dict[int, set[str]] = {}
+        self._flows: dict[int, TaintFlow | None] = {}
 
     def _shape(self, expr: cst.BaseExpression) -> bool:
         return from_shape(self.ctx, expr, shape_names(self.ctx, self._names))
+
+    def _flow(self) -> TaintFlow | None:
+        """The dynamic dims the project's exports carry into the function being walked
+        (`FileReach.taints`: its own file's exports too), None when there are none."""
+        func = self.ctx.function
+        reach = self.ctx.reach
+        if func is None or reach is None:
+            return None
+        key = id(func.node)
+        if key not in self._flows:
+            entries = reach.taints.get(func.key)
+            flow = None
+            if entries:
+                cls = self.ctx.semantic.classes.get(func.class_name) if func.class_name else None
+                params = {name: taint for name, (taint, _, _) in entries.items()}
+                flow = TaintFlow(self.ctx, func, params, layer_attrs(self.ctx, cls))
+            self._flows[key] = flow
+        return self._flows[key]
+
+    def _dynamic_read(self, node: cst.Call, args: list[cst.BaseExpression]) -> bool | None:
+        """Reports a conversion of a dim the export declares dynamic, read from a value
+        whose layout the project model follows (`int(f.shape[2])` of a feature map a
+        forward of another file passes to this helper); True when reported, False when
+        the dims read are known static (under an exporter that keeps other dims symbolic),
+        None when the layout is not known."""
+        flow = self._flow()
+        if flow is None:
+            return None
+        for arg in args:
+            read = flow.shape_dim(arg, node)
+            if read is None:
+                continue
+            taint, dim = read
+            labels = _labels(taint, dim)
+            if not labels:
+                if any(s.kind is ExportKind.JIT_TRACE for s in self.ctx.reaching_exports()):
+                    return None  # tracing freezes every size
+                return False
+            self._report_dynamic(node, arg, taint, labels)
+            return True
+        return None
+
+    def _site(self, taint: Taint) -> ExportSite | None:
+        """The export that declares the dims `taint` carries into this function."""
+        func, reach = self.ctx.function, self.ctx.reach
+        if func is None or reach is None:
+            return None
+        entries = list(reach.taints.get(func.key, {}).values())
+        same = [site for found, site, _ in entries if found.param == taint.param]
+        found = same or [site for _, site, _ in entries]
+        return found[0] if found else None
+
+    def _report_dynamic(
+        self, node: cst.Call, arg: cst.BaseExpression, taint: Taint, labels: list[tuple[int, str]]
+    ) -> None:
+        q = self.ctx.qualname(node.func) or ""
+        what = "`range()` over a tensor size" if q == "builtins.range" else "a tensor size"
+        conv = "" if q == "builtins.range" else f" converted with `{q.rsplit('.', 1)[-1]}()`"
+        dims = ", ".join(f"dim {d} ('{name}')" for d, name in labels)
+        site = self._site(taint)
+        root = str(self.ctx.config.root) if self.ctx.config.root is not None else None
+        declared = "the export declares dynamic"
+        if site is not None:
+            declared = f"{site.where(root, self.ctx.path)} declares dynamic"
+        chain, related = self.ctx.taint_chain(taint)
+        via = f"; {chain}" if chain else ""
+        self.report(
+            node,
+            f"{what}{conv} becomes a Python number: `{self.ctx.code_of(arg)}` reads {dims} of "
+            f"input `{taint.param}`, which {declared}{via}; {_consequence(site)}",
+            related=related,
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
         q = self.ctx.qualname(node.func)
         if q not in ("builtins.int", "builtins.float", "builtins.range") or not node.args:
             return
         if not self.ctx.in_forward:
+            return
+        found = self._dynamic_read(node, [a.value for a in node.args])
+        if found is not None:
             return
         why = specialising_path(self.ctx)
         if why is None or not any(self._shape(a.value) for a in node.args):
@@ -148,3 +227,23 @@ class ShapeFrozen(Rule):
         why = specialising_path(self.ctx)
         if why is not None and any(self._shape(s) for s in sides):
             self.report(test, f"asserting a tensor size equals a constant: {why}")
+
+
+def _labels(taint: Taint, dim: int | None) -> list[tuple[int, str]]:
+    """The dynamic dims a read of `dim` (None: every dim, `numel()`) takes."""
+    if dim is None:
+        return list(taint.dims)
+    label = taint.label(dim)
+    if label is None:
+        return []
+    index = dim + taint.rank if dim < 0 and taint.rank is not None else dim
+    return [(index, label)]
+
+
+def _consequence(site: ExportSite | None) -> str:
+    """What the exporter does with a dynamic dim the code turns into a number (torch 2.13)."""
+    if site is not None and site.kind is ExportKind.TORCH_EXPORT:
+        return "torch.export fails with 'Constraints violated' (specialized to a constant)"
+    if site is not None and site.kind is ExportKind.ONNX_TORCHSCRIPT:
+        return "the TorchScript exporter records the example's size as a constant"
+    return "torch.onnx.export then exports that dim static, without a warning"
