@@ -227,6 +227,11 @@ class ProjectIndex:
         ]
         return (facts.analysis, values[0]) if len(values) == 1 else None
 
+    def find_name(self, importer: str, qualname: str) -> tuple[FileFacts, str] | None:
+        """The project file that defines the name `qualname` names in `importer` (a class,
+        a function or a module-level assignment), following re-exports, and its name there."""
+        return self._find(importer, qualname, MAX_HOPS)
+
     def _find(self, importer: str, qualname: str, hops: int) -> tuple[FileFacts, str] | None:
         while hops > 0:
             hops -= 1
@@ -242,6 +247,13 @@ class ProjectIndex:
                 return module, name
             target = m.imports.get(name)
             if target is None:
+                # `from .base import *` in a package's `__init__.py`: the name may be there.
+                for star in m.star_imports:
+                    if not name.startswith("_"):
+                        sep = "" if star.endswith(".") else "."
+                        found = self._find(module.path, f"{star}{sep}{name}", hops)
+                        if found is not None:
+                            return found
                 return None
             importer, qualname = module.path, target
         return None
@@ -312,6 +324,15 @@ class ProjectIndex:
                 inner = verdict if verdict is not None else self._summary_is_module(path, q, hops)
             else:
                 inner = None
+                for star in summary.stars:  # `from .base import *` then `class A(Base)`
+                    sep = "" if star.endswith(".") else "."
+                    q = f"{star}{sep}{base}"
+                    verdict = base_verdict(q)
+                    inner = (
+                        verdict if verdict is not None else self._summary_is_module(path, q, hops)
+                    )
+                    if inner is not None:
+                        break
             if inner:
                 return True
             unknown = unknown or inner is None
@@ -346,6 +367,13 @@ class ProjectIndex:
                 return path, summary, name
             target = summary.imports.get(name)
             if target is None:
+                # `from .base import *` in a package's `__init__.py`: the name may be there.
+                for star in summary.stars:
+                    if not name.startswith("_"):
+                        sep = "" if star.endswith(".") else "."
+                        there = self._summary_definition(path, f"{star}{sep}{name}", hops, defines)
+                        if there is not None:
+                            return there
                 return None
             importer, qualname = path, target
         return None

@@ -390,10 +390,15 @@ class ProjectModel:
             roots=sets(table.roots),
             symbolic={m(s): set(v) for s, v in table.symbolic.items()},
             deps={**table.deps, path: new.digest},
+            aliases={
+                p: {a: (c, calls, tuple(m(s) for s in sites)) for a, (c, calls, sites) in v.items()}
+                for p, v in table.aliases.items()
+            },
             taints={
                 p: {k: {n: (tt, m(s), c) for n, (tt, s, c) in v.items()} for k, v in inner.items()}
                 for p, inner in table.taints.items()
             },
+            via={p: dict(v) for p, v in table.via.items()},
         )
         return kept
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 import libcst as cst
 
@@ -43,6 +44,8 @@ FuncKey = tuple["str | None", str]
 Located = tuple[tuple[str, int, int, str], ...]
 # A parameter's dynamic dims, the export declaring them, the calls that pass them there.
 TaintedParam = tuple[Taint, "ExportSite", Located]
+# (the Function class, the located calls of reached code, the export sites reaching them)
+SymbolicAlias = tuple[str, Located, tuple["ExportSite", ...]]
 # Functions visited from one export site before the walk gives up (generated code).
 _MAX_FUNCTIONS = 20_000
 # Kinds a parameter may receive that are certainly not tensors.
@@ -66,6 +69,12 @@ class ReachTable:
     # export that declares it and the calls that pass it there (`forward(x)` of a
     # submodule, `shapes_of(feats)` of a helper).
     taints: dict[str, dict[FuncKey, dict[str, TaintedParam]]] = field(default_factory=dict)
+    # Per file: module-level aliases of a symbolic Function's `apply` (`roi_pool =
+    # RoIPoolFunction.apply`) that reached code calls -> the class, the calls, the sites.
+    aliases: dict[str, dict[str, SymbolicAlias]] = field(default_factory=dict)
+    # Per file: plain functions that call a symbolic Function's `apply` -> the calls by
+    # which reached code gets there (`Head.forward()` calls `roi_align()`).
+    via: dict[str, dict[FuncKey, Located]] = field(default_factory=dict)
 
     def for_file(self, path: str) -> FileReach:
         return FileReach(
@@ -80,6 +89,8 @@ class ReachTable:
                 if site.path == path
             },
             {k: dict(v) for k, v in self.taints.get(path, {}).items()},
+            dict(self.aliases.get(path, {})),
+            dict(self.via.get(path, {})),
         )
 
 
@@ -96,6 +107,10 @@ class FileReach:
     symbolic: dict[int, tuple[str, ...]] = field(default_factory=dict)
     # function -> parameter -> (its dynamic dims, the export declaring them, the calls)
     taints: dict[FuncKey, dict[str, TaintedParam]] = field(default_factory=dict)
+    # alias name -> (the Function class, the calls of reached code, the export sites)
+    aliases: dict[str, SymbolicAlias] = field(default_factory=dict)
+    # plain function calling a symbolic Function's `apply` -> the calls that reach it
+    via: dict[FuncKey, Located] = field(default_factory=dict)
 
     @property
     def exports_dynamic(self) -> bool:
@@ -134,6 +149,13 @@ class FileReach:
                         for p, (taint, s, chain) in params.items()
                     )
                 ),
+                tuple(
+                    sorted(
+                        (name, cls, calls, tuple(sorted(site(s) for s in sites)))
+                        for name, (cls, calls, sites) in self.aliases.items()
+                    )
+                ),
+                tuple(sorted((k[0] or "", k[1], v) for k, v in self.via.items())),
             )
         )
 
@@ -289,7 +311,11 @@ def _callees(
     return [(found_f[0], found_f[1], None)] if found_f is not None else []
 
 
-_Item = tuple[FileFacts, FunctionInfo, "ClassRef | None"]
+# A call on the way to a plain function: the caller's file, function, class, the name.
+_Via = tuple[tuple[FileFacts, FunctionInfo, "ClassRef | None", str], ...]
+_Item = tuple[FileFacts, FunctionInfo, "ClassRef | None", _Via]
+# Calls kept on the way to a function (the first ones say where the model enters).
+_MAX_VIA = 4
 
 
 def _walk_site(
@@ -303,14 +329,14 @@ def _walk_site(
         table.classes.setdefault(facts.path, {}).setdefault(cls.name, set()).add(site)
         found = index.find_method(facts, cls, "forward")
         if found is not None:
-            todo.append((found[0], found[1], ref))
+            todo.append((found[0], found[1], ref, ()))
 
     for ref in classes:
         table.roots.setdefault(ref[0].path, {}).setdefault(ref[1].name, set()).add(site)
         enter_class(ref)
     visited = 0
     while todo and visited < _MAX_FUNCTIONS:
-        facts, func, owner = todo.pop()
+        facts, func, owner, via = todo.pop()
         mark = (facts.path, func.key, owner[1].name if owner else "")
         if mark in seen:
             continue
@@ -323,30 +349,131 @@ def _walk_site(
             for m in func.self_calls:
                 found = index.find_method(of, oc, m)
                 if found is not None:
-                    todo.append((found[0], found[1], owner))
+                    todo.append((found[0], found[1], owner, via))
             for attr in func.self_attrs:
                 for sub in composition(index, of, oc).get(attr, ()):
                     if sub[1] is not oc:
                         enter_class(sub)
         model = facts.semantic
+        step = partial(_step_via, via, facts, func, owner)
         for n in func.name_calls:
             if n in model.functions:
-                todo.append((facts, model.functions[n], None))
+                todo.append((facts, model.functions[n], None, step(n)))
                 continue
             if n in model.classes:
                 if model.classes[n].is_module:
                     enter_class((facts, model.classes[n]))
                 continue
-            _follow_import(index, facts, model.resolve(n), todo, enter_class)
+            if _alias_call(index, table, site, facts, func, n):
+                continue
+            _follow_import(index, facts, model.resolve(n), todo, enter_class, step(n))
         for d in func.attr_calls:
             head = d.split(".", 1)[0]
             if d.endswith(".apply"):
                 found_fn = symbolic_function(index, facts, d[: -len(".apply")])
                 if found_fn is not None:
                     table.symbolic.setdefault(site, set()).add(found_fn)
+                    if owner is None and via:
+                        _record_via(table, facts, func, via)
                 continue
             if head in model.imports:
-                _follow_import(index, facts, model.resolve(d), todo, enter_class)
+                if _alias_call(index, table, site, facts, func, d):
+                    continue
+                _follow_import(index, facts, model.resolve(d), todo, enter_class, step(d))
+
+
+def _step_via(
+    via: _Via, facts: FileFacts, func: FunctionInfo, owner: ClassRef | None, name: str
+) -> _Via:
+    """`via` and the call of `name` in `func` (the first calls only)."""
+    return (*via, (facts, func, owner, name))[:_MAX_VIA]
+
+
+def _record_via(table: ReachTable, facts: FileFacts, func: FunctionInfo, via: _Via) -> None:
+    """How reached code gets to a plain function that calls a symbolic `apply`, located
+    (once per function: the first way the walk found)."""
+    have = table.via.setdefault(facts.path, {})
+    if func.key in have:
+        return
+    steps: list[tuple[str, int, int, str]] = []
+    for i, (f, caller, owner, name) in enumerate(via):
+        callee = via[i + 1][1].name if i + 1 < len(via) else func.name
+        here = f"{owner[1].name}.{caller.name}" if owner is not None else caller.name
+        for node in iter_descendants(caller.node.body):
+            if isinstance(node, cst.Call) and dotted(node.func) == name:
+                pos = locate(f.analysis, node)
+                if pos is not None:
+                    steps.append((f.path, pos[0], pos[1], f"`{here}()` calls `{callee}()`"))
+                break
+    have[func.key] = tuple(steps)
+
+
+def _alias_call(
+    index: ProjectIndex,
+    table: ReachTable,
+    site: ExportSite,
+    facts: FileFacts,
+    func: FunctionInfo,
+    name: str,
+) -> bool:
+    """Record a call of reached code to a module-level alias of a symbolic Function's
+    `apply` (`roi_pool(feats, rois)` with `roi_pool = RoIPoolFunction.apply`, in this
+    file or imported); True when `name` is one."""
+    found = symbolic_alias(index, facts, name)
+    if found is None:
+        return False
+    cls, where, alias = found
+    table.symbolic.setdefault(site, set()).add(cls)
+    calls: list[tuple[str, int, int, str]] = []
+    for node in iter_descendants(func.node.body):
+        if isinstance(node, cst.Call) and dotted(node.func) == name:
+            pos = locate(facts.analysis, node)
+            if pos is not None:
+                calls.append((facts.path, pos[0], pos[1], f"`{func.name}()` calls `{name}()`"))
+    old = table.aliases.setdefault(where.path, {}).get(alias)
+    old_calls, old_sites = (old[1], old[2]) if old is not None else ((), ())
+    merged = tuple(sorted({*old_calls, *calls}))
+    sites = tuple(sorted({*old_sites, site}, key=lambda s: (s.path, s.line)))
+    table.aliases[where.path][alias] = (cls, merged, sites)
+    return True
+
+
+def symbolic_alias(
+    index: ProjectIndex, facts: FileFacts, name: str
+) -> tuple[str, FileFacts, str] | None:
+    """(the Function class, the file, the alias) when `name` (as written in `facts`' file)
+    is a module-level `alias = SomeFunction.apply` of a Function with a `symbolic`, in
+    the file or imported from another module of the project."""
+    where: tuple[FileFacts, str] | None = None
+    if "." not in name and name in facts.semantic.assigned_names:
+        where = (facts, name)
+    else:
+        q = facts.semantic.resolve(name)
+        if q is None or q.startswith(("torch.", "builtins.", "numpy.", "math.")):
+            return None
+        where = index.find_name(facts.path, q)
+        if where is None:
+            return None
+    owner, alias = where
+    value = _module_value(owner, alias)
+    d = dotted(value) if value is not None else None
+    if d is None or not d.endswith(".apply"):
+        return None
+    cls = symbolic_function(index, owner, d[: -len(".apply")])
+    return (cls, owner, alias) if cls is not None else None
+
+
+def _module_value(facts: FileFacts, name: str) -> cst.BaseExpression | None:
+    """The one module-level value `name` is assigned in a file."""
+    values = [
+        small.value
+        for stmt in facts.semantic.module_body
+        if isinstance(stmt, cst.SimpleStatementLine)
+        for small in stmt.body
+        if isinstance(small, cst.Assign)
+        and any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets)
+    ]
+    return values[0] if len(values) == 1 else None
 
 
 def symbolic_function(index: ProjectIndex, facts: FileFacts, name: str) -> str | None:
@@ -372,12 +499,12 @@ def symbolic_function(index: ProjectIndex, facts: FileFacts, name: str) -> str |
     return None
 
 
-def _follow_import(index, facts, q, todo, enter_class) -> None:  # type: ignore[no-untyped-def]
+def _follow_import(index, facts, q, todo, enter_class, via) -> None:  # type: ignore[no-untyped-def]
     if q is None or q.startswith(("torch.", "builtins.", "numpy.", "math.")):
         return
     found_f = index.find_function(facts.path, q)
     if found_f is not None:
-        todo.append((found_f[0], found_f[1], None))
+        todo.append((found_f[0], found_f[1], None, via))
         return
     found_c = index.find_class(facts.path, q)
     if found_c is not None and found_c[1].is_module:

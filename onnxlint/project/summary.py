@@ -29,6 +29,7 @@ class ModuleSummary:
     # Top-level functions known to return a tensor ("tensor") or something else ("other"):
     # from the return annotation, else when every `return` is a `torch.*` function call.
     returns: dict[str, str] = field(default_factory=dict)
+    stars: tuple[str, ...] = ()  # modules imported with `from module import *`
 
 
 def summarise(text: str, digest: str) -> ModuleSummary | None:
@@ -41,6 +42,7 @@ def summarise(text: str, digest: str) -> ModuleSummary | None:
     imports: dict[str, str] = {}
     defines: set[str] = set()
     functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    stars: list[str] = []
     for node in _top_level(tree.body):
         if isinstance(node, ast.ClassDef):
             classes[node.name] = tuple(b for b in (_dotted(x) for x in node.bases) if b)
@@ -58,6 +60,7 @@ def summarise(text: str, digest: str) -> ModuleSummary | None:
             module = "." * node.level + (node.module or "")
             for a in node.names:
                 if a.name == "*":
+                    stars.append(module)
                     continue
                 sep = "" if module.endswith(".") else "."
                 imports[a.asname or a.name] = f"{module}{sep}{a.name}" if module else a.name
@@ -65,7 +68,7 @@ def summarise(text: str, digest: str) -> ModuleSummary | None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             defines.update(t.id for t in targets if isinstance(t, ast.Name))
     returns = {f.name: r for f in functions if (r := _returns(f, imports)) is not None}
-    return ModuleSummary(digest, classes, imports, frozenset(defines), returns)
+    return ModuleSummary(digest, classes, imports, frozenset(defines), returns, tuple(stars))
 
 
 _TENSOR_WORDS = re.compile(r"\b(Tensor|FloatTensor|LongTensor|BoolTensor)\b")

@@ -152,6 +152,7 @@ class BlockIndex:
     functions: list[FunctionInfo] = field(default_factory=list)  # module-level defs
     call_sites: list[CallSite] = field(default_factory=list)
     assigned_names: set[str] = field(default_factory=set)  # module-level assignment targets
+    star_imports: list[str] = field(default_factory=list)  # `from .base import *` modules
 
 
 def block_index(block: Block) -> BlockIndex:
@@ -282,6 +283,8 @@ def _index_node(
     elif type(node) is cst.ImportFrom:
         mod = "." * len(node.relative) + _module_name(node.module)
         if isinstance(node.names, cst.ImportStar):
+            if func is None:
+                idx.star_imports.append(mod)
             return
         for alias in node.names:
             name = _module_name(alias.name)

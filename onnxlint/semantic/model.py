@@ -52,6 +52,8 @@ class SemanticModel:
     # What an imported project function returns ("tensor", "other", None: unknown), as the
     # project model reads it from module summaries. Set by the engine.
     imported_return_kind: Callable[[str], str | None] | None = None
+    # Modules imported with `from module import *` at module level (in order).
+    star_imports: list[str] = field(default_factory=list)
 
     @classmethod
     def build(
@@ -66,7 +68,9 @@ class SemanticModel:
         functions: dict[str, FunctionInfo] = {}
         call_sites: list[CallSite] = []
         assigned: set[str] = set()
+        stars: list[str] = []
         for idx in indexes:
+            stars += idx.star_imports
             for bound, full in idx.imports:
                 imports[bound] = full
             for c in idx.classes:
@@ -76,6 +80,7 @@ class SemanticModel:
             call_sites.extend(idx.call_sites)
             assigned |= idx.assigned_names
         model = cls(imports, classes, functions, call_sites, assigned, module_body=module_body)
+        model.star_imports = stars
         model.default_exporter = default_exporter
         model.resolve_base = resolve_base
         model._mark_modules()
@@ -132,6 +137,11 @@ class SemanticModel:
         if head in self.classes and head != c.name:
             return "subclass of a module" if self.classes[head].is_module else ""
         q = self.resolve(base) if base else None
+        if q is None and head not in self.classes and self.resolve_base is not None:
+            for star in self.star_imports:  # `from .base import *` then `class A(Base)`
+                sep = "" if star.endswith(".") else "."
+                if self.resolve_base(f"{star}{sep}{base}"):
+                    return "subclass of a project module"
         if q is None:
             return ""
         verdict = base_verdict(q)

@@ -552,8 +552,7 @@ def test_a_helper_of_another_module_turns_dynamic_feature_sizes_into_ints(tmp_pa
     assert (
         "`f.shape[2]` reads dim 2 ('2 * h') of input `c3`, which tools/export.py:7 declares "
         "dynamic; `FPN.forward()` in models/fpn.py:14 passes it to `shapes_of()`; "
-        "torch.onnx.export then exports that dim static, without a warning"
-        in utils[0]["message"]
+        "torch.onnx.export then exports that dim static, without a warning" in utils[0]["message"]
     ), utils[0]["message"]
     assert [r[:2] for r in related(utils[0], root)] == [("models/fpn.py", 14)]
 
@@ -682,3 +681,95 @@ def test_a_literal_batch_in_a_head_derived_from_the_projects_base_class(tmp_path
         "`Head.forward()`)" in found[0]["message"]
     ), found[0]["message"]
     assert [r[:2] for r in related(found[0], root)] == [("models/det.py", 13)]
+
+
+# --------------------------------------------------------------------------- legacy-only code
+
+OPS_ROI = """
+import torch
+
+
+class RoIAlignFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, feats, rois):
+        return feats.new_zeros(rois.shape[0], feats.shape[1], 7, 7)
+
+    @staticmethod
+    def symbolic(g, feats, rois):
+        return g.op("RoiAlign", feats, rois)
+
+
+def roi_align(feats, rois):
+    return RoIAlignFunction.apply(feats, rois)
+
+
+def roi_align_unused(feats, rois):
+    return RoIAlignFunction.apply(feats, rois)
+
+
+roi_pool = RoIAlignFunction.apply
+"""
+
+HEADS = """
+import torch
+
+from ops import roi_align, roi_pool
+
+
+class BoxHead(torch.nn.Module):
+    def forward(self, feats, rois):
+        return roi_align(feats, rois)
+
+
+class MaskHead(torch.nn.Module):
+    def forward(self, feats, rois):
+        return roi_pool(feats, rois)
+"""
+
+
+def test_an_autograd_function_with_symbolic_called_through_a_wrapper_function(tmp_path) -> None:
+    """`roi_align(feats, rois)` -> `RoIAlignFunction.apply(...)` in ops/roi.py (re-exported
+    by `from .roi import *`), and `roi_pool = RoIAlignFunction.apply`, called by heads of
+    another package that a dynamo export reaches: torch 2.13's dynamo exporter ignores
+    `symbolic` and exports the placeholder `forward` (a tensor of zeros), without an error.
+    The same heads exported with `dynamo=False` use the symbolic; a wrapper no exported
+    model calls is not reported."""
+    files = {
+        "ops/__init__.py": "from .roi import *\n",
+        "ops/roi.py": OPS_ROI,
+        "models/__init__.py": "",
+        "models/heads.py": HEADS,
+        "tools/export.py": """
+            import torch
+
+            from models.heads import BoxHead, MaskHead
+
+            feats, rois = torch.randn(1, 8, 16, 16), torch.rand(3, 5)
+            torch.onnx.export(BoxHead().eval(), (feats, rois), "box.onnx")
+            torch.onnx.export(MaskHead().eval(), (feats, rois), "mask.onnx")
+        """,
+    }
+    (tmp_path / "dynamo").mkdir()
+    root = project(tmp_path / "dynamo", files)
+    found = check(root)
+    ops = found_in(found, "ops/roi.py", "OLX410")
+    assert [f["line"] for f in ops] == [15, 22], ops
+    wrapper, alias = ops
+    assert (
+        "the dynamo exporter (tools/export.py:6) ignores `RoIAlignFunction.symbolic`"
+        in wrapper["message"]
+    )
+    assert "`BoxHead.forward()` calls `roi_align()` (models/heads.py:8)" in wrapper["message"]
+    assert related(wrapper, root) == [
+        ("models/heads.py", 8, "`BoxHead.forward()` calls `roi_align()`")
+    ]
+    assert "`roi_pool` is `RoIAlignFunction.apply`" in alias["message"]
+    assert [r[:2] for r in related(alias, root)] == [("models/heads.py", 13)]
+    assert [f["line"] for f in found_in(found, "tools/export.py", "OLX410")] == [6, 7]
+
+    # Negative: the same heads exported with the TorchScript exporter.
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    files["tools/export.py"] = files["tools/export.py"].replace('.onnx")', '.onnx", dynamo=False)')
+    root = project(legacy, files)
+    assert not [f for f in check(root) if f["code"] == "OLX410"]

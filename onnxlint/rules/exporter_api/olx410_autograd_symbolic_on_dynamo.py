@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.core.violation import Severity
+from onnxlint.analysis.chains import where_path
+from onnxlint.core.violation import Related, Severity
 from onnxlint.project.reach import symbolic_function
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import ExportKind
@@ -125,6 +126,36 @@ class AutogradSymbolicOnDynamo(Rule):
                 f"placeholder `forward` is exported instead, silently; {_WAY_OUT}",
             )
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """`roi_pool = RoIPoolFunction.apply` at module level, called by reached code."""
+        reach = self.ctx.reach
+        if reach is None or not reach.aliases or self.ctx.function is not None:
+            return
+        for target in node.targets:
+            if not isinstance(target.target, cst.Name):
+                continue
+            found = reach.aliases.get(target.target.value)
+            if found is None:
+                continue
+            cls, calls, sites = found
+            live = [s for s in sites if not _traced(s.kind)]
+            if not live:
+                return
+            root = str(self.ctx.config.root) if self.ctx.config.root is not None else None
+            where = live[0].where(root, self.ctx.path)
+            callers = ", ".join(
+                f"{text} ({where_path(self.ctx, path, line)})" for path, line, _, text in calls[:3]
+            )
+            self.report(
+                node.value,
+                f"`{target.target.value}` is `{cls}.apply`, and {callers or 'the model calls it'}: "
+                f"the dynamo exporter ({where}) ignores `{cls}.symbolic` and exports "
+                f"`{cls}.forward`, a placeholder for the exporter: the ONNX model is silently "
+                f"wrong; {_WAY_OUT}",
+                related=tuple(Related(p, ln, col, text) for p, ln, col, text in calls),
+            )
+            return
+
     def _apply(self, node: cst.Call, func: cst.Attribute) -> None:
         sites = [s for s in self.ctx.reaching_exports() if not _traced(s.kind)]
         if not sites or self.ctx.project is None:
@@ -138,11 +169,17 @@ class AutogradSymbolicOnDynamo(Rule):
         root = str(self.ctx.config.root) if self.ctx.config.root is not None else None
         site = min(sites, key=lambda s: (s.path, s.line))
         where = site.where(root, self.ctx.path)
+        func_info = self.ctx.function
+        steps = self.ctx.reach.via.get(func_info.key, ()) if func_info and self.ctx.reach else ()
+        chain = "; ".join(
+            f"{text} ({where_path(self.ctx, path, line)})" for path, line, _, text in steps
+        )
         self.report(
             func,
             f"the dynamo exporter ({where}) ignores `{name}.symbolic` and exports "
             f"`{name}.forward`, a placeholder for the exporter: the ONNX model is silently "
-            f"wrong; {_WAY_OUT}",
+            f"wrong{f' ({chain})' if chain else ''}; {_WAY_OUT}",
+            related=tuple(Related(p, ln, col, text) for p, ln, col, text in steps),
         )
 
 
