@@ -141,6 +141,11 @@ class Engine:
         called = self.project_model.forward_callers(path, model)
         if called:  # helpers other files' forward code calls: forward code here too
             model.reachable |= model.reachable_from(model.functions[n] for n in called)
+        inherited = self.project_model.inherited_callers(path, model)
+        if inherited:  # methods a base's or a subclass's forward in another file runs
+            model.reachable |= model.reachable_from(
+                model.classes[c].methods[n] for c, n in inherited if c is not None
+            )
         model.imported_return_kind = partial(self.project.return_kind, path)
         ctx = Context(
             analysis,

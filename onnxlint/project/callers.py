@@ -18,7 +18,7 @@ import re
 
 from onnxlint.project.index import ProjectIndex
 from onnxlint.project.resolve import candidates
-from onnxlint.project.summary import summarise
+from onnxlint.project.summary import ModuleSummary, summarise
 from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.files import content_key
 
@@ -153,4 +153,92 @@ def _called_in_module_classes(text: str) -> set[str]:
                     and f.attr in methods
                 ):
                     todo.append(f.attr)
+    return out
+
+
+FuncKey = tuple["str | None", str]
+# Summaries of subclasses' modules by content hash (re-read on every check of the base's
+# file: a keystroke there must not parse them again).
+_SUMMARIES: dict[str, ModuleSummary | None] = {}
+
+
+def inherited_callers(
+    index: ProjectIndex, names: ImportedNames | None, path: str, model: SemanticModel
+) -> set[FuncKey]:
+    """Methods of the file's module classes (not reachable from its own `forward`s) that
+    forward code of another project module runs, exported or not:
+
+    - a method the `forward` inherited from a project base class of another module calls
+      on `self` (`Template.forward` calls `self.step(x)`, the class here defines `step`);
+    - with `names` (the project scan is ready), a method a subclass in another module
+      calls on `self` from its `forward` (`Head(Cached).forward` calls
+      `self.grid_for(x)`, defined here by `Cached`)."""
+    out: set[FuncKey] = set()
+    for cls in model.classes.values():
+        if not cls.is_module:
+            continue
+        loose = {
+            n: m
+            for n, m in cls.methods.items()
+            if not n.startswith("__") and not model.is_reachable(m)
+        }
+        if not loose:
+            continue
+        if model.find_method(cls.name, "forward") is None:
+            for base in cls.bases:
+                if base.split(".", 1)[0] in model.classes:
+                    continue
+                q = model.resolve(base)
+                calls = index.inherited_forward_calls(path, q) if q is not None else None
+                if calls is None and q is None:
+                    for star in model.star_imports:
+                        sep = "" if star.endswith(".") else "."
+                        calls = index.inherited_forward_calls(path, f"{star}{sep}{base}")
+                        if calls is not None:
+                            break
+                if calls:
+                    out |= {loose[n].key for n in calls if n in loose}
+                    break
+        if names is not None:
+            for n in _called_by_subclasses(index, names, path, cls.name):
+                if n in loose:
+                    out.add(loose[n].key)
+    return out
+
+
+def _called_by_subclasses(
+    index: ProjectIndex, names: ImportedNames, path: str, cls_name: str
+) -> set[str]:
+    """What subclasses of `cls_name` (defined in `path`) in other project modules call on
+    `self` from their `forward`. Read with `ast` summaries, never a libcst parse."""
+    out: set[str] = set()
+    here = os.path.abspath(path)
+    for importer in sorted(names.importers(cls_name) - {path}):
+        text = index.read(importer)
+        if text is None or "def forward" not in text or f"({cls_name}" not in text:
+            continue
+        digest = content_key(text)
+        index.deps.setdefault(importer, digest)
+        if digest not in _SUMMARIES:
+            if len(_SUMMARIES) > 1024:
+                _SUMMARIES.clear()
+            _SUMMARIES[digest] = summarise(text, digest)
+        summary = _SUMMARIES[digest]
+        if summary is None:
+            continue
+        bound = {
+            b
+            for b, q in summary.imports.items()
+            if q.rpartition(".")[2] == cls_name
+            and q.rpartition(".")[0]
+            and any(
+                os.path.abspath(c) == here
+                for c in candidates(importer, q.rpartition(".")[0], index.root)
+            )
+        }
+        if not bound:
+            continue
+        for sub, bases in summary.classes.items():
+            if any(b in bound for b in bases) and sub in summary.forward_calls:
+                out |= summary.forward_calls[sub]
     return out

@@ -338,6 +338,40 @@ class ProjectIndex:
             unknown = unknown or inner is None
         return None if unknown else False
 
+    def inherited_forward_calls(self, importer: str, qualname: str) -> frozenset[str] | None:
+        """What the `forward` a class inherits from the project class `qualname` (as
+        imported in `importer`) calls on `self`: the `forward` of the first class up its
+        bases that defines one. None when none is found in the project. From summaries."""
+        found = self._summary_class(importer, qualname, MAX_HOPS)
+        return self._forward_calls_up(*found, MAX_HOPS) if found is not None else None
+
+    def _forward_calls_up(
+        self, path: str, summary: ModuleSummary, name: str, hops: int
+    ) -> frozenset[str] | None:
+        if hops <= 0:
+            return None
+        if name in summary.forward_calls:
+            return summary.forward_calls[name]
+        for base in summary.classes.get(name, ()):
+            head, _, rest = base.partition(".")
+            if not rest and head in summary.classes and head != name:
+                found = self._forward_calls_up(path, summary, head, hops - 1)
+            elif head in summary.imports:
+                q = summary.imports[head] + (f".{rest}" if rest else "")
+                there = self._summary_class(path, q, hops)
+                found = self._forward_calls_up(*there, hops - 1) if there is not None else None
+            else:
+                found = None
+                for star in summary.stars:
+                    sep = "" if star.endswith(".") else "."
+                    there = self._summary_class(path, f"{star}{sep}{base}", hops)
+                    if there is not None:
+                        found = self._forward_calls_up(*there, hops - 1)
+                        break
+            if found is not None:
+                return found
+        return None
+
     def _summary_class(
         self, importer: str, qualname: str, hops: int
     ) -> tuple[str, ModuleSummary, str] | None:

@@ -18,7 +18,7 @@ from typing import Any
 import libcst as cst
 
 from onnxlint.core.config import Config
-from onnxlint.project.callers import ImportedNames, forward_callers
+from onnxlint.project.callers import ImportedNames, forward_callers, inherited_callers
 from onnxlint.project.exports import ExportSite, export_sites, target_sites
 from onnxlint.project.facts import FileFacts
 from onnxlint.project.index import MAX_HOPS, ProjectIndex
@@ -224,6 +224,13 @@ class ProjectModel:
         if not self._imported_ready:
             return set()
         return forward_callers(self.index, self.imported, os.path.abspath(path), model)
+
+    def inherited_callers(self, path: str, model: SemanticModel) -> set[tuple[str | None, str]]:
+        """Methods of the file's module classes that forward code of another project
+        module runs through inheritance (a base's `forward` calling `self.step()`, a
+        subclass's `forward` calling a helper defined here)."""
+        names = self.imported if self._imported_ready else None
+        return inherited_callers(self.index, names, os.path.abspath(path), model)
 
     def build_pending(self) -> bool:
         """Build the table a deferred check asked for; True when one was built."""

@@ -30,6 +30,9 @@ class ModuleSummary:
     # from the return annotation, else when every `return` is a `torch.*` function call.
     returns: dict[str, str] = field(default_factory=dict)
     stars: tuple[str, ...] = ()  # modules imported with `from module import *`
+    # Classes that define `forward` -> the methods it calls on `self`, also through the
+    # class's own methods it calls (`self.step(x)`, whoever defines `step`).
+    forward_calls: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def summarise(text: str, digest: str) -> ModuleSummary | None:
@@ -43,9 +46,13 @@ def summarise(text: str, digest: str) -> ModuleSummary | None:
     defines: set[str] = set()
     functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
     stars: list[str] = []
+    forward_calls: dict[str, frozenset[str]] = {}
     for node in _top_level(tree.body):
         if isinstance(node, ast.ClassDef):
             classes[node.name] = tuple(b for b in (_dotted(x) for x in node.bases) if b)
+            calls = _forward_self_calls(node)
+            if calls is not None:
+                forward_calls[node.name] = calls
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defines.add(node.name)
             functions.append(node)
@@ -68,7 +75,37 @@ def summarise(text: str, digest: str) -> ModuleSummary | None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             defines.update(t.id for t in targets if isinstance(t, ast.Name))
     returns = {f.name: r for f in functions if (r := _returns(f, imports)) is not None}
-    return ModuleSummary(digest, classes, imports, frozenset(defines), returns, tuple(stars))
+    return ModuleSummary(
+        digest, classes, imports, frozenset(defines), returns, tuple(stars), forward_calls
+    )
+
+
+def _forward_self_calls(cls: ast.ClassDef) -> frozenset[str] | None:
+    """The names `forward` calls on `self` (through the class's methods it calls), None
+    when the class has no `forward`."""
+    methods = {
+        m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    if "forward" not in methods:
+        return None
+    out: set[str] = set()
+    todo, seen = ["forward"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for inner in ast.walk(methods[name]):
+            f = inner.func if isinstance(inner, ast.Call) else None
+            if (
+                isinstance(f, ast.Attribute)
+                and isinstance(f.value, ast.Name)
+                and f.value.id == "self"
+            ):
+                out.add(f.attr)
+                if f.attr in methods:
+                    todo.append(f.attr)
+    return frozenset(out)
 
 
 _TENSOR_WORDS = re.compile(r"\b(Tensor|FloatTensor|LongTensor|BoolTensor)\b")

@@ -773,3 +773,105 @@ def test_an_autograd_function_with_symbolic_called_through_a_wrapper_function(tm
     files["tools/export.py"] = files["tools/export.py"].replace('.onnx")', '.onnx", dynamo=False)')
     root = project(legacy, files)
     assert not [f for f in check(root) if f["code"] == "OLX410"]
+
+
+# --------------------------------------------------------------------------- state across calls
+
+ENGINE_MODULE = """
+from torch import nn
+
+__all__ = ["EngineModule"]
+
+
+class EngineModule(nn.Module):
+    def init_weights(self):
+        pass
+"""
+
+CORE_BASE = """
+import torch
+
+from ..engine import EngineModule
+
+
+class Template(EngineModule):
+    def forward(self, x):
+        return self.step(x)
+
+
+class Cached(EngineModule):
+    def grid_for(self, x):
+        if self.grid is None or self.grid.shape[-2:] != x.shape[-2:]:
+            self.grid = torch.zeros(x.shape[-2:])
+        return self.grid
+
+    def unused(self, x):
+        if self.seen is None:
+            self.seen = x.mean()
+        return self.seen
+"""
+
+
+def test_module_state_kept_by_a_class_derived_from_the_projects_base_module(tmp_path) -> None:
+    """Library-style model code (no export in the project): `Tracker(Template)` keeps
+    `self.last` in `step`, which the `forward` of its base in another package calls; the
+    base `Cached` keeps `self.grid` in `grid_for`, which a subclass in another package
+    calls from its `forward` (the base module class itself comes from a third package
+    through `from .module import *`). torch.export runs forward once and restores module
+    attributes: the export-time value is baked in. A class that overrides `forward` (the
+    base's never runs), a helper no forward calls, a value written before it is read: not
+    reported."""
+    root = project(
+        tmp_path,
+        {
+            "proj/__init__.py": "",
+            "proj/engine/__init__.py": "from .module import *\n",
+            "proj/engine/module.py": ENGINE_MODULE,
+            "proj/core/__init__.py": "",
+            "proj/core/base.py": CORE_BASE,
+            "proj/models/__init__.py": "",
+            "proj/models/tracker.py": """
+                import torch
+
+                from proj.core.base import Template
+
+
+                class Tracker(Template):
+                    def step(self, x):
+                        if self.last is None or self.last.shape != x.shape:
+                            self.last = x.mean(dim=0)
+                        return x - self.last
+
+
+                class Own(Template):
+                    def forward(self, x):
+                        return x * 2
+
+                    def step(self, x):
+                        if self.last is None:
+                            self.last = x.mean(dim=0)
+                        return x - self.last
+
+
+                class Fresh(Template):
+                    def step(self, x):
+                        self.last = x.mean(dim=0)
+                        return x - self.last
+            """,
+            "proj/models/head.py": """
+                from proj.core.base import Cached
+
+
+                class Head(Cached):
+                    def forward(self, x):
+                        return x + self.grid_for(x)
+            """,
+        },
+    )
+    found = [f for f in check(root) if f["code"] == "OLX107"]
+    assert sorted((f["path"], f["line"]) for f in found) == [
+        ("proj/core/base.py", 14),
+        ("proj/models/tracker.py", 9),
+    ], found
+    tracker = next(f for f in found if f["path"] == "proj/models/tracker.py")
+    assert "`self.last` carries state across calls" in tracker["message"]
