@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sysconfig
 import tempfile
 import threading
 import time
@@ -134,13 +135,28 @@ class FixReport:
         }
 
 
-def sites(target: Target, result: DeepResult, sources: Sources) -> list[Site]:
-    """The deep findings of a result that a rewrite may answer, with their worker data."""
+def in_library(path: str) -> bool:
+    """A file of an installed package or of Python's own library: not the user's to edit."""
+    real = os.path.realpath(path)
+    if any(part in ("site-packages", "dist-packages") for part in Path(real).parts):
+        return True
+    stdlib = sysconfig.get_paths().get("stdlib")
+    return bool(stdlib) and real.startswith(os.path.realpath(str(stdlib)) + os.sep)
+
+
+def sites(
+    target: Target, result: DeepResult, sources: Sources, *, library: bool = False
+) -> list[Site]:
+    """The deep findings of a result that a rewrite may answer, with their worker data.
+    A finding in an installed package's file is left out (a fix there is not the user's to
+    write) unless `library` (the bench measures the rewrites on library code too)."""
     raw = list((result.data or {}).get("findings") or [])
     out: list[Site] = []
     seen: set[tuple[str, str, int]] = set()
     for v in result.violations:
         if v.code in NOT_FIXED or v.source != "deep":
+            continue
+        if not library and in_library(v.path):
             continue
         key = (v.code, v.path, v.line)
         if key in seen:
@@ -209,6 +225,7 @@ class Prover:
         progress: Progress | None = None,
         cancel: threading.Event | None = None,
         max_candidates: int = 4,
+        library: bool = False,
     ) -> None:
         self.analyzer = analyzer
         self.target = target
@@ -216,6 +233,7 @@ class Prover:
         self.progress = progress or (lambda _phase, _pct: None)
         self.cancel = cancel or threading.Event()
         self.max_candidates = max_candidates
+        self.library = library
         self.sources = Sources()
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._reference: str | None = None
@@ -228,7 +246,7 @@ class Prover:
         start = time.perf_counter()
         try:
             proven: list[tuple[Site, Proof]] = []
-            for site in sites(self.target, self.result, self.sources):
+            for site in sites(self.target, self.result, self.sources, library=self.library):
                 if self.cancel.is_set():
                     break
                 p = self.prove_site(site)
@@ -473,7 +491,8 @@ def prove_fixes(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     together: bool = False,
+    library: bool = False,
 ) -> FixReport:
     """Prove the candidate fixes of `result`'s findings; see the module docstring."""
-    prover = Prover(analyzer, target, result, progress=progress, cancel=cancel)
+    prover = Prover(analyzer, target, result, progress=progress, cancel=cancel, library=library)
     return prover.prove_all(together=together)
