@@ -82,6 +82,55 @@ class Check(torch.nn.Module):
 
 def check():
     return Check(), (torch.randn(3, 4),), {}, ({0: "batch"},)
+
+
+class IntShape(torch.nn.Module):
+    def forward(self, x):
+        b = int(x.shape[0])
+        return x.reshape(b, -1) * 2
+
+
+def int_shape():
+    return IntShape(), (torch.randn(3, 2, 4),), {}, ({0: "batch"},)
+
+
+class Literal(torch.nn.Module):
+    def forward(self, x):
+        return x.view(2, 12) * 2
+
+
+def literal():
+    return Literal(), (torch.randn(2, 3, 4),), {}, ({0: "batch"},)
+
+
+class NegativeIndex(torch.nn.Module):
+    def forward(self, x, n):
+        k = int(n)
+        return x[:, k:]
+
+
+def negative_index():
+    return NegativeIndex(), (torch.randn(4, 6), torch.tensor(-2)), {}, None
+
+
+class ItemSize(torch.nn.Module):
+    def forward(self, x, n):
+        k = int(n)
+        return torch.zeros(k) + x.sum()
+
+
+def item_size():
+    return ItemSize(), (torch.randn(4, 6), torch.tensor(3)), {}, None
+
+
+class AddBias(torch.nn.Module):
+    def forward(self, x, y, bias):
+        return x + y + bias
+
+
+def aliased():
+    x = torch.randn(2, 3)
+    return AddBias(), (x, x, 0.1)
 """
 
 
@@ -217,3 +266,68 @@ def test_check_fix_writes_the_proven_rewrite_of_a_script(cli, tmp_path: Path) ->
     assert "OLX802" not in r.stdout, r.stdout
     r = cli("check", "--deep", "--no-cache", "m.py", cwd=tmp_path)
     assert "OLX802" not in r.stdout and r.returncode == 0, (r.stdout, r.stderr)
+
+
+def test_int_of_a_dynamic_size_is_kept_symbolic(fixproj: Path, analyzer) -> None:
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "b = int(x.shape[0])")
+    res, report = _prove(analyzer, fixproj, "int_shape")
+    assert ("OLX804", line) in {(v.code, v.line) for v in res.violations}
+    p = _at(report, line)[0]
+    assert p.proven and p.candidate.kind == "int-size", p.to_json()
+    assert p.title.endswith("(exports; outputs match at 2 sizes)")
+    (edit,) = p.fix.edits
+    assert edit.text.strip() == "b = x.shape[0]"
+
+
+def test_a_literal_size_becomes_the_inputs_size(fixproj: Path, analyzer) -> None:
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "return x.view(2, 12) * 2")
+    _res, report = _prove(analyzer, fixproj, "literal")
+    p = _at(report, line)[0]
+    assert p.proven and p.candidate.kind == "literal-size", p.to_json()
+    (edit,) = p.fix.edits
+    assert edit.text.strip() == "return x.view(x.shape[0], 12) * 2"
+
+
+def test_a_size_check_that_would_change_the_outputs_is_not_offered(fixproj: Path, analyzer) -> None:
+    # k = int(n) with n = -2 at the example: `x[:, k:]` takes the last two columns; telling
+    # export that k is a size (>= 0) would make the model raise there instead
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "k = int(n)")  # the first: NegativeIndex's
+    res, report = _prove(analyzer, fixproj, "negative_index")
+    assert ("OLX802", line) in {(v.code, v.line) for v in res.violations}
+    proofs = _at(report, line)
+    assert [p.candidate.kind for p in proofs] == ["size-check", "size-check"], report.to_json()
+    assert not any(p.fix for p in proofs), report.to_json()
+    for p in proofs:
+        assert p.stage == "eager" and "example inputs" in p.why, p.to_json()
+    assert all(v.fix is None for v in report.fixed(res.violations) if v.line == line)
+
+
+def test_an_int_read_from_data_is_told_to_be_a_size(fixproj: Path, analyzer) -> None:
+    models = fixproj / "fixproj" / "models.py"
+    line = [  # the second: ItemSize's
+        i for i, text in enumerate(models.read_text().splitlines(), 1) if "k = int(n)" in text
+    ][1]
+    _res, report = _prove(analyzer, fixproj, "item_size")
+    p = _at(report, line)[0]
+    assert p.proven and p.candidate.kind == "size-check", p.to_json()
+    (edit,) = p.fix.edits
+    assert edit.text == "        k = n.item()\n        torch._check_is_size(k)\n"
+
+
+def test_aliased_and_scalar_examples_get_their_own_tensors(fixproj: Path, analyzer) -> None:
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "return AddBias(), (x, x, 0.1)")
+    res, report = _prove(analyzer, fixproj, "aliased")
+    assert {("OLX822", line), ("OLX823", line)} <= {(v.code, v.line) for v in res.violations}
+    by_code = {p.violation.code: p for p in _at(report, line)}
+    alias, scalar = by_code["OLX822"], by_code["OLX823"]
+    assert alias.proven and alias.candidate.kind == "example-alias", alias.to_json()
+    assert scalar.proven and scalar.candidate.kind == "example-scalar", scalar.to_json()
+    assert [e.text.strip() for e in alias.fix.edits] == ["return AddBias(), (x, x.clone(), 0.1)"]
+    assert [e.text.strip() for e in scalar.fix.edits] == [
+        "return AddBias(), (x, x, torch.tensor(0.1))"
+    ]
+    assert alias.onnx_match and scalar.onnx_match
