@@ -276,7 +276,7 @@ def size_check_candidates(site: Site) -> list[Candidate]:
     replaced: cst.SimpleStatementLine = stmt
     if _int_of_data(value):  # int(n) guards on the value; n.item() keeps it symbolic
         item = cst.Call(func=cst.Attribute(value=paren(value.args[0].value), attr=cst.Name("item")))
-        replaced = stmt.deep_replace(value, item)  # type: ignore[assignment]
+        replaced = stmt.deep_replace(value, item)
     torch = torch_alias(parsed) or "torch"
     out = []
     for title, check in (
