@@ -20,7 +20,7 @@ from lsprotocol import types
 
 from onnxlint.core.codes import SYNTAX_ERROR_CODE
 from onnxlint.core.violation import Edit, FixSafety, Span, Violation
-from onnxlint.server import documents
+from onnxlint.server import deep_fixes, documents
 from onnxlint.server.app import OnnxlintServer
 from onnxlint.server.checks import check_cell_text
 from onnxlint.server.convert import (
@@ -100,8 +100,10 @@ def _holds(before: list[Violation], after: list[Violation], v: Violation) -> boo
     b, a = Counter(x.code for x in before), Counter(x.code for x in after)
     if a[SYNTAX_ERROR_CODE] > b[SYNTAX_ERROR_CODE]:
         return False
-    if v.source == "deep":
-        return True  # deep findings are not re-checked statically; the parse check is it
+    if v.source == "deep" or deep_fixes.is_proven(v.fix):
+        # deep findings are not re-checked statically (the parse check is it); a static
+        # finding the deep analysis confirmed carries the deep finding's proven rewrite
+        return True
     return a[v.code] < b[v.code]
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from onnxlint.server import deep_fixes
 from onnxlint.server.checks import Checks
 from onnxlint.server.progress import Progress
 from onnxlint.server.protocol import ANALYSIS_STATE, ANALYZE_EXPORT, SHOW_RESULT
@@ -227,6 +228,7 @@ class DeepService:
                 types.ShowMessageParams(type=types.MessageType.Warning, message=str(exc))
             )
             return {"status": "unavailable", "message": str(exc)}
+        await deep_fixes.stop(self)  # proofs of the last analysis's fixes give way
         if self.running is not None:
             msg = f"onnxlint: an analysis of {self.running.target!r} is already running"
             ls.window_show_message(
@@ -278,6 +280,8 @@ class DeepService:
             ls.window_show_message(types.ShowMessageParams(type=kind, message=finished["message"]))
         self._file(result, versions)
         self.results = [r for r in self.results if r.target.name != target.name] + [result]
+        if deep_fixes.wanted(spec, result):  # in the background; the next analysis stops it
+            deep_fixes.start(self, analyzer, target, result, lambda: self._file(result, versions))
         if result.status == "ok" and self._can_refresh_lenses():  # tooltips: memory figures
             ls.workspace_code_lens_refresh(None)
         return {
@@ -455,6 +459,9 @@ class DeepService:
     def shutdown(self) -> None:
         if self.running is not None:
             self.running.cancel.set()
+        proving = getattr(self, "proving", None)
+        if proving is not None:
+            proving[0].set()
         for a in list(self.analyzers.values()):
             try:
                 a.shutdown()

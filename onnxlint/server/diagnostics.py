@@ -15,7 +15,7 @@ from urllib.parse import unquote
 from lsprotocol import types
 
 from onnxlint.core.suppression import apply_suppressions
-from onnxlint.core.violation import Related, Violation
+from onnxlint.core.violation import FixSafety, Related, Violation
 from onnxlint.server import documents
 from onnxlint.server.convert import diagnostic, sort_key
 from onnxlint.server.session import Result, Session
@@ -196,8 +196,13 @@ def merge_confirmed(static: list[Violation], deep: list[Violation]) -> list[Viol
             Related(o.path, o.line, o.column, f"{o.code} ({o.source}): {o.message}") for o in others
         )
         severity = max([primary, *others], key=lambda v: v.severity.rank).severity
+        fix = primary.fix
+        if fix is None or fix.safety is FixSafety.DISPLAY or not fix.edits:
+            # a deep finding's proven rewrite is the fix of the one diagnostic of that cause
+            fix = next((o.fix for o in others if o.fix is not None and o.fix.edits), fix)
         merged = dataclasses.replace(
             primary,
+            fix=fix,
             message=f"{primary.message} ({lead}: {words})",
             severity=severity,
             notes=(*primary.notes, *(n for o in others for n in o.notes if n.startswith("torch:"))),

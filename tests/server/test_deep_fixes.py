@@ -1,0 +1,165 @@
+"""Issue 29 in the editor: after an analysis, the deep finding gets a proven quick fix.
+
+The real worker analyses a script's export call (the lens's command); its findings show at
+once, then the fixes are proven (the worker runs the rewritten code for real) and the
+findings are published again with them. The code action on the deep finding is the proven
+rewrite, titled with what was proven; applying it edits the lines of the `if`, and the next
+analysis of the saved file has no deep finding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from .conftest import Client, apply_and_sync, diagnostics_for, open_doc, start, uri_of, wait_for
+
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.deep,
+    pytest.mark.slow,
+]
+
+SCRIPT = """import torch
+
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.sum() > 0:
+            y = y * 2
+        else:
+            y = y - 1
+        return y
+
+
+model = M()
+torch.onnx.export(model, (torch.randn(3, 4),), "m.onnx", dynamo=True)
+"""
+IF_LINE = 11  # 1-based
+EXPORT_LINE = 19
+
+
+async def _analyze(lsp: Client, uri: str, path: Path, line: int) -> dict:
+    out = await asyncio.wait_for(
+        lsp.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="onnxlint.analyzeExport",
+                arguments=[uri, {"script": str(path), "line": line}],
+            )
+        ),
+        600,
+    )
+    assert out is not None and out["status"] == "ok", out
+    return out
+
+
+def _deep(diags: list[types.Diagnostic]) -> list[types.Diagnostic]:
+    return [d for d in diags if str(d.code).startswith("OLX8")]
+
+
+async def _pushed_finding(
+    lsp: Client, uri: str, timeout: float, *, fixed: bool = False
+) -> types.Diagnostic:
+    """The diagnostic at the `if` that the deep analysis confirmed (the static OLX101 with the
+    deep OLX802 folded in: one cause, one diagnostic), from the last publish for `uri`;
+    `fixed`: once it carries a fix."""
+
+    def found() -> types.Diagnostic | None:
+        for p in reversed(lsp.publishes):
+            if p.uri == uri:
+                for d in p.diagnostics:
+                    if d.range.start.line != IF_LINE - 1 or "OLX802" not in d.message:
+                        continue
+                    if not fixed or (isinstance(d.data, dict) and "fix" in d.data):
+                        return d
+                return None
+        return None
+
+    try:
+        return await wait_for(found, timeout, "the deep finding at the if")  # type: ignore[no-any-return]
+    except AssertionError:
+        raise AssertionError([p for p in lsp.publishes if p.uri == uri][-2:]) from None
+
+
+async def _actions(lsp: Client, uri: str, diag: types.Diagnostic) -> list[types.CodeAction]:
+    got = await lsp.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            range=diag.range,
+            context=types.CodeActionContext(diagnostics=[diag]),
+        )
+    )
+    return [a for a in got or [] if isinstance(a, types.CodeAction)]
+
+
+async def test_the_proven_fix_is_a_code_action_on_the_deep_finding(
+    lsp: Client, tmp_path: Path
+) -> None:
+    pytest.importorskip("torch")
+    path = tmp_path / "m.py"
+    path.write_text(SCRIPT)
+    await start(lsp, "vscode", folders=[tmp_path])
+    uri = uri_of(path)
+    open_doc(lsp, uri, SCRIPT)
+    await diagnostics_for(lsp, uri, 1)
+    await _analyze(lsp, uri, path, EXPORT_LINE)
+    await _pushed_finding(lsp, uri, 60)  # the findings first, then the proof
+    finding = await _pushed_finding(lsp, uri, 300, fixed=True)
+
+    acts = await _actions(lsp, uri, finding)
+    fixes = [a for a in acts if "torch.where" in a.title]
+    assert fixes, [a.title for a in acts]
+    (fix,) = fixes
+    assert fix.title == (
+        "onnxlint (OLX101): Rewrite with torch.where (exports; outputs match on the example"
+        " inputs) (unsafe: may change behaviour)"
+    )
+    assert fix.kind == types.CodeActionKind.QuickFix and fix.edit is not None
+
+    # applying it replaces the if/else and nothing else
+    await apply_and_sync(lsp, uri, fix.edit)
+    new = lsp.texts[uri]
+    assert new == SCRIPT.replace(
+        "        if y.sum() > 0:\n            y = y * 2\n        else:\n            y = y - 1\n",
+        "        y = torch.where(y.sum() > 0, y * 2, y - 1)\n",
+    )
+    # saved, and analysed again: no deep finding is left
+    path.write_text(new)
+    lsp.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri))
+    )
+    out = await _analyze(lsp, uri, path, EXPORT_LINE - 3)
+    assert out["findings"] == 0, out
+
+
+async def test_no_fix_without_the_proof(lsp: Client, tmp_path: Path) -> None:
+    """`proveFixes: false`: the findings, and no rewrite offered (only the suppression)."""
+    pytest.importorskip("torch")
+    path = tmp_path / "m.py"
+    path.write_text(SCRIPT)
+    await start(lsp, "vscode", folders=[tmp_path])
+    uri = uri_of(path)
+    open_doc(lsp, uri, SCRIPT)
+    await diagnostics_for(lsp, uri, 1)
+    out = await asyncio.wait_for(
+        lsp.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="onnxlint.analyzeExport",
+                arguments=[uri, {"script": str(path), "line": EXPORT_LINE, "proveFixes": False}],
+            )
+        ),
+        600,
+    )
+    assert out["status"] == "ok", out
+    finding = await _pushed_finding(lsp, uri, 60)
+    titles = [a.title for a in await _actions(lsp, uri, finding)]
+    assert not any("torch.where" in t for t in titles), titles
+    assert "onnxlint (OLX101): Suppress OLX101 on this line" in titles
