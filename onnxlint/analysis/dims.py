@@ -278,10 +278,14 @@ class TaintFlow:
         func: FunctionInfo,
         params: dict[str, Taint],
         layers: frozenset[str] = frozenset(),
+        keep_all: frozenset[str] = frozenset(),
     ) -> None:
         self.ctx = view
         self.params = params
         self.layers = layers
+        # Layers whose output keeps every dim of the input dynamic (a convolution's or a
+        # pooling's height and width follow the input's): `self.conv(x)` keeps them all.
+        self.keep_all = keep_all
         self.order: dict[int, int] = {}
         self.bindings: dict[str, list[tuple[int, cst.CSTNode | None]]] = {}
         # name -> (order, the shape expression unpacked, index in it): `_, _, h, w = x.shape`
@@ -422,6 +426,8 @@ class TaintFlow:
             ):
                 return self.tensor_taint(func.value, at)
             d = dotted(func)
+            if d is not None and d.startswith("self.") and d[5:] in self.keep_all and expr.args:
+                return self.tensor_taint(expr.args[0].value, at)
             if d is not None and d.startswith("self.") and d[5:] in self.layers and expr.args:
                 inner = self.tensor_taint(expr.args[0].value, at)
                 label = inner.label(0) if inner is not None else None

@@ -875,3 +875,106 @@ def test_module_state_kept_by_a_class_derived_from_the_projects_base_module(tmp_
     ], found
     tracker = next(f for f in found if f["path"] == "proj/models/tracker.py")
     assert "`self.last` carries state across calls" in tracker["message"]
+
+
+# --------------------------------------------------------------------------- unreached sizes
+
+LIB_BACKBONE = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Backbone(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.act = nn.ReLU()
+
+    def forward(self, x):
+        y = self.act(self.stem(x))
+        h, w = y.shape[2:]
+        up = F.interpolate(y, size=(int(h) * 2, w * 2))
+        c = int(y.shape[1])
+        return up, torch.zeros(c)
+"""
+
+LIB_HEADS = """
+import torch
+from torch import nn
+
+
+class Tokens(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 16)
+
+    def forward(self, ids):
+        e = self.emb(ids)
+        return torch.stack([e[:, i] * i for i in range(ids.size(1))], 1)
+
+
+class State(nn.Module):
+    def forward(self, x):
+        n = int(x.shape[0])
+        return x + torch.zeros(n, 3)
+
+
+class Symbolic(nn.Module):
+    def forward(self, x, feats):
+        return x + x.new_zeros(x.shape[0], 3), [int(f.shape[0]) for f in feats]
+"""
+
+
+def test_sizes_baked_in_model_code_no_export_reaches(tmp_path) -> None:
+    """Library-style model files that the project's own export does not reach (their users
+    export them): `int(h)` of a feature size into F.interpolate, `range(ids.size(1))` over
+    the sequence, `int(x.shape[0])` into torch.zeros. Measured with torch 2.13: with that
+    dim exported dynamic, torch.onnx.export catches torch.export's 'Constraints violated',
+    applies its suggested fix and exports the dim static without a warning (the ONNX
+    input is [2, 3] for a batch declared dynamic; ONNX Runtime rejects a batch of 5).
+    Reported as unreached code, saying which dim and why; the channels of a
+    convolution's input, sizes kept as tensor sizes and `unreached = "ignore"`: none."""
+    files = {
+        "lib/__init__.py": "",
+        "lib/backbone.py": LIB_BACKBONE,
+        "lib/heads.py": LIB_HEADS,
+        "lib/other.py": """
+            from torch import nn
+
+
+            class Other(nn.Module):
+                def forward(self, x):
+                    return x * 2
+        """,
+        "tools/export.py": """
+            import torch
+
+            from lib.other import Other
+
+            torch.onnx.export(Other().eval(), (torch.ones(2, 3),), "o.onnx")
+        """,
+    }
+    (tmp_path / "report").mkdir()
+    root = project(tmp_path / "report", files)
+    found = [f for f in check(root) if f["code"] == "OLX104"]
+    assert sorted((f["path"], f["line"]) for f in found) == [
+        ("lib/backbone.py", 15),
+        ("lib/heads.py", 12),
+        ("lib/heads.py", 17),
+    ], found
+    by_line = {(f["path"], f["line"]): f["message"] for f in found}
+    height = by_line[("lib/backbone.py", 15)]
+    assert "`h` reads dim 2 (height) of input `x`" in height
+    assert "`Backbone` has an `nn.Conv2d`: dims 2, 3 of its input are the height and width" in (
+        height
+    )
+    assert height.endswith("no export in this project reaches it")
+    assert "reads dim 1 (sequence) of input `ids`" in by_line[("lib/heads.py", 12)]
+    batch = by_line[("lib/heads.py", 17)]
+    assert "reads dim 0 (batch) of input `x`" in batch
+    assert "exports the batch static, without a warning" in batch
+
+    (tmp_path / "quiet").mkdir()
+    root = project(tmp_path / "quiet", files, config='unreached = "ignore"\n')
+    assert not [f for f in check(root) if f["code"] == "OLX104"]

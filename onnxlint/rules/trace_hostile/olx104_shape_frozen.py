@@ -10,6 +10,8 @@ from onnxlint.project.exports import ExportSite
 from onnxlint.rules.base import Context, Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import from_shape, shape_names, specialising_path
 from onnxlint.semantic.calls import ExportKind
+from onnxlint.semantic.index import ClassInfo, FunctionInfo
+from onnxlint.source.walker import dotted, iter_descendants
 
 
 class ShapeFrozen(Rule):
@@ -19,14 +21,23 @@ class ShapeFrozen(Rule):
     `int(x.shape[0])`, `float(x.size(1))`, `range(x.size(1))`, `range(len(x))`, and
     `assert x.shape[0] == 4`, when the file's export makes that a problem: it traces
     (`torch.jit.trace`) or it declares dynamic dimensions (`dynamic_shapes`,
-    `dynamic_axes`). Without such an export call in the file it stays quiet.
+    `dynamic_axes`), also when the export is in another file of the project.
+
+    In a module's `forward` that no export of the project reaches (a model library,
+    exported by its users), it flags `int()`, `float()` and `range()` of the dims an
+    export usually makes dynamic: dim 0 of the first input (the batch), the height and
+    width of a convolution's input (dims 2, 3 of an `nn.Conv2d` model, followed through
+    its convolutions), the sequence of an `nn.Embedding`'s input ids (dim 1). These
+    findings say "no export in this project reaches it": the `unreached` setting decides
+    whether they are reported, lowered or left out.
 
     ## Why is this bad?
     Tracing records the example input's size as a constant, so the traced model is wrong
-    for other sizes. The dynamo exporter specialises the dimension instead, and a
-    dimension declared dynamic then fails with `Received user-specified dim hint
-    Dim.DYNAMIC ..., but tracing inferred a static shape`, or (with a named `Dim`) is
-    silently exported as static.
+    for other sizes. The dynamo exporter specialises the dimension instead: with a named
+    `Dim`, torch 2.13's `torch.onnx.export` catches torch.export's "Constraints violated",
+    applies its suggested fix and exports the dim static without a warning (ONNX Runtime
+    then rejects any other size); `Dim.DYNAMIC` fails with `Received user-specified dim
+    hint Dim.DYNAMIC ..., but tracing inferred a static shape`.
 
     ## Example
     ```python
@@ -57,13 +68,28 @@ class ShapeFrozen(Rule):
     requires = ("shape", "size", "len(")
 
     VALID = [
-        Valid(  # no export call that traces or declares dynamic dims: quiet
+        Valid(  # no export reaches it, and `unreached = "ignore"`
             dedent(
                 """
                 import torch
                 class M(torch.nn.Module):
                     def forward(self, x):
                         return x.view(int(x.shape[0]), -1)
+                """
+            ),
+            config={"unreached": "ignore"},
+        ),
+        Valid(  # unreached: the channels of a convolution's input are not dynamic
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.conv = torch.nn.Conv2d(3, 8, 3)
+                    def forward(self, x):
+                        y = self.conv(x)
+                        return y.view(-1, int(y.shape[1]))
                 """
             )
         ),
@@ -85,6 +111,24 @@ class ShapeFrozen(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # unreached library code: the height after a convolution
+            dedent(
+                """
+                import torch
+                import torch.nn.functional as F
+                class M(torch.nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.conv = torch.nn.Conv2d(3, 8, 3)
+                    def forward(self, x):
+                        y = self.conv(x)
+                        h, w = y.shape[2:]
+                        return F.interpolate(y, size=(int(h) * 2, w * 2))
+                """
+            ),
+            line=10,
+            message="reads dim 2 (height) of input `x`",
+        ),
         Invalid(
             dedent(
                 """
@@ -123,6 +167,7 @@ class ShapeFrozen(Rule):
         super().__init__(ctx)
         self._names: dict[int, set[str]] = {}
         self._flows: dict[int, TaintFlow | None] = {}
+        self._assumed: dict[int, tuple[TaintFlow, dict[str, str]] | None] = {}
 
     def _shape(self, expr: cst.BaseExpression) -> bool:
         return from_shape(self.ctx, expr, shape_names(self.ctx, self._names))
@@ -199,6 +244,74 @@ class ShapeFrozen(Rule):
             related=related,
         )
 
+    def _assumed_flow(self) -> tuple[TaintFlow, dict[str, str]] | None:
+        """For the `forward` of a module class that no export of the project reaches (model
+        library code, exported by its users): the dims an export usually makes dynamic,
+        assumed on its first input (dim 0 the batch; the height and width of a
+        convolution's input, the sequence of an embedding's), and why."""
+        func, reach = self.ctx.function, self.ctx.reach
+        if func is None or reach is None or func.name != "forward" or func.class_name is None:
+            return None
+        key = id(func.node)
+        if key in self._assumed:
+            return self._assumed[key]
+        self._assumed[key] = None
+        if self.ctx.reaching_exports() or self.ctx.semantic.export_calls:
+            return None
+        cls = self.ctx.semantic.classes.get(func.class_name)
+        if cls is None or not cls.is_module:
+            return None
+        param = _first_input(func)
+        if param is None:
+            return None
+        dims, why, keep = assumed_layout(self.ctx, cls)
+        flow = TaintFlow(
+            self.ctx,
+            func,
+            {param: Taint(param, dims, None)},
+            layer_attrs(self.ctx, cls),
+            keep,
+        )
+        self._assumed[key] = (flow, why)
+        return self._assumed[key]
+
+    def _assumed_read(self, node: cst.Call, arg: cst.BaseExpression) -> bool:
+        """Report a conversion of a dim an export usually makes dynamic in unreached
+        forward code; True when reported. (`np.prod(x.shape)` is not one: torch 2.13
+        keeps the product symbolic.)"""
+        found = self._assumed_flow()
+        if found is None:
+            return False
+        flow, why = found
+        if isinstance(arg, cst.Call) and self.ctx.qualname(arg.func) == "builtins.len":
+            return False  # `len(feats)`: often a list, not a tensor
+        dim_read = flow.shape_dim(arg, node)
+        if dim_read is None or dim_read[1] is None:
+            return False
+        taint = dim_read[0]
+        labels = _labels(taint, dim_read[1])
+        if not labels:
+            return False
+        q = self.ctx.qualname(node.func) or ""
+        short = q.rsplit(".", 1)[-1]
+        if q == "builtins.range":
+            what = "`range()` over a tensor size"
+        else:
+            what = f"a tensor size converted with `{short}()`"
+        dims = ", ".join(f"dim {d} ({name})" for d, name in labels)
+        names = " and ".join(dict.fromkeys(name for _, name in labels))
+        reasons = "; ".join(dict.fromkeys(why[name] for _, name in labels))
+        self.report(
+            node,
+            f"{what} becomes a Python number: `{self.ctx.code_of(arg)}` reads {dims} of input "
+            f"`{taint.param}` or of what follows it ({reasons}); exported with that dim "
+            "dynamic, torch.onnx.export "
+            "catches torch.export's 'Constraints violated', applies its suggested fix and "
+            f"exports the {names} static, without a warning: ONNX Runtime then rejects any "
+            f"other {names}",
+        )
+        return True
+
     def visit_Call(self, node: cst.Call) -> None:
         q = self.ctx.qualname(node.func)
         if q not in ("builtins.int", "builtins.float", "builtins.range") or not node.args:
@@ -209,7 +322,13 @@ class ShapeFrozen(Rule):
         if found is not None:
             return
         why = specialising_path(self.ctx)
-        if why is None or not any(self._shape(a.value) for a in node.args):
+        if why is None:
+            if len(node.args) == 1 or q == "builtins.range":
+                for a in node.args[:2]:
+                    if self._assumed_read(node, a.value):
+                        return
+            return
+        if not any(self._shape(a.value) for a in node.args):
             return
         what = "`range()` over a tensor size" if q == "builtins.range" else "a tensor size"
         conv = "" if q == "builtins.range" else f" converted with `{q[9:]}()`"
@@ -227,6 +346,103 @@ class ShapeFrozen(Rule):
         why = specialising_path(self.ctx)
         if why is not None and any(self._shape(s) for s in sides):
             self.report(test, f"asserting a tensor size equals a constant: {why}")
+
+
+# The dims an export usually makes dynamic, by what a module's layers say of its input.
+_SPATIAL_NAMES = {1: ("length",), 2: ("height", "width"), 3: ("depth", "height", "width")}
+_CONVS = {
+    f"torch.nn.{kind}{n}d": n for kind in ("Conv", "ConvTranspose", "LazyConv") for n in (1, 2, 3)
+}
+# Layers whose output keeps every dim of the input dynamic (the spatial sizes follow it).
+_KEEP_ALL = (
+    "torch.nn.Conv",
+    "torch.nn.ConvTranspose",
+    "torch.nn.LazyConv",
+    "torch.nn.BatchNorm",
+    "torch.nn.InstanceNorm",
+    "torch.nn.GroupNorm",
+    "torch.nn.ReLU",
+    "torch.nn.GELU",
+    "torch.nn.SiLU",
+    "torch.nn.Sigmoid",
+    "torch.nn.Tanh",
+    "torch.nn.LeakyReLU",
+    "torch.nn.Hardswish",
+    "torch.nn.Mish",
+    "torch.nn.Dropout",
+    "torch.nn.MaxPool",
+    "torch.nn.AvgPool",
+    "torch.nn.Identity",
+)
+
+
+def assumed_layout(
+    view: Context, cls: ClassInfo
+) -> tuple[tuple[tuple[int, str], ...], dict[str, str], frozenset[str]]:
+    """(dim index -> name, why, layers keeping every dim) for the first input of a module
+    class's `forward` that no export declares: dim 0 is the batch; with convolutions of
+    one kind (`nn.Conv2d`), dims 2.. are its height and width; with an `nn.Embedding` and
+    no convolution, dim 1 is the sequence."""
+    memo = view.semantic.memo
+    key = ("olx104 layout", cls.name)
+    found = memo.get(key)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    ranks: set[int] = set()
+    embedding = False
+    keep: set[str] = set()
+    conv_name = ""
+    for method in cls.methods.values():
+        for node in iter_descendants(method.node.body):
+            if isinstance(node, cst.Call):
+                q = view.qualname(node.func) or ""
+                if q in _CONVS:
+                    ranks.add(_CONVS[q])
+                    conv_name = conv_name or q[len("torch.nn.") :]
+                elif q == "torch.nn.Embedding":
+                    embedding = True
+            elif isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+                q = view.qualname(node.value.func) or ""
+                if q.startswith(_KEEP_ALL):
+                    for t in node.targets:
+                        d = dotted(t.target)
+                        if d is not None and d.startswith("self.") and d.count(".") == 1:
+                            keep.add(d[5:])
+    dims: list[tuple[int, str]] = [(0, "batch")]
+    why = {"batch": "dim 0 of a forward input is its batch"}
+    if len(ranks) == 1:
+        names = _SPATIAL_NAMES[next(iter(ranks))]
+        dims += [(2 + i, n) for i, n in enumerate(names)]
+        listed = ", ".join(str(2 + i) for i in range(len(names)))
+        for n in names:
+            why[n] = (
+                f"`{cls.name}` has an `nn.{conv_name}`: dims {listed} of its input are the "
+                f"{' and '.join(names)}"
+            )
+    elif not ranks and embedding:
+        dims.append((1, "sequence"))
+        why["sequence"] = (
+            f"`{cls.name}` has an `nn.Embedding`: dim 1 of its input ids is the sequence"
+        )
+    result = (tuple(dims), why, frozenset(keep) if len(ranks) == 1 else frozenset())
+    memo[key] = result
+    return result
+
+
+def _first_input(func: FunctionInfo) -> str | None:
+    """The first parameter of a `forward` after `self` when it can be a tensor: no
+    default, no annotation other than a tensor's."""
+    params = func.params()
+    if not params:
+        return None
+    p = params[0]
+    if p.default is not None or p.star not in ("", cst.MaybeSentinel.DEFAULT):
+        return None
+    if p.annotation is not None:
+        text = cst.Module([]).code_for_node(p.annotation.annotation)
+        if "Tensor" not in text or any(w in text for w in ("List", "list", "Tuple", "tuple")):
+            return None
+    return p.name.value
 
 
 def _labels(taint: Taint, dim: int | None) -> list[tuple[int, str]]:
