@@ -260,6 +260,13 @@ def run(args: argparse.Namespace) -> None:
             path = rel if rel.is_absolute() else folder / rel
             rel_path = path.resolve().relative_to(folder.resolve()).as_posix()
             text, scope = source.describe(path, v["line"])
+            others = sorted(
+                {
+                    _relative(folder, r["path"])
+                    for r in v.get("related") or ()
+                    if _relative(folder, r["path"]) != rel_path
+                }
+            )
             result["findings"].append(
                 {
                     "package": _norm(dist),
@@ -272,6 +279,8 @@ def run(args: argparse.Namespace) -> None:
                     "message": v["message"],
                     "text": text,
                     "scope": scope,
+                    # other files its related locations are in (a cross-file finding)
+                    "other_files": others,
                 }
             )
         print(
@@ -283,6 +292,15 @@ def run(args: argparse.Namespace) -> None:
     out = RESULTS / f"precision-{args.label}.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {out} ({len(result['findings'])} findings, onnxlint {result['commit']})")
+
+
+def _relative(folder: Path, path: str) -> str:
+    p = Path(path)
+    p = p if p.is_absolute() else folder / p
+    try:
+        return p.resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        return p.as_posix()
 
 
 Key = tuple[str, str, str, str, str]
@@ -344,7 +362,10 @@ def report(args: argparse.Namespace) -> None:
     total_lines = sum(p["lines"] for p in main["packages"].values())
     print(f"corpus: {len(main['packages'])} packages, {total_lines:,} lines\n")
     rules = _rules(main["findings"], args.all_rules)
-    print(f"{'rule':8} {'hits':>6} {'sampled':>8} {'true':>5} {'judged':>7} {'precision':>10}")
+    print(
+        f"{'rule':8} {'hits':>6} {'sampled':>8} {'true':>5} {'judged':>7} {'precision':>10} "
+        f"{'cross-file':>11}"
+    )
     todo: list[dict[str, Any]] = []
     for code in sorted(rules):
         picked = sample(rules[code], args.n, args.seed)
@@ -352,8 +373,13 @@ def report(args: argparse.Namespace) -> None:
         true = sum(1 for d in judged if d["verdict"] == "true")
         todo += [f for f in picked if key_of(f) not in labels]
         prec = f"{true / len(judged):.0%}" if judged else "-"
+        # findings whose related locations are in other files (runs before this column: -)
+        cross: int | str = "-"
+        if any("other_files" in f for f in rules[code]):
+            cross = sum(1 for f in rules[code] if f.get("other_files"))
         print(
-            f"{code:8} {len(rules[code]):>6} {len(picked):>8} {true:>5} {len(judged):>7} {prec:>10}"
+            f"{code:8} {len(rules[code]):>6} {len(picked):>8} {true:>5} {len(judged):>7} "
+            f"{prec:>10} {cross:>11}"
         )
     if args.after:
         before = _results(args.before)
