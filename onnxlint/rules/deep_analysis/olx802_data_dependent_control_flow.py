@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onnxlint.core.violation import Severity
+from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Rule
 
 
@@ -44,7 +44,16 @@ class DataDependentControlFlow(Rule):
     ```
 
     ## Fix safety
-    No fix: the right rewrite (`torch.cond`, `torch.where`, `torch._check`) depends on the intent.
+    Unsafe, and only when proven (`onnxlint check --deep --fix --unsafe-fixes`, `--diff` to see
+    it; the editor's quick fix after an analysis): the `if` rewritten with `torch.where` (both
+    branches assignments of tensor expressions, or returns), else `torch.cond` (the branches as
+    functions); a check that raises becomes `torch._check(...)` or is skipped while exporting;
+    `k = int(n)` feeding a size becomes `k = n.item()` with `torch._check_is_size(k)`. Each is
+    offered only once the worker has run it: the finding gone and no new one, the export as
+    far or further, the rewritten model's outputs the original's in eager mode (at the
+    example, at a second size of each dynamic dim, at the example negated) and ONNX
+    Runtime's the same as eager. Its title says what was proven. A rewrite that is not
+    proven is not offered.
 
     ## References
     - https://docs.pytorch.org/docs/main/compile/dynamic_shapes_troubleshooting_guardon_errors.html
@@ -56,3 +65,4 @@ class DataDependentControlFlow(Rule):
     severity = Severity.ERROR
     since = "0.1.0"
     from_deep_analysis = True
+    fix_safety = FixSafety.UNSAFE  # only a proven rewrite (onnxlint.deep.fixes)

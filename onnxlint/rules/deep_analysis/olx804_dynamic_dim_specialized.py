@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onnxlint.core.violation import Severity
+from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Rule
 
 
@@ -31,7 +31,14 @@ class DynamicDimSpecialized(Rule):
     ```
 
     ## Fix safety
-    No fix.
+    Unsafe, and only when proven (`--deep --fix --unsafe-fixes`, the editor's quick fix):
+    `int(x.shape[i])` becomes `x.shape[i]`; a literal equal to the example's size of the dim, in a
+    shape argument, becomes the input's `x.shape[d]` (or `-1` in a `view`/`reshape`). Each is
+    offered only once the worker has run it: the finding gone and no new one, the export as
+    far or further, the rewritten model's outputs the original's in eager mode (at the
+    example, at a second size of each dynamic dim, at the example negated) and ONNX
+    Runtime's the same as eager. Its title says what was proven. A rewrite that is not
+    proven is not offered. Otherwise no fix.
 
     ## References
     - https://github.com/pytorch/pytorch/issues/157621
@@ -43,3 +50,4 @@ class DynamicDimSpecialized(Rule):
     severity = Severity.ERROR
     since = "0.1.0"
     from_deep_analysis = True
+    fix_safety = FixSafety.UNSAFE  # only a proven rewrite (onnxlint.deep.fixes)

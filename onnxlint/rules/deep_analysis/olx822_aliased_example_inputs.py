@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onnxlint.core.violation import Severity
+from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Rule
 
 
@@ -33,7 +33,13 @@ class AliasedExampleInputs(Rule):
     ```
 
     ## Fix safety
-    No fix.
+    Unsafe, and only when proven (`--deep --fix --unsafe-fixes`, the editor's quick fix): each
+    place after the first gets its own copy (`x.clone()`) in the example. It is
+    offered only once the worker has run it: the finding gone and no new one, the export as
+    far or further, the rewritten model's outputs the original's in eager mode (at the
+    example, at a second size of each dynamic dim, at the example negated) and ONNX
+    Runtime's the same as eager. Its title says what was proven. A rewrite that is not
+    proven is not offered.
 
     ## References
     - https://docs.pytorch.org/docs/stable/export.html
@@ -44,3 +50,4 @@ class AliasedExampleInputs(Rule):
     severity = Severity.ERROR
     since = "0.3.0"
     from_deep_analysis = True
+    fix_safety = FixSafety.UNSAFE  # only a proven rewrite (onnxlint.deep.fixes)

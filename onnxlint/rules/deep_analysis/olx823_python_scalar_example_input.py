@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onnxlint.core.violation import Severity
+from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Rule
 
 
@@ -31,7 +31,13 @@ class PythonScalarExampleInput(Rule):
     or, if the value never changes, leave it out of the inputs.
 
     ## Fix safety
-    No fix.
+    Unsafe, and only when proven (`--deep --fix --unsafe-fixes`, the editor's quick fix): the
+    number is passed as a 0-d tensor (`torch.tensor(0.1)`), an input of the ONNX model. It is
+    offered only once the worker has run it: the finding gone and no new one, the export as
+    far or further, the rewritten model's outputs the original's in eager mode (at the
+    example, at a second size of each dynamic dim, at the example negated) and ONNX
+    Runtime's the same as eager. Its title says what was proven. A rewrite that is not
+    proven is not offered.
 
     ## References
     - https://docs.pytorch.org/docs/stable/export.html#static-dynamic-shapes
@@ -42,3 +48,4 @@ class PythonScalarExampleInput(Rule):
     severity = Severity.WARNING
     since = "0.3.0"
     from_deep_analysis = True
+    fix_safety = FixSafety.UNSAFE  # only a proven rewrite (onnxlint.deep.fixes)
