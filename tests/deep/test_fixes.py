@@ -131,6 +131,19 @@ class AddBias(torch.nn.Module):
 def aliased():
     x = torch.randn(2, 3)
     return AddBias(), (x, x, 0.1)
+
+
+class Attention3d(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = torch.nn.Linear(8, 8)
+
+    def forward(self, x, kv):
+        return torch.nn.functional.scaled_dot_product_attention(self.q(x), kv, kv * 2)
+
+
+def attention_3d():
+    return Attention3d().eval(), (torch.randn(2, 5, 8), torch.randn(2, 7, 8)), {}, None
 """
 
 
@@ -331,3 +344,19 @@ def test_aliased_and_scalar_examples_get_their_own_tensors(fixproj: Path, analyz
         "return AddBias(), (x, x, torch.tensor(0.1))"
     ]
     assert alias.onnx_match and scalar.onnx_match
+
+
+def test_3d_attention_gets_a_head_dim(fixproj: Path, analyzer) -> None:
+    # torch 2.13's ONNX translation of SDPA takes only 4-D inputs (pytorch#152018, #135615)
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "scaled_dot_product_attention(self.q(x), kv, kv * 2)")
+    res, report = _prove(analyzer, fixproj, "attention_3d")
+    assert ("OLX808", line) in {(v.code, v.line) for v in res.violations}
+    p = _at(report, line)[0]
+    assert p.proven and p.candidate.kind == "sdpa-4d", p.to_json()
+    assert p.exports and p.onnx_match
+    (edit,) = p.fix.edits
+    assert edit.text.strip() == (
+        "return torch.nn.functional.scaled_dot_product_attention(self.q(x).unsqueeze(-3), "
+        "kv.unsqueeze(-3), (kv * 2).unsqueeze(-3)).squeeze(-3)"
+    )

@@ -7,10 +7,15 @@ candidates and has the worker prove them; none is offered unproven.
 
 from __future__ import annotations
 
-from onnxlint.deep.rewrites import conditions, examples, sizes
+from onnxlint.deep.rewrites import conditions, examples, ops, sizes
 from onnxlint.deep.rewrites.base import Candidate, Rewriter, Site, Sources, edits_between, line_map
 
-REWRITERS: list[Rewriter] = [*examples.REWRITERS, *sizes.REWRITERS, *conditions.REWRITERS]
+REWRITERS: list[Rewriter] = [
+    *examples.REWRITERS,
+    *sizes.REWRITERS,
+    *ops.REWRITERS,
+    *conditions.REWRITERS,
+]
 
 KINDS: dict[str, str] = {r.kind: r.label for r in REWRITERS}
 
