@@ -31,8 +31,9 @@ Prints, per rewrite kind: candidates offered, proven, applied-and-exports, outpu
 proven fix; the findings no rewrite answers. The target (issue 29): a proven fix for at least
 half of the model-code findings, and no offered fix that fails to export or changes outputs.
 "Model code": every finding but those at the example or the export call (OLX822, OLX823,
-OLX824) and those no rewrite is for (`fixes.NOT_FIXED`: graph breaks that export itself
-handles, the analysis's own limits, memory).
+OLX824, and any finding at a script's export call, such as a removed export API) and those no
+rewrite is for (`fixes.NOT_FIXED`: graph breaks that export itself handles, the analysis's own
+limits, memory).
 """
 
 from __future__ import annotations
@@ -350,8 +351,11 @@ def main() -> int:
     ap.add_argument("--zoo-only", action="store_true")
     ap.add_argument("--reports-only", action="store_true")
     ap.add_argument("--json", default="")
+    ap.add_argument("--rescore", default="", help="summarise a --json file again (no torch)")
     ap.add_argument("--check", nargs=2, help=argparse.SUPPRESS)
     ns = ap.parse_args()
+    if ns.rescore:
+        return rescore(Path(ns.rescore))
     if ns.check:
         mode, spec_path = ns.check
         spec = json.loads(Path(spec_path).read_text())
@@ -396,6 +400,11 @@ def main() -> int:
                     if (p.violation.code, p.violation.path, p.violation.line) == key
                 ]
                 kept = next((p for p in proofs if p.fix is not None), None)
+                at_call = bool(
+                    t.script is not None
+                    and os.path.realpath(v.path) == os.path.realpath(str(t.script))
+                    and v.line == t.script_line
+                )
                 row: dict[str, Any] = {
                     "source": source,
                     "target": t.name,
@@ -404,7 +413,10 @@ def main() -> int:
                     "line": v.line,
                     "library": fixes.in_library(v.path),
                     "answerable": v.code not in fixes.NOT_FIXED,
-                    "model_code": v.code not in fixes.NOT_FIXED and v.code not in EXAMPLE_CODES,
+                    "export_call": at_call,
+                    "model_code": v.code not in fixes.NOT_FIXED
+                    and v.code not in EXAMPLE_CODES
+                    and not at_call,
                     "kinds": [p.candidate.kind for p in proofs],
                     "proven": kept is not None,
                     "proven_kind": kept.candidate.kind if kept else "",
@@ -480,6 +492,31 @@ def main() -> int:
                 default=str,
             )
         )
+    return 0
+
+
+def rescore(path: Path) -> int:
+    """The summary of a saved run, with this script's reading of the findings (a run made
+    before `export_call` was recorded: a script target is named `file:line` after its call)."""
+    from onnxlint.deep import fixes
+
+    run = json.loads(path.read_text())
+    for f in run["findings"]:
+        if "export_call" not in f:
+            name, _, line = str(f["target"]).rpartition(":")
+            f["export_call"] = bool(
+                line.isdigit() and int(line) == f["line"] and Path(f["file"]).name == name
+            )
+        f["model_code"] = (
+            f["code"] not in fixes.NOT_FIXED
+            and f["code"] not in EXAMPLE_CODES
+            and not f["export_call"]
+        )
+    summary = summarize(run["findings"], run["candidates"])
+    for k in ("analysis_s", "proof_s", "total_s"):
+        summary[k] = run["summary"].get(k, 0)
+    print(f"{path}: commit {run.get('commit')}, {run.get('date')}")
+    print_summary(summary)
     return 0
 
 
