@@ -5,7 +5,6 @@ outputs, which must not be offered."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -142,6 +141,18 @@ class Attention3d(torch.nn.Module):
         return torch.nn.functional.scaled_dot_product_attention(self.q(x), kv, kv * 2)
 
 
+class ScatterMean(torch.nn.Module):
+    def forward(self, x, index):
+        base = torch.zeros(4, x.shape[1])
+        return base.scatter_reduce(0, index, x, reduce="mean", include_self=False) + 1
+
+
+def scatter_mean():
+    x = torch.randn(6, 3)
+    index = torch.tensor([[0, 0, 0], [1, 1, 1], [0, 0, 0], [2, 2, 2], [3, 3, 3], [1, 1, 1]])
+    return ScatterMean(), (x, index)
+
+
 def attention_3d():
     return Attention3d().eval(), (torch.randn(2, 5, 8), torch.randn(2, 7, 8)), {}, None
 """
@@ -157,10 +168,12 @@ def fixproj(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _prove(analyzer: object, root: Path, factory: str) -> tuple[object, object]:
+def _prove(
+    analyzer: object, root: Path, factory: str, *, verify: bool = False
+) -> tuple[object, object]:
     from onnxlint.deep.fixes import prove_fixes
 
-    target = Target(name=factory, factory=f"fixproj.models:{factory}", root=root)
+    target = Target(name=factory, factory=f"fixproj.models:{factory}", root=root, verify=verify)
     res = analyzer.analyze(target, lambda _p, _pct: None, use_cache=False)  # type: ignore[attr-defined]
     assert res.status == "ok", res.detail
     return res, prove_fixes(analyzer, target, res)
@@ -360,3 +373,21 @@ def test_3d_attention_gets_a_head_dim(fixproj: Path, analyzer) -> None:
         "return torch.nn.functional.scaled_dot_product_attention(self.q(x).unsqueeze(-3), "
         "kv.unsqueeze(-3), (kv * 2).unsqueeze(-3)).squeeze(-3)"
     )
+
+
+def test_a_scatter_mean_onnxruntime_gets_wrong_is_a_sum_and_a_count(
+    fixproj: Path, analyzer
+) -> None:
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, 'base.scatter_reduce(0, index, x, reduce="mean"')
+    res, report = _prove(analyzer, fixproj, "scatter_mean", verify=True)
+    assert ("OLX810", line) in {(v.code, v.line) for v in res.violations}
+    p = _at(report, line)[0]
+    assert p.proven and p.candidate.kind == "scatter-mean", p.to_json()
+    assert p.exports and p.onnx_match
+    (edit,) = p.fix.edits
+    assert edit.text.splitlines() == [
+        "        sums = torch.zeros_like(base).scatter_add(0, index, x)",
+        "        counts = torch.zeros_like(base).scatter_add(0, index, torch.ones_like(x))",
+        "        return torch.where(counts > 0, sums / counts.clamp(min=1), base) + 1",
+    ]
