@@ -312,6 +312,12 @@ def test_a_literal_size_becomes_the_inputs_size(fixproj: Path, analyzer) -> None
     _res, report = _prove(analyzer, fixproj, "literal")
     p = _at(report, line)[0]
     assert p.proven and p.candidate.kind == "literal-size", p.to_json()
+    # the original runs at batch 2 only: the rewrite's ONNX model is checked against its own
+    # eager at a second batch size (the dim it pinned now works)
+    assert p.sizes == {"batch": [2]} and p.onnx_sizes == {"batch": "batch=3 (the rewrite's own)"}
+    assert p.title.endswith(
+        "(exports; outputs match at the example size; the ONNX model matches eager at 2 sizes)"
+    )
     (edit,) = p.fix.edits
     assert edit.text.strip() == "return x.view(x.shape[0], 12) * 2"
 

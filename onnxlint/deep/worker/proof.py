@@ -254,6 +254,12 @@ def _candidate(rec: Analysis, path: str, report: dict[str, Any], progress: Emit)
     own = ("the rewritten call's example inputs", *_copy(rec.args, rec.kwargs))
     if not _same_inputs(own, cases[0]):
         cases.insert(0, own)
+    # a dynamic dim the original runs at one size only (a size it pinned): the rewrite's own
+    # eager at a second size, against its ONNX model (the dim now works, or the proof says)
+    compared = ref.get("sizes", {})
+    own_sizes = _own_sizes(rec, [n for n, v in compared.items() if len(v) < 2])
+    cases += own_sizes
+    report["onnx_sizes"] = {label.split("=")[0]: label for label, _a, _k in own_sizes}
     for label, args, kwargs in cases:
         want = _eager(model, args, kwargs)
         if isinstance(want, str):
@@ -269,6 +275,34 @@ def _candidate(rec: Analysis, path: str, report: dict[str, Any], progress: Emit)
     report["onnx_match"] = bool(onnx_rows) and all(
         r["status"] == "ok" for r in onnx_rows if not r.get("skipped")
     )
+
+
+def _own_sizes(rec: Analysis, names: list[str]) -> list[tuple[str, Any, Any]]:
+    """Inputs of the rewritten model at a second size of each dim in `names`, where its
+    eager runs (labelled `name=size (the rewrite's own)`)."""
+    out: list[tuple[str, Any, Any]] = []
+    if not names:
+        return out
+    dims = rec.requested_dims()
+    leaves = torch.utils._pytree.tree_leaves((rec.args, rec.kwargs))
+    for name in names:
+        members = [d for d in dims if d[2] == name]
+        if not members:
+            continue
+        n = int(leaves[members[0][0]].shape[members[0][1]])
+        for size in (n + 1, 2 * n if n > 1 else 3, n + 2):
+            lo, hi = rec.dim_bounds.get((members[0][0], members[0][1]), (None, None))
+            if (lo is not None and size < lo) or (hi is not None and size > hi):
+                continue
+            torch.manual_seed(size)
+            a, k = resize_inputs(
+                (rec.args, rec.kwargs), {(f, d): size for f, d, _, _ in members}, _random_like
+            )
+            if isinstance(_eager(rec.model, a, k), str):
+                continue
+            out.append((f"{name}={size} (the rewrite's own)", tuple(a), dict(k)))
+            break
+    return out
 
 
 def _as_inputs_of(own: Any, case: tuple[Any, Any]) -> tuple[Any, Any]:
