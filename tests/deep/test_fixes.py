@@ -397,3 +397,34 @@ def test_a_scatter_mean_onnxruntime_gets_wrong_is_a_sum_and_a_count(
         "        counts = torch.zeros_like(base).scatter_add(0, index, torch.ones_like(x))",
         "        return torch.where(counts > 0, sums / counts.clamp(min=1), base) + 1",
     ]
+
+
+def test_no_fix_is_offered_in_an_installed_package_or_the_standard_library(
+    tmp_path: Path,
+) -> None:
+    import json as stdlib_module
+
+    import torch
+
+    from onnxlint.deep.fixes import in_library
+
+    assert in_library(torch.__file__)  # site-packages
+    assert in_library(stdlib_module.__file__)
+    assert not in_library(str(tmp_path / "models.py"))
+
+
+def test_proofs_run_only_when_unsafe_fixes_are_asked_for() -> None:
+    import argparse
+
+    from onnxlint.cli.check import deep_fixes_wanted
+
+    def ask(**kw: bool) -> bool:
+        base = {"deep": True, "fix": False, "diff": False, "unsafe_fixes": False}
+        return deep_fixes_wanted(argparse.Namespace(**{**base, **kw}))
+
+    assert not ask()
+    assert not ask(fix=True)  # a rewrite of model code is unsafe: --unsafe-fixes too
+    assert not ask(unsafe_fixes=True)  # shown, not asked for
+    assert ask(fix=True, unsafe_fixes=True)
+    assert ask(diff=True, unsafe_fixes=True)
+    assert not ask(deep=False, fix=True, unsafe_fixes=True)
