@@ -153,6 +153,32 @@ def scatter_mean():
     return ScatterMean(), (x, index)
 
 
+class RowLoop(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        # rows, one at a time
+        out = []
+        for row in x:
+            out.append(self.lin(row) * 2)
+        return torch.stack(out)
+
+
+def row_loop():
+    return RowLoop(), (torch.randn(3, 4),), {}, ({0: "batch"},)
+
+
+class RowLoopItem(torch.nn.Module):
+    def forward(self, x):
+        return torch.stack([r * r.max().item() for r in x])
+
+
+def row_loop_item():
+    return RowLoopItem(), (torch.randn(3, 4),), {}, ({0: "batch"},)
+
+
 def attention_3d():
     return Attention3d().eval(), (torch.randn(2, 5, 8), torch.randn(2, 7, 8)), {}, None
 """
@@ -428,3 +454,26 @@ def test_proofs_run_only_when_unsafe_fixes_are_asked_for() -> None:
     assert ask(fix=True, unsafe_fixes=True)
     assert ask(diff=True, unsafe_fixes=True)
     assert not ask(deep=False, fix=True, unsafe_fixes=True)
+
+
+def test_a_loop_that_maps_the_rows_becomes_vmap(fixproj: Path, analyzer) -> None:
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "for row in x:")
+    res, report = _prove(analyzer, fixproj, "row_loop")
+    assert ("OLX804", line) in {(v.code, v.line) for v in res.violations}
+    p = _at(report, line)[0]
+    assert p.proven and p.candidate.kind == "vmap", p.to_json()
+    assert p.title == "Map over the first dim with torch.vmap (exports; outputs match at 2 sizes)"
+    (edit,) = p.fix.edits
+    # from `out = []` to the stack; the comment above `out = []` stays
+    assert (edit.span.line, edit.span.end_line) == (line - 1, line + 3)
+    assert edit.text == "        return torch.vmap(lambda row: self.lin(row) * 2)(x)\n"
+
+
+def test_a_loop_vmap_cannot_run_is_not_offered(fixproj: Path, analyzer) -> None:
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "torch.stack([r * r.max().item() for r in x])")
+    res, report = _prove(analyzer, fixproj, "row_loop_item")
+    vmap = [p for p in _at(report, line) if p.candidate.kind == "vmap"]
+    assert vmap and not any(p.fix for p in vmap), report.to_json()
+    assert all(v.fix is None for v in report.fixed(res.violations) if v.line == line)

@@ -7,13 +7,14 @@ candidates and has the worker prove them; none is offered unproven.
 
 from __future__ import annotations
 
-from onnxlint.deep.rewrites import conditions, examples, ops, sizes
+from onnxlint.deep.rewrites import conditions, examples, loops, ops, sizes
 from onnxlint.deep.rewrites.base import Candidate, Rewriter, Site, Sources, edits_between, line_map
 
 REWRITERS: list[Rewriter] = [
     *examples.REWRITERS,
     *sizes.REWRITERS,
     *ops.REWRITERS,
+    *loops.REWRITERS,
     *conditions.REWRITERS,
 ]
 
