@@ -33,7 +33,9 @@ class DynamicDimSpecialized(Rule):
     ## Fix safety
     Unsafe, and only when proven (`--deep --fix --unsafe-fixes`, the editor's quick fix):
     `int(x.shape[i])` becomes `x.shape[i]`; a literal equal to the example's size of the dim, in a
-    shape argument, becomes the input's `x.shape[d]` (or `-1` in a `view`/`reshape`). Each is
+    shape argument, becomes the input's `x.shape[d]` (or `-1` in a `view`/`reshape`); a loop
+    over the rows that maps them (`out.append(f(row))`, `torch.stack(out)`) becomes
+    `torch.vmap(f)(x)`. Each is
     offered only once the worker has run it: the finding gone and no new one, the export as
     far or further, the rewritten model's outputs the original's in eager mode (at the
     example, at a second size of each dynamic dim, at the example negated) and ONNX

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onnxlint.core.violation import Severity
+from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Rule
 
 
@@ -27,7 +27,14 @@ class OnnxTranslationFailure(Rule):
     ```
 
     ## Fix safety
-    No fix.
+    Unsafe, and only when proven (`--deep --fix --unsafe-fixes`, the editor's quick fix):
+    `scaled_dot_product_attention` on 3-D inputs, which torch 2.13's translation refuses ("only
+    4D query, key, and value"), gets a head dim of 1 (`q.unsqueeze(-3)`, ..., `.squeeze(-3)`).
+    It is offered only once the worker has run it: the finding gone and no new one, the export
+    as far or further, the rewritten model's outputs the original's in eager mode (at the
+    example, at a second size of each dynamic dim, at the example negated) and ONNX Runtime's
+    the same as eager. Its title says what was proven. A rewrite that is not proven is not
+    offered. Otherwise no fix.
 
     ## References
     - https://docs.pytorch.org/docs/stable/onnx_dynamo.html
@@ -38,3 +45,4 @@ class OnnxTranslationFailure(Rule):
     severity = Severity.ERROR
     since = "0.1.0"
     from_deep_analysis = True
+    fix_safety = FixSafety.UNSAFE  # only a proven rewrite (onnxlint.deep.fixes)
