@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
 import threading
@@ -51,9 +52,13 @@ def start(
     """Prove the fixes of `result`'s findings in the background; `refile` files them again
     once some are proven. A new analysis stops it first (`stop`)."""
     cancel = threading.Event()
+    # the findings are about the files as they are now: not filed again if one changes
+    files = {os.path.realpath(v.path) for v in result.violations}
+    before = {p: _digest(p) for p in files}
 
     async def run() -> None:
-        if await prove(service, analyzer, target, result, cancel):
+        proven = await prove(service, analyzer, target, result, cancel)
+        if proven and all(_digest(p) == d for p, d in before.items()):
             refile()
 
     service.proving = (cancel, asyncio.ensure_future(run()))
@@ -130,6 +135,14 @@ def _buffer_as_read(ls: Any, path: str) -> bool:
             except OSError:
                 return False
     return True
+
+
+def _digest(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha1(fh.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def _unfixed(v: Any) -> Any:
