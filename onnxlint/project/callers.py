@@ -157,6 +157,11 @@ def _called_in_module_classes(text: str) -> set[str]:
 
 
 FuncKey = tuple["str | None", str]
+# What inheritance does not make forward code: training-time augmentations, metrics and
+# losses, whose base classes' `forward` also dispatches to `self.` methods (kornia's
+# `apply_transform`, torchmetrics' `compute`), in classes or folders named so.
+_NOT_MODEL_CLASS = re.compile(r"(Random|Augment|Aug[A-Z]|Metric|Loss|Criterion)")
+_NOT_MODEL_PATH = re.compile(r"/(augment\w*|transforms?|metrics?|losses?)/", re.IGNORECASE)
 # Summaries of subclasses' modules by content hash (re-read on every check of the base's
 # file: a keystroke there must not parse them again).
 _SUMMARIES: dict[str, ModuleSummary | None] = {}
@@ -174,8 +179,12 @@ def inherited_callers(
       calls on `self` from its `forward` (`Head(Cached).forward` calls
       `self.grid_for(x)`, defined here by `Cached`)."""
     out: set[FuncKey] = set()
+    if _NOT_MODEL_PATH.search(path.replace(os.sep, "/")):
+        return out
     for cls in model.classes.values():
-        if not cls.is_module:
+        if not cls.is_module or _NOT_MODEL_CLASS.search(cls.name):
+            continue
+        if any(_NOT_MODEL_CLASS.search(b.rsplit(".", 1)[-1]) for b in cls.bases):
             continue
         loose = {
             n: m

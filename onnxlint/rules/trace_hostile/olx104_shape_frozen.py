@@ -79,6 +79,19 @@ class ShapeFrozen(Rule):
             ),
             config={"unreached": "ignore"},
         ),
+        Valid(  # unreached: dim 0 counts decoder layers (`self.branches[i]`), not a batch
+            dedent(
+                """
+                import torch
+                class Head(torch.nn.Module):
+                    def forward(self, hidden_states):
+                        outs = []
+                        for i in range(hidden_states.shape[0]):
+                            outs.append(self.branches[i](hidden_states[i]))
+                        return torch.stack(outs)
+                """
+            )
+        ),
         Valid(  # unreached: the channels of a convolution's input are not dynamic
             dedent(
                 """
@@ -288,6 +301,8 @@ class ShapeFrozen(Rule):
         dim_read = flow.shape_dim(arg, node)
         if dim_read is None or dim_read[1] is None:
             return False
+        if self._indexes_submodules(node):
+            return False  # `self.branches[i]` in the loop: the dim counts layers (DETR heads)
         taint = dim_read[0]
         labels = _labels(taint, dim_read[1])
         if not labels:
@@ -311,6 +326,29 @@ class ShapeFrozen(Rule):
             f"other {names}",
         )
         return True
+
+    def _indexes_submodules(self, node: cst.Call) -> bool:
+        """`for i in range(...)` whose body indexes a submodule list with `i`
+        (`self.cls_branches[i](hidden_states[i])`), or whose variable says it counts layers
+        or levels (`layer_id`, `lvl`): the size is a number of layers."""
+        loop = next((a for a in reversed(self.ctx.ancestors) if isinstance(a, cst.For)), None)
+        if loop is None or loop.iter is not node or not isinstance(loop.target, cst.Name):
+            return False
+        name = loop.target.value
+        if any(w in name.lower() for w in _COUNTED_WORDS):
+            return True  # `for layer_id in range(hidden_states.shape[0])`: says what it counts
+        for n in iter_descendants(loop.body):
+            if (
+                isinstance(n, cst.Subscript)
+                and len(n.slice) == 1
+                and isinstance(n.slice[0].slice, cst.Index)
+                and isinstance(n.slice[0].slice.value, cst.Name)
+                and n.slice[0].slice.value.value == name
+            ):
+                d = dotted(n.value)
+                if d is not None and d.startswith("self.") and d.count(".") == 1:
+                    return True
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         q = self.ctx.qualname(node.func)
@@ -348,6 +386,8 @@ class ShapeFrozen(Rule):
             self.report(test, f"asserting a tensor size equals a constant: {why}")
 
 
+# Loop variables that say the size counts layers, levels or stages, not a batch.
+_COUNTED_WORDS = ("layer", "lvl", "level", "stage", "block", "head")
 # The dims an export usually makes dynamic, by what a module's layers say of its input.
 _SPATIAL_NAMES = {1: ("length",), 2: ("height", "width"), 3: ("depth", "height", "width")}
 _CONVS = {
