@@ -329,6 +329,33 @@ def test_python_scalar_example_inputs_are_baked_in(analyzer: Any, tmp_path: Path
     assert len(program.model.graph.inputs) == 1  # the float is gone: baked in
 
 
+INT_DECLARED_DYNAMIC = """
+import torch
+from torch.export import Dim
+
+
+class AddInt(torch.nn.Module):
+    def forward(self, a: int, x):
+        return a + torch.tensor(1) + x
+
+
+def make():
+    return AddInt(), (1, torch.ones(2)), {}, (Dim.DYNAMIC, {0: Dim.DYNAMIC})
+"""
+
+
+def test_an_int_declared_dynamic_is_not_said_to_be_baked_in(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """pytorch#157734: torch 2.13 keeps an int with a dynamic_shapes entry as an input."""
+    _module(tmp_path, "intdyn", INT_DECLARED_DYNAMIC)
+    res = _analyze(analyzer, tmp_path, "intdyn:make")
+    assert [v for v in res.violations if v.code == "OLX823"] == []
+    model, args, kwargs, spec = _factory(tmp_path, "intdyn:make")
+    program = torch.onnx.export(model, args, kwargs=kwargs, dynamic_shapes=spec, dynamo=True)
+    assert [i.name for i in program.model.graph.inputs] == ["a", "x"]
+
+
 TWO = """
 import torch
 

@@ -85,9 +85,12 @@ def _aliased(rec: Analysis, leaves: list[tuple[str, Any]], site: dict[str, Any] 
 
 
 def _scalars(rec: Analysis, leaves: list[tuple[str, Any]], site: dict[str, Any] | None) -> None:
+    kept = _dynamic_scalars(rec)
     for label, leaf in leaves:
         if not isinstance(leaf, (bool, int, float)) or isinstance(leaf, torch.SymInt):
             continue
+        if label in kept and isinstance(leaf, int) and not isinstance(leaf, bool):
+            continue  # declared dynamic: torch.export keeps it an input (a SymInt)
         kind = type(leaf).__name__
         f = finding(
             wire.KIND_SCALAR_INPUT,
@@ -104,6 +107,20 @@ def _scalars(rec: Analysis, leaves: list[tuple[str, Any]], site: dict[str, Any] 
             input=label,
         )
         rec.add(place(f, site))
+
+
+def _dynamic_scalars(rec: Analysis) -> set[str]:
+    """The top-level inputs whose `dynamic_shapes` entry is not None: an int declared
+    dynamic there (`Dim.DYNAMIC`, `Dim.AUTO`, a named `Dim`) stays an input of the ONNX
+    model (measured with torch 2.13: `(1, x)` with `(Dim.DYNAMIC, {0: ...})` gives the
+    inputs `a` and `x`)."""
+    spec = rec.dynamic_shapes
+    labels = [label for label, _ in rec.input_labels()]
+    if isinstance(spec, dict):
+        return {label for label in labels if spec.get(label) is not None}
+    if isinstance(spec, (list, tuple)):
+        return {label for label, s in zip(labels, spec, strict=False) if s is not None}
+    return set()
 
 
 def example_site(rec: Analysis) -> dict[str, Any] | None:
