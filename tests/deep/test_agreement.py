@@ -23,6 +23,7 @@ from .conftest import line_of
 
 pytestmark = [pytest.mark.deep, pytest.mark.xdist_group("deep")]
 torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
 
 
 def _module(root: Path, name: str, source: str) -> Path:
@@ -81,6 +82,7 @@ def _at(res: Any, code: str) -> list[int]:
 
 
 DETECT = """
+import onnx
 import torch
 
 from logs import log_shape
@@ -354,6 +356,40 @@ def test_an_int_declared_dynamic_is_not_said_to_be_baked_in(
     model, args, kwargs, spec = _factory(tmp_path, "intdyn:make")
     program = torch.onnx.export(model, args, kwargs=kwargs, dynamic_shapes=spec, dynamo=True)
     assert [i.name for i in program.model.graph.inputs] == ["a", "x"]
+
+
+MEAN_ATTRIBUTE = """
+import torch
+
+
+class X(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv3d(3, 8, 3, padding=1)
+        self.mean = torch.Tensor([0.1, 0.2, 0.3]).reshape(1, 3, 1, 1, 1)
+
+    def forward(self, v):
+        return torch.relu(self.conv(v - self.mean)).mean(dim=(2, 3, 4))
+
+
+def make():
+    return X().eval(), (torch.randn(1, 3, 4, 8, 8),), {}, None
+"""
+
+
+def test_a_name_torchs_optimizer_renames_is_not_a_checker_failure(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """pytorch#168211: an attribute `self.mean` and the exporter's `mean` give one name
+    twice before the optimizer; torch.onnx.export (optimize=True) renames it."""
+    _module(tmp_path, "meanattr", MEAN_ATTRIBUTE)
+    res = _analyze(analyzer, tmp_path, "meanattr:make")
+    assert [v.message for v in res.violations if v.code == "OLX809"] == []
+    model, args, kwargs, _ = _factory(tmp_path, "meanattr:make")
+    onnx.checker.check_model(torch.onnx.export(model, args, dynamo=True).model_proto, True)
+    unoptimized = torch.onnx.export(model, args, dynamo=True, optimize=False).model_proto
+    with pytest.raises(onnx.checker.ValidationError, match="'mean'"):
+        onnx.checker.check_model(unoptimized, full_check=True)
 
 
 TWO = """

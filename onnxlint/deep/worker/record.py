@@ -94,6 +94,7 @@ class Analysis:
     translation_table: dict[Any, Any] | None = None
     io_names: dict[str, list[str]] = field(default_factory=dict)
     """A script's export call's `input_names` / `output_names` (the ONNX graph's names)."""
+    optimized: bool = True  # False: the script's export call passes optimize=False
     ep: Any = None
     decomposed: Any = None
     registry: Any = None

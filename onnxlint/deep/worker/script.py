@@ -347,6 +347,8 @@ def _unpack_call(rec: Analysis, call: Captured) -> str | None:
         opset = a.get("opset_version")
         if isinstance(opset, int) and not rec.opset:
             rec.opset = opset
+        if a.get("optimize") is False:
+            rec.optimized = False
         if a.get("dynamo") is False:
             rec.result["script_exporter"] = "the TorchScript exporter (dynamo=False)"
         for key in ("input_names", "output_names"):

@@ -178,7 +178,7 @@ def _onnx_summary(program: Any, opset: int, rec: Analysis) -> dict[str, Any]:
         "outputs": sig(model.graph.outputs),
         "initializers": len(model.graph.initializers),
     }
-    checker_ok, problem = _check_structure(model)
+    checker_ok, problem = _check_structure(model, name_fix=rec.optimized)
     out["checker"] = "ok" if checker_ok else problem
     if not checker_ok:
         rec.failed["translate"] = "onnx.checker"
@@ -217,17 +217,40 @@ def _all_nodes(graph: Any) -> Any:
                         yield from _all_nodes(s)
 
 
-def _check_structure(model: Any) -> tuple[bool, str]:
+def _check_structure(model: Any, name_fix: bool = True) -> tuple[bool, str]:
     """onnx.checker (full, with shape inference) on the graph with initializers as inputs.
+
+    The graph is the translation before torch's optimizer; when the export call optimizes
+    (the default), a name given twice (an attribute `self.mean` and a `mean` the exporter
+    names, pytorch#168211) is renamed by its NameFixPass, so a failure is checked again
+    after that pass and only kept if it stays.
 
     Fake initializers cannot be serialized; turning them into graph inputs keeps
     the structure valid and checkable.
     """
     try:
         import onnx
-        import onnx_ir as ir
+        from onnx_ir.passes.common import NameFixPass
     except ImportError as e:
         return False, f"onnx/onnx_ir not importable: {e}"
+    try:
+        onnx.checker.check_model(_checkable(model), full_check=True)
+    except Exception as e:
+        problem = f"{type(e).__name__}: {first_line(str(e))}"
+        if not name_fix:
+            return False, problem
+        NameFixPass()(model)  # (in place, as torch's optimizer does)
+        try:
+            onnx.checker.check_model(_checkable(model), full_check=True)
+        except Exception:
+            return False, problem
+    return True, ""
+
+
+def _checkable(model: Any) -> Any:
+    """The model's proto with its (fake) initializers as graph inputs."""
+    import onnx_ir as ir
+
     inits = dict(model.graph.initializers)
     saved_inputs = list(model.graph.inputs)
     # Unused outputs (e.g. batch norm's saved mean in eval) carry placeholder shapes
@@ -257,8 +280,4 @@ def _check_structure(model: Any) -> tuple[bool, str]:
             model.graph.initializers[k] = v
         for out, shape in saved_shapes:
             out.shape = shape
-    try:
-        onnx.checker.check_model(proto, full_check=True)
-    except Exception as e:
-        return False, f"{type(e).__name__}: {first_line(str(e))}"
-    return True, ""
+    return proto
