@@ -305,6 +305,30 @@ def test_a_removed_export_call_is_analysed_but_not_ok(analyzer: Any, tmp_path: P
     assert "OLX802" in _codes(res)  # the model is still analysed
 
 
+def test_a_dynamo_export_call_with_positional_model_args_is_analysed(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """pytorch#113118: `torch.onnx.dynamo_export(fn, x)` (gone in torch 2.13): its model
+    arguments are positional; the call is analysed as torch.onnx.export and said to fail."""
+    import torch
+
+    assert not hasattr(torch.onnx, "dynamo_export")
+    script = """
+        import torch
+        import torch.onnx
+
+        torch.onnx.dynamo_export(lambda x: torch.unique(x) * 2, torch.arange(10))
+    """
+    root = _project(tmp_path, {"export.py": script})
+    call = line_of(root / "export.py", "torch.onnx.dynamo_export(")
+    res = _analyze(analyzer, root, "export.py", call)
+    assert "onnxlint" not in res.outcome, (res.outcome, res.violations)
+    assert res.outcome != "ok"
+    messages = [v.message for v in res.violations if v.line == call]
+    assert any("does not exist in torch" in m for m in messages), messages
+    assert not any("phase failed" in v.message for v in res.violations), res.violations
+
+
 def test_a_whole_pickled_model_whose_class_overrides_apply_keeps_its_architecture(
     analyzer: Any, tmp_path: Path
 ) -> None:

@@ -319,9 +319,16 @@ def _bind(call: Captured) -> dict[str, Any]:
             return out
         except (TypeError, ValueError):
             pass
+    if call.kind == "dynamo_export":  # (model, /, *model_args, export_options, **model_kwargs)
+        kwargs = dict(call.kwargs)
+        kwargs.pop("export_options", None)
+        return {
+            "model": call.args[0] if call.args else kwargs.pop("model", None),
+            "model_args": tuple(call.args[1:]),
+            "model_kwargs": kwargs,
+        }
     names = {
         "onnx": ["model", "args", "f"],
-        "dynamo_export": ["model", "args"],
         "torch.export": ["mod", "args", "kwargs"],
         "trace": ["func", "example_inputs"],
         "script": ["obj"],
@@ -341,7 +348,7 @@ def _unpack_call(rec: Analysis, call: Captured) -> str | None:
         args = a.get("args", ())
         kwargs = dict(a.get("kwargs") or {})
         if call.kind == "dynamo_export":
-            args = tuple(a.get("model_args") or a.get("args") or ())
+            args = tuple(a.get("model_args", ()))
             kwargs = dict(a.get("model_kwargs") or {})
         shapes = a.get("dynamic_shapes")
         opset = a.get("opset_version")
