@@ -270,7 +270,34 @@ def test_fake_quantize_observers_say_what_to_do(analyzer: Any, tmp_path: Path) -
     # one finding for the one cause (nothing from the graph traced past the observer's `if`)
     [v] = res.violations
     assert v.code == "OLX802" and v.line == line_of(mod, "self.fq(x)")
-    assert any("disable_observer" in n for n in v.notes)
+    assert any("prepare_qat_pt2e" in n and "observers on or off" in n for n in v.notes)
+
+
+BARE_FQ = """
+import torch
+
+
+def make():
+    fq = torch.ao.quantization.FakeQuantize().eval()
+    fq.disable_observer()
+    return fq, (torch.zeros(1, 1),), {}, None
+"""
+
+
+def test_a_fake_quantize_model_with_its_observer_off_still_fails_at_the_factory(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """pytorch#167063: FakeQuantize itself as the model, observer off: torch.export still
+    fails (its forward branches on the flag buffers); all of that code is torch's, so the
+    finding is at the factory's line that gives the model, and does not advise turning the
+    observers off."""
+    mod = _module(tmp_path, "barefq", BARE_FQ)
+    res = _analyze(analyzer, tmp_path, "barefq:make")
+    assert not _torch_exports(tmp_path, "barefq:make")
+    assert res.outcome == "fails at step 1/3 (torch.export)"
+    [v] = res.violations
+    assert v.code == "OLX802" and v.line == line_of(mod, "return fq"), v
+    assert not any("disable_observer" in n for n in v.notes), v.notes
 
 
 ALIASED = """

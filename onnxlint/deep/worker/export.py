@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from . import frames, torch_internals, wire
+from .inputs import example_site
 from .record import Analysis, cause, finding, first_line, place, resize_inputs
 
 PROBE_BUDGET_S = 30.0
@@ -263,8 +264,8 @@ def _report_assumed(rec: Analysis, assumed: list[dict[str, Any]]) -> None:
         f = finding(wire.KIND_DATA_DEPENDENT, "")
         rec.place_at(f, a["stack"])
         key = (f["file"], f["line"])
-        if key in known:
-            continue
+        if key in known or f["file"] is None:
+            continue  # (none: a site in torch's own code, past the first; nothing to point at)
         known.add(key)
         if a.get("value") is None:
             f["message"] = f"torch.export cannot decide the data-dependent condition {a['expr']}"
@@ -337,11 +338,11 @@ def _export_failure(
         rec.place_exc(f, e)
     files = {fr.filename.replace("\\", "/") for fr in frames.exception_stack(e)}
     if any(f.endswith(_OBSERVING) for f in files):
-        notes.append(
-            "A quantization observer (FakeQuantize, in QAT) looks at the data on every call: "
-            "turn the observers off before export (`model.apply(torch.ao.quantization."
-            "disable_observer)`), or convert the model first."
-        )
+        notes.append(_fake_quantize_advice())
+    if not f.get("file") and rec.factory_loc is not None:
+        # all of the failing code is torch's own (the model is a torch module such as
+        # FakeQuantize): the line where the target gives the model
+        place(f, example_site(rec))
     quantized = rec.result.get("quantized_at")
     if quantized and "PackedParams" in text:
         notes.append(
@@ -356,6 +357,19 @@ def _export_failure(
 
 
 _OBSERVING = ("torch/ao/quantization/fake_quantize.py", "torch/ao/quantization/observer.py")
+
+
+def _fake_quantize_advice() -> str:
+    """What to do about torch.ao's FakeQuantize: its forward branches on its own flag
+    buffers (`observer_enabled`, `fake_quant_enabled`), which torch.export traces as
+    data, so it fails there whether the observers are on or off (pytorch#167063)."""
+    return (
+        "torch.ao's FakeQuantize (QAT) branches on its flag buffers (`observer_enabled`, "
+        "`fake_quant_enabled`), which torch.export cannot decide on, with the observers "
+        "on or off: export the float model and quantize after export (PT2E: torchao's "
+        "prepare_qat_pt2e / convert_pt2e, or onnxruntime.quantization on the ONNX file), "
+        "or convert the QAT model first (torch.ao.quantization.convert)."
+    )
 
 
 def _report_specialized(
