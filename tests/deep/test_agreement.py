@@ -419,6 +419,40 @@ def test_a_name_torchs_optimizer_renames_is_not_a_checker_failure(
         onnx.checker.check_model(unoptimized, full_check=True)
 
 
+CONSISTENCY_CHECK = """
+import torch
+
+
+class MergeImageTokens(torch.nn.Module):
+    def forward(self, input_ids, embeds, vision):
+        mask = (input_ids == 7).reshape(-1)
+        n = mask.sum()
+        if n != vision.size(0):
+            raise ValueError(f"{n} image tokens, {vision.size(0)} embeddings")
+        flat = embeds.view(-1, embeds.size(-1))
+        flat = flat.masked_scatter(mask.unsqueeze(-1).expand(-1, flat.size(-1)), vision)
+        return flat.view(embeds.shape)
+
+
+def make():
+    ids = torch.tensor([[1, 7, 7, 7, 7, 2, 3, 4, 5, 6]])
+    return MergeImageTokens(), (ids, torch.randn(1, 10, 16), torch.randn(4, 16)), {}, None
+"""
+
+
+def test_a_consistency_check_the_placeholder_fails_is_decided_as_real_data_does(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """pytorch#150891 (Llama4's image-token merge): on placeholder sizes the `if n !=
+    vision.size(0)` took the `raise`, and the search stopped (OLX816); real data passes
+    the check, and explain finds one break and two graphs."""
+    mod = _module(tmp_path, "merge", CONSISTENCY_CHECK)
+    res = _analyze(analyzer, tmp_path, "merge:make")
+    assert not _at(res, "OLX816"), res.violations
+    assert _at(res, "OLX801") == _torch_breaks(tmp_path, "merge:make", mod)
+    assert res.data["explain"]["graphs"] == 2
+
+
 TWO = """
 import torch
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import traceback
 from typing import Any
 
 from . import torch_internals, wire
@@ -21,43 +22,42 @@ from .record import Analysis, cause, finding, first_line
 _GB_URL = re.compile(r"https://\S+/gb/(gb\d+)\.html")
 
 
+MAX_FLIPS = 3
+"""Runs again with a condition decided the other way, when the placeholder decision led
+into the model's own `raise`."""
+
+
 def run(rec: Analysis) -> None:
     explain_out: Any = None
     seen: list[Any] = []  # break reasons found before a line that stops the search
-    try:
-        with torch_internals.lenient_scalars(rec.fake_mode):
-            explain_out = torch_internals.explain(
-                rec.model, rec.args, rec.kwargs, rec.fake_mode, seen
-            )
-    except torch_internals.Unsupported as e:
-        rec.add(finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
-        rec.failed["explain"] = "unsupported torch"
-        return
-    except Exception as e:
-        _report_breaks(rec, seen)
-        if not torch_internals.is_fake_limitation(e):
-            # the model's own error: the export phase reports it (once) at its line
-            rec.failed["explain"] = f"{type(e).__name__}"
-            rec.result["skipped"]["explain"] = f"{type(e).__name__}: {first_line(str(e))}"
+    decisions = torch_internals.Decisions()
+    for attempt in range(MAX_FLIPS + 1):
+        seen = []
+        try:
+            with torch_internals.lenient_scalars(rec.fake_mode):
+                explain_out = torch_internals.explain(
+                    rec.model, rec.args, rec.kwargs, rec.fake_mode, seen, decisions
+                )
+            break
+        except torch_internals.Unsupported as e:
+            rec.add(finding(wire.KIND_TORCH_UNSUPPORTED, str(e)))
+            rec.failed["explain"] = "unsupported torch"
             return
-        rec.add(
-            rec.place_exc(
-                finding(
-                    wire.KIND_FAKE_MODE_LIMIT,
-                    f"graph-break search stopped here: {cause(e)}",
-                    notes=[
-                        "This code cannot run on fake tensors (no data), so the breaks "
-                        "after it were not looked for. `.numpy()` and data-dependent "
-                        "Python values are the usual causes."
-                    ],
-                ),
-                e,
-            )
+        except Exception as e:
+            flip = _decision_that_raised(e, decisions)
+            if flip is not None and attempt < MAX_FLIPS:
+                decisions.flipped.add(flip)
+                decisions.made.clear()
+                continue
+            _stopped(rec, e, seen)
+            break
+        finally:
+            with contextlib.suppress(Exception):
+                torch_internals.reset_dynamo()
+    if decisions.flipped:
+        rec.result["explain_decided_other_way"] = sorted(
+            f"{file}:{line}" for file, line in decisions.flipped
         )
-        rec.failed["explain"] = "stopped on fake tensors"
-    finally:
-        with contextlib.suppress(Exception):
-            torch_internals.reset_dynamo()
     if explain_out is None:
         return
     reasons = list(getattr(explain_out, "break_reasons", None) or ())
@@ -68,6 +68,50 @@ def run(rec: Analysis) -> None:
         "ops": int(getattr(explain_out, "op_count", 0)),
         "strict": bool(rec.target.get("strict")),
     }
+
+
+def _stopped(rec: Analysis, e: BaseException, seen: list[Any]) -> None:
+    """The run raised: keep the breaks found so far; say where the search stopped, unless
+    it is the model's own error (the export phase reports it, once, at its line)."""
+    _report_breaks(rec, seen)
+    if not torch_internals.is_fake_limitation(e):
+        rec.failed["explain"] = f"{type(e).__name__}"
+        rec.result["skipped"]["explain"] = f"{type(e).__name__}: {first_line(str(e))}"
+        return
+    rec.add(
+        rec.place_exc(
+            finding(
+                wire.KIND_FAKE_MODE_LIMIT,
+                f"graph-break search stopped here: {cause(e)}",
+                notes=[
+                    "This code cannot run on fake tensors (no data), so the breaks "
+                    "after it were not looked for. `.numpy()` and data-dependent "
+                    "Python values are the usual causes."
+                ],
+            ),
+            e,
+        )
+    )
+    rec.failed["explain"] = "stopped on fake tensors"
+
+
+def _decision_that_raised(
+    e: BaseException, decisions: torch_internals.Decisions
+) -> tuple[str, int] | None:
+    """The last yes/no condition decided at a placeholder in the file of the model's own
+    `raise` statement that ended the run, when there is one not yet flipped: a
+    consistency check (`if n != len(x): raise ValueError`) that the placeholder failed
+    and real data passes (pytorch#150891, Llama4's image-token merge)."""
+    tb = traceback.extract_tb(e.__traceback__)
+    if not tb:
+        return None
+    last = tb[-1]
+    if torch_internals.internal_file(last.filename) or not (last.line or "").startswith("raise"):
+        return None
+    for line, _answer in reversed(decisions.made):
+        if line[0] == last.filename and line[1] < (last.lineno or 0):
+            return None if line in decisions.flipped else line
+    return None
 
 
 def _report_breaks(rec: Analysis, reasons: list[Any]) -> None:

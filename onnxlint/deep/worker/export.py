@@ -339,10 +339,6 @@ def _export_failure(
     files = {fr.filename.replace("\\", "/") for fr in frames.exception_stack(e)}
     if any(f.endswith(_OBSERVING) for f in files):
         notes.append(_fake_quantize_advice())
-    if not f.get("file") and rec.factory_loc is not None:
-        # all of the failing code is torch's own (the model is a torch module such as
-        # FakeQuantize): the line where the target gives the model
-        place(f, example_site(rec))
     quantized = rec.result.get("quantized_at")
     if quantized and "PackedParams" in text:
         notes.append(
@@ -353,6 +349,10 @@ def _export_failure(
         )
         if not f.get("file"):
             place(f, quantized)
+    if not f.get("file") and rec.factory_loc is not None:
+        # all of the failing code is torch's own (the model is a torch module such as
+        # FakeQuantize): the line where the target gives the model
+        place(f, example_site(rec))
     rec.add(f)
 
 

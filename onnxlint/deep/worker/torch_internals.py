@@ -10,7 +10,9 @@ when this torch does not have what it needs, so the caller can report
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
 import re
 import sys
 import traceback
@@ -97,15 +99,27 @@ def fake_mode_class() -> type[Any]:
                         if func is torch.ops.aten.is_nonzero.default:
                             return bool(constant)
                         return constant.item()
-                if func is torch.ops.aten.equal.default:
-                    return True
                 dtype = getattr(t, "dtype", torch.float32)
-                if dtype == torch.bool:
-                    return True
+                if (
+                    func in (torch.ops.aten.equal.default, torch.ops.aten.is_nonzero.default)
+                    or dtype == torch.bool
+                ):
+                    return self._decide(True)
                 if dtype.is_floating_point or dtype.is_complex:
                     return 1.0
                 return PLACEHOLDER_INTS[0]
             return super().dispatch(func, types, args, kwargs)
+
+        def _decide(self, answer: bool) -> bool:
+            """A placeholder yes/no, the other way at a line `decisions` flipped."""
+            decisions = getattr(self.shape_env, "decisions", None)
+            if decisions is None:
+                return answer
+            line = _user_line()
+            if line in decisions.flipped:
+                answer = not answer
+            decisions.made.append((line, answer))
+            return answer
 
     return LenientFakeTensorMode
 
@@ -137,22 +151,39 @@ def explain(
     kwargs: dict[str, Any],
     fake_mode: Any = None,
     seen: list[Any] | None = None,
+    decisions: Decisions | None = None,
 ) -> Any:
     """`torch._dynamo.explain` on the fake model. With the fake mode given, it gets a
     ShapeEnv for the run (`unbacked_sizes`): an op whose output size depends on the data
     (`nonzero`, boolean indexing, `unique`) then runs eagerly after its graph break, as on
     real tensors, instead of raising DynamicOutputShapeException and ending the search.
     `seen` gets the break reasons gathered so far, so that they are not lost when a later
-    line stops the run."""
+    line stops the run. `decisions`: the conditions to decide the other way, and where
+    the run decided at a placeholder (see `Decisions`)."""
     import torch._dynamo
 
     torch._dynamo.reset()
-    with unbacked_sizes(fake_mode), _breaks_so_far(seen):
+    with unbacked_sizes(fake_mode, decisions), _breaks_so_far(seen):
         return torch._dynamo.explain(model)(*args, **kwargs)
 
 
+@dataclasses.dataclass
+class Decisions:
+    """Data-dependent yes/no conditions decided at placeholder sizes in one run.
+
+    `flipped`: the user lines whose condition is decided the other way (the placeholder
+    took the branch that raises: `if num_tokens != n: raise ValueError(...)`, a model's
+    own consistency check, which real data passes). `made`: the user lines decided, in
+    order, with the answer given."""
+
+    flipped: set[tuple[str, int]] = dataclasses.field(default_factory=set)
+    made: collections.deque[tuple[tuple[str, int], bool]] = dataclasses.field(
+        default_factory=lambda: collections.deque(maxlen=256)
+    )
+
+
 @contextlib.contextmanager
-def unbacked_sizes(fake_mode: Any) -> Iterator[None]:
+def unbacked_sizes(fake_mode: Any, decisions: Decisions | None = None) -> Iterator[None]:
     """Give a fake mode without one a ShapeEnv for a while: data-dependent output sizes
     become unbacked symbols (as under torch.export's own fake mode), and what Python asks
     of them is decided as if each were `PLACEHOLDER_INTS[0]` (`if idx.numel() == 0:` goes
@@ -160,7 +191,7 @@ def unbacked_sizes(fake_mode: Any) -> Iterator[None]:
     if fake_mode is None or getattr(fake_mode, "shape_env", None) is not None:
         yield
         return
-    fake_mode.shape_env = _placeholder_shape_env()
+    fake_mode.shape_env = _placeholder_shape_env(decisions or Decisions())
     try:
         yield
     finally:
@@ -175,7 +206,7 @@ MAX_PLACEHOLDER_DECISIONS = 10_000
 a loop is waiting on the data and the search stops there (OLX816)."""
 
 
-def _placeholder_shape_env() -> Any:
+def _placeholder_shape_env(decisions: Decisions) -> Any:
     import sympy  # type: ignore[import-untyped]
 
     try:
@@ -185,6 +216,7 @@ def _placeholder_shape_env() -> Any:
 
     class PlaceholderShapeEnv(ShapeEnv):
         decided = 0
+        decisions: Decisions
         per_line: dict[tuple[str, int], int]
 
         def _evaluate_expr(
@@ -201,6 +233,11 @@ def _placeholder_shape_env() -> Any:
                 size = self._placeholder()
                 values.update({s: size for s in free_symbols(orig_expr) if s not in values})
                 decided = substitute(orig_expr, values)
+                if isinstance(decided, bool):
+                    line = _user_line()
+                    if line in decisions.flipped:
+                        decided = not decided
+                    decisions.made.append((line, decided))
                 if decided is not None:
                     self.decided += 1
                     if self.decided > MAX_PLACEHOLDER_DECISIONS:
@@ -221,21 +258,29 @@ def _placeholder_shape_env() -> Any:
                 self.per_line = {}
             return PLACEHOLDER_INTS[0] if not _looping(self.per_line) else 0
 
-    return PlaceholderShapeEnv()
+    env = PlaceholderShapeEnv()
+    env.decisions = decisions
+    return env
 
 
 def _looping(per_line: dict[tuple[str, int], int]) -> bool:
     """Count one data-dependent decision at the user's line that asks for it; True once
     that line has decided `LOOP_DECISIONS` times (a loop that waits on the data)."""
-    f: Any = sys._getframe(2)
-    while f is not None and _internal_file(f.f_code.co_filename):
-        f = f.f_back
-    key = (f.f_code.co_filename, f.f_lineno) if f is not None else ("", 0)
+    key = _user_line()
     per_line[key] = per_line.get(key, 0) + 1
     return per_line[key] > LOOP_DECISIONS
 
 
-def _internal_file(name: str) -> bool:
+def _user_line() -> tuple[str, int]:
+    """(file, line) of the innermost frame outside torch, sympy and this worker."""
+    f: Any = sys._getframe(1)
+    while f is not None and internal_file(f.f_code.co_filename):
+        f = f.f_back
+    return (f.f_code.co_filename, f.f_lineno) if f is not None else ("", 0)
+
+
+def internal_file(name: str) -> bool:
+    """A file of torch, sympy or this worker (not the user's code)."""
     name = name.replace("\\", "/")
     return "/torch/" in name or "/sympy/" in name or "/onnxlint/deep/worker/" in name
 
