@@ -605,6 +605,63 @@ def test_a_loop_that_waits_on_the_data_ends(analyzer: Any, tmp_path: Path) -> No
     assert line_of(mod, "while len(idx) > 0") in _at(res, "OLX802") + _at(res, "OLX803")
 
 
+NMS = """
+import torch
+
+
+def nms(boxes, scores, iou: float):
+    if boxes.numel() == 0:
+        return torch.empty((0,), dtype=torch.int64)
+    order = scores.argsort(descending=True)
+    keep = []
+    while order.numel() > 0:
+        i = order[0]
+        keep.append(i)
+        if order.numel() == 1:
+            break
+        rest = order[1:]
+        lt = torch.maximum(boxes[i, :2], boxes[rest, :2])
+        rb = torch.minimum(boxes[i, 2:], boxes[rest, 2:])
+        inter = (rb - lt).clamp(min=0).prod(dim=1)
+        area = (boxes[:, 2:] - boxes[:, :2]).prod(dim=1)
+        order = rest[inter / (area[i] + area[rest] - inter) <= iou]
+    return torch.stack(keep)
+
+
+class Post(torch.nn.Module):
+    def forward(self, boxes, scores):
+        inds = torch.where(scores > 0.05)[0]
+        boxes, scores = boxes[inds], scores[inds]
+        keep = nms(boxes, scores, 0.5)
+        return boxes[keep], scores[keep]
+
+
+def make():
+    torch.manual_seed(0)
+    xy = torch.rand(20, 2) * 50
+    boxes = torch.cat([xy, xy + 5 + torch.rand(20, 2) * 20], dim=1)
+    return Post(), (boxes, torch.rand(20)), {}, None
+"""
+
+
+def test_nms_post_processing_breaks_where_torch_breaks(analyzer: Any, tmp_path: Path) -> None:
+    """pytorch#146152: after the break at `torch.where`, the code runs eagerly with real
+    sizes on real tensors, so `if boxes.numel() == 0:` and the loop's `while` are no
+    breaks there; the loop's indexing with `order[0]` is (twice)."""
+    mod = _module(tmp_path, "post", NMS)
+    res = _analyze(analyzer, tmp_path, "post:make", timeout=120.0)
+    torch_lines = _torch_breaks(tmp_path, "post:make", mod)
+    assert _at(res, "OLX801") == torch_lines, res.violations
+    model, args, kwargs, _ = _factory(tmp_path, "post:make")
+    torch._dynamo.reset()
+    try:
+        out = torch._dynamo.explain(model)(*args, **kwargs)
+    finally:
+        torch._dynamo.reset()
+    assert res.data["explain"]["breaks"] == out.graph_break_count
+    assert res.data["explain"]["graphs"] == out.graph_count
+
+
 DRY_RUN_NETS = """
 import torch
 

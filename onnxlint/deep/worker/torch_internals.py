@@ -108,7 +108,49 @@ def fake_mode_class() -> type[Any]:
                 if dtype.is_floating_point or dtype.is_complex:
                     return 1.0
                 return PLACEHOLDER_INTS[0]
-            return super().dispatch(func, types, args, kwargs)
+            out = super().dispatch(func, types, args, kwargs)
+            if self.concrete_sizes and torch.Tag.dynamic_output_shape in func.tags:
+                return self._concrete(out)
+            return out
+
+        concrete_sizes = False
+
+        def _concrete(self, out: Any) -> Any:
+            """The output of a data-dependent-size op run eagerly (between two of
+            dynamo's graphs) at a placeholder size: on real tensors it has a real size,
+            so the code after it (a resumed frame) sees a number, not a symbol, and
+            `if boxes.numel() == 0:` is no graph break there, as with real data."""
+            env = self.shape_env
+            if env is None:
+                return out
+            values = dict(symbol_hints(env))
+            ranges = getattr(env, "var_to_range", {})
+
+            def size_of(sym: Any) -> None:
+                if sym not in values:
+                    # the larger placeholder: a data-dependent index (`.item()`, the
+                    # smaller one) then stays in range, as real data's does
+                    looping = hasattr(env, "_placeholder") and env._placeholder() == 0
+                    n = 0 if looping else PLACEHOLDER_INTS[1]
+                    upper: Any = getattr(ranges.get(sym), "upper", None)
+                    with contextlib.suppress(Exception):
+                        n = min(n, int(upper))
+                    values[sym] = n
+
+            def fix(t: Any) -> Any:
+                if not isinstance(t, torch.Tensor):
+                    return t
+                exprs = [size_expr(d) for d in t.shape]
+                syms = set().union(*(free_symbols(e) for e in exprs)) if exprs else set()
+                if not syms:
+                    return t
+                for sym in syms:
+                    size_of(sym)
+                shape = [substitute(e, values) for e in exprs]
+                sizes = [n for n in shape if isinstance(n, int)]
+                return t.new_empty(sizes) if len(sizes) == len(shape) else t
+
+            return torch.utils._pytree.tree_map(fix, out)
 
         def _decide(self, answer: bool) -> bool:
             """A placeholder yes/no, the other way at a line `decisions` flipped."""
@@ -163,8 +205,21 @@ def explain(
     import torch._dynamo
 
     torch._dynamo.reset()
-    with unbacked_sizes(fake_mode, decisions), _breaks_so_far(seen):
+    with unbacked_sizes(fake_mode, decisions), _breaks_so_far(seen), _concrete(fake_mode):
         return torch._dynamo.explain(model)(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def _concrete(fake_mode: Any) -> Iterator[None]:
+    """Data-dependent sizes of ops run eagerly become placeholder numbers for a while."""
+    if fake_mode is None or not hasattr(fake_mode, "concrete_sizes"):
+        yield
+        return
+    fake_mode.concrete_sizes = True
+    try:
+        yield
+    finally:
+        fake_mode.concrete_sizes = False
 
 
 @dataclasses.dataclass
