@@ -215,11 +215,28 @@ def _concrete(fake_mode: Any) -> Iterator[None]:
     if fake_mode is None or not hasattr(fake_mode, "concrete_sizes"):
         yield
         return
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    def format_as_a_number(self: Any, spec: str) -> str:
+        # torch.Tensor.__format__ formats a 0-d tensor as its number, but only for plain
+        # tensors: `f"expert_{idx[0]}"` (transformers' MoE experts) must not read
+        # "expert_FakeTensor(...)"; the number is the lenient scalar's (`.item()`)
+        if self.dim() == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    had = "__format__" in vars(FakeTensor)
+    old = vars(FakeTensor).get("__format__")
     fake_mode.concrete_sizes = True
+    FakeTensor.__format__ = format_as_a_number  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
         fake_mode.concrete_sizes = False
+        if had:
+            FakeTensor.__format__ = old  # type: ignore[method-assign]
+        else:
+            del FakeTensor.__format__
 
 
 @dataclasses.dataclass
