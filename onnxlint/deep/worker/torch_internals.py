@@ -228,13 +228,13 @@ def _concrete(fake_mode: Any) -> Iterator[None]:
     had = "__format__" in vars(FakeTensor)
     old = vars(FakeTensor).get("__format__")
     fake_mode.concrete_sizes = True
-    FakeTensor.__format__ = format_as_a_number  # type: ignore[method-assign,assignment]
+    FakeTensor.__format__ = format_as_a_number  # type: ignore[method-assign]
     try:
         yield
     finally:
         fake_mode.concrete_sizes = False
         if had:
-            FakeTensor.__format__ = old  # type: ignore[method-assign]
+            FakeTensor.__format__ = old  # type: ignore[method-assign,assignment]
         else:
             del FakeTensor.__format__
 
