@@ -15,9 +15,12 @@ class FakeModeLimitation(Rule):
     end). It is a limitation of the analysis, not an error in the model, and the code after
     this line is not searched for breaks. What fake tensors can go past is not reported:
     init functions with data checks (`torch.nn.init.trunc_normal_`), data-dependent output
-    sizes (`nonzero`, boolean indexing, `unique`, expert routing; the search goes on with
-    unbacked sizes, as torch.export does), and eager-mode int8 models (built with real
-    tensors instead). Skip such code when the environment variable `ONNXLINT_DEEP` is set.
+    sizes (`nonzero`, boolean indexing, `unique`, expert routing, NMS loops; the search
+    goes on with unbacked sizes, as torch.export does, and with a number where the op runs
+    between two graphs, as real data gives), a consistency check on such a size (`if n !=
+    m: raise ...`, decided as real data passes it), and eager-mode int8 models (built with
+    real tensors instead). Skip such code when the environment variable `ONNXLINT_DEEP` is
+    set.
 
     ## Why is this bad?
     Such code also breaks fake-tensor (weightless) export and `torch.compile`; with real
