@@ -237,7 +237,12 @@ def _joined(whats: list[str]) -> str:
 def _script_words(r: DeepResult) -> str:
     """A script target in words: which call it ran to, and what it faked on the way."""
     call = (r.data or {}).get("script_call") or {}
-    text = f"ran `{r.target.name.rpartition(':')[0] or r.target.name}` up to its export call"
+    script = r.target.name.rpartition(":")[0] or r.target.name
+    function = (r.target.extra or {}).get("function")
+    if function:  # the editor's lens over a call in a function: it imports and calls it
+        text = f"called `{function}()` of `{script}` (imported, not run) up to its export call"
+    else:
+        text = f"ran `{script}` up to its export call"
     if call:
         text += f" `{call.get('name')}` on line {call.get('line')}"
     skipped = script_skipped(r, r.target.root)

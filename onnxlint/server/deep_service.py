@@ -164,10 +164,8 @@ class DeepService:
         key = (str(root), python)
         a = self.analyzers.get(key)
         if a is None:
-            from onnxlint.deep.run import CACHE_SUBDIR
-
             a = self.analyzers[key] = mod.DeepAnalyzer(
-                python, cache_dir=root / CACHE_SUBDIR, background=True
+                python, cache_dir=cache_folder(root), background=True
             )
         targets, _ = self.targets(uri)
         a.set_targets(targets)
@@ -177,17 +175,20 @@ class DeepService:
         """The target a code lens / command argument names, or DeepUnavailable."""
         script = spec.get("script")
         if isinstance(script, str) and isinstance(spec.get("line"), int):
+            function = spec.get("function")
+            if isinstance(function, str) and function.isidentifier():
+                return self._function_target(uri, Path(script), spec["line"], function)
             return self._script_target(uri, Path(script), spec["line"])
         targets, problems = self.targets(uri)
         by_name = {t.name: t for t in targets}
         name = spec.get("target")
         if isinstance(name, str):
             if name in by_name:
-                return by_name[name]
+                return self._with_call(uri, by_name[name], spec)
             raise DeepUnavailable(f"onnxlint: no analysis target named {name!r}")
         # No target named (a bare "Analyze export" from a client without code lenses): the
-        # target of the file's lens at `line`, else its first one; the lenses choose the
-        # target by the class each export exports (see targets.py), or run the script.
+        # target of the file's lens at `line`, else its first one; the lenses choose what
+        # each export call runs (see targets.py).
         doc = self.server.workspace.text_documents.get(uri)
         text = doc.source if doc is not None else Path(self.server.path_of(uri)).read_text()
         lenses = lenses_for(self.server, uri, text, lambda u: self.targets(u)[0])
@@ -195,15 +196,35 @@ class DeepService:
         line = spec.get("line")
         at_line = [x for x in lenses if x.line == line]
         for lens in at_line or lenses:
-            if "script" in lens.argument:
-                return self._script_target(uri, Path(lens.argument["script"]), lens.line)
-            return by_name[lens.argument["target"]]
+            if "script" in lens.argument or lens.argument.get("target") in by_name:
+                return self.resolve_target(uri, lens.argument)
         if not targets:
             extra = f" ({problems[0].message})" if problems else ""
             raise DeepUnavailable(f"onnxlint: no analysis target found{extra}: {NO_TARGET_HELP}")
         raise DeepUnavailable(
             f"onnxlint: no analysis target builds a model of this file; {NO_TARGET_HELP}"
         )
+
+    def _with_call(self, uri: str, target: Any, spec: dict[str, Any]) -> Any:
+        """A declared target run for one export call: with the call's opset and dynamic
+        shapes (what the call states literally), named after the call when they differ."""
+        call = spec.get("call")
+        line = spec.get("line")
+        if not isinstance(call, dict) or not isinstance(line, int):
+            return target
+        changes: dict[str, Any] = {}
+        opset = call.get("opset")
+        if isinstance(opset, int) and opset != target.opset:
+            changes["opset"] = opset
+        shapes = call.get("dynamic_shapes")
+        if isinstance(shapes, dict) and shapes != target.dynamic_shapes:
+            changes["dynamic_shapes"] = {
+                str(k): {int(i): n for i, n in v.items()} for k, v in shapes.items()
+            }
+        if not changes:
+            return target
+        where = Path(self.server.path_of(uri)).name
+        return dataclasses.replace(target, name=f"{target.name} ({where}:{line})", **changes)
 
     def _script_target(self, uri: str, script: Path, line: int) -> Any:
         """The target that runs an export script up to its call at `line` (no set-up)."""
@@ -214,6 +235,47 @@ class DeepService:
         if not script.is_file():
             raise DeepUnavailable(f"onnxlint: {script} is not a file on disk; save it first")
         return script_target(script, line, root, script_argv(script, root, cfg.scripts))
+
+    def _function_target(self, uri: str, script: Path, line: int, function: str) -> Any:
+        """The target that imports `script` (its `__main__` block does not run) and calls
+        its no-argument `function`, up to the export call at `line` in it. The worker runs
+        scripts: a small one, written to the project's cache folder, does this."""
+        from onnxlint.deep.scripts import script_target
+        from onnxlint.deep.targets import module_name_for
+
+        root = self._root(uri)
+        if not script.is_file():
+            raise DeepUnavailable(f"onnxlint: {script} is not a file on disk; save it first")
+        script = script.resolve()
+        module = module_name_for(script, root) or "__onnxlint_lens__"
+        folder = cache_folder(root) / "lens"
+        folder.mkdir(parents=True, exist_ok=True)
+        stem = module.replace(".", "_")
+        driver = folder / f"{stem}__{function}.py"
+        text = (
+            f"# Written by onnxlint for the code lens over {script.name}:{line}: imports\n"
+            f"# {script} (its __main__ block does not run) and calls {function}(), whose\n"
+            "# export call the deep analysis captures.\n"
+            "import importlib.util\n"
+            "import sys\n\n"
+            f"sys.path[:0] = [{str(script.parent)!r}, {str(root)!r}]\n"
+            f"spec = importlib.util.spec_from_file_location({module!r}, {str(script)!r})\n"
+            "module = importlib.util.module_from_spec(spec)\n"
+            f"sys.modules[{module!r}] = module\n"
+            "spec.loader.exec_module(module)\n"
+            f"module.{function}()\n"
+        )
+        if _read(str(driver)) != text:
+            driver.write_text(text, encoding="utf-8")
+        rel = os.path.relpath(script, root) if str(script).startswith(str(root)) else str(script)
+        target = script_target(driver, None, root)
+        return dataclasses.replace(
+            target,
+            name=f"{rel}:{line}",
+            decl_path=script,
+            decl_line=line,
+            extra={"function": function, "script": str(script)},
+        )
 
     # ------------------------------------------------------------------ running
 
@@ -468,6 +530,27 @@ class DeepService:
             except Exception:
                 log.exception("stopping the deep worker failed")
         self.analyzers.clear()
+
+
+def cache_folder(root: Path) -> Path:
+    """`<root>/.onnxlint_cache/deep`, made with the `.gitignore` and `CACHEDIR.TAG` the
+    CLI's cache folder has (so it is never committed, nor backed up)."""
+    from onnxlint.deep.run import CACHE_SUBDIR
+
+    folder = root / CACHE_SUBDIR
+    top = root / CACHE_SUBDIR.parts[0]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not (top / ".gitignore").exists():
+            (top / ".gitignore").write_text("# created by onnxlint\n*\n", encoding="utf-8")
+        if not (top / "CACHEDIR.TAG").exists():
+            (top / "CACHEDIR.TAG").write_text(
+                "Signature: 8a477f597d28d172789f06886806bc55\n# onnxlint results cache\n",
+                encoding="utf-8",
+            )
+    except OSError as exc:
+        log.warning("cannot make the cache folder %s: %s", folder, exc)
+    return folder
 
 
 def digest(text: str) -> str:

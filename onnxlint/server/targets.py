@@ -1,17 +1,27 @@
 """Which target an "Analyze export" runs: the lenses over export calls, model classes and
 target factories (the code lens feature, code_lens.py, shows them; the deep service runs them).
 
-Which target a lens runs is decided by what the static engine knows, never by names in the
-text: the project index's export sites (`onnxlint.project.exports.export_sites`) say which
-class each export call exports, and `returned_classes` says which classes each declared deep
-target (`onnxlint.deep.targets`) builds. A lens runs the target whose model is the class the
-call exports; over an export call that no target builds, in a script, the lens runs the
-script itself up to that call (`onnxlint.deep.scripts`: no set-up), and a second lens offers
-to create a target (`onnxlint.createTarget`). Each lens names what it analyses.
+A lens over an export call analyses that call: its model, its arguments, its exporter, opset
+and dynamic dims. Its title names the model (the class the project index's export sites,
+`onnxlint.project.exports.export_sites`, say the call exports), the call's exporter, opset and
+dynamic dims, and how it is analysed:
+
+- `runs this script`: the call is reached when the file runs as a script (at module level,
+  or in a function the module-level code calls); the worker runs the script up to it
+  (`onnxlint.deep.scripts`, no set-up);
+- `runs name()`: the call is in a module-level function that takes no required argument
+  (`export_to_memory()`); the worker imports the module and calls it, up to the call;
+- `target NAME`: else, a declared deep target (`onnxlint.deep.targets`) whose factory builds
+  the call's model (`returned_classes`), run with the call's opset and dynamic shapes where
+  the call gives them literally.
+
+An export call none of these can analyse gets a lens that offers to create a target
+(`onnxlint.createTarget`). Lenses over model classes and target factories run the target.
 """
 
 from __future__ import annotations
 
+import ast
 import logging
 import os
 from collections.abc import Callable
@@ -55,6 +65,112 @@ def target_classes(index: Any, target: Any) -> set[ClassKey]:
     if facts is None or func is None:
         return set()
     return {(_real(f.path), c.name) for f, c in returned_classes(index, facts, func, depth=2)}
+
+
+@dataclass(frozen=True)
+class ScriptReach:
+    """What runs a line of a file: running it as a script, or calling a function of it."""
+
+    reached: frozenset[int]  # lines that run when the file runs as a script
+    functions: tuple[tuple[int, int, str], ...]  # (first, last line, name) of no-argument defs
+
+    def function_at(self, line: int) -> str | None:
+        return next((n for a, b, n in self.functions if a <= line <= b), None)
+
+
+def script_reach(text: str, script: bool) -> ScriptReach:
+    """The lines a run of the file reaches (module-level code and the module-level functions
+    it calls, transitively, by name) and its module-level functions callable with no
+    argument. Static and approximate: a function called through a variable is not seen."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return ScriptReach(frozenset(), ())
+    defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    top: list[ast.stmt] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs[node.name] = node
+        elif not isinstance(node, ast.ClassDef):
+            top.append(node)
+
+    def called(nodes: list[ast.stmt]) -> set[str]:
+        return {
+            n.func.id
+            for stmt in nodes
+            for n in ast.walk(stmt)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in defs
+        }
+
+    reached: set[int] = set()
+    if script:
+        todo, seen = called(top), set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            todo |= called(defs[name].body)
+        for stmt in top + [defs[n] for n in seen]:
+            reached.update(range(stmt.lineno, (stmt.end_lineno or stmt.lineno) + 1))
+
+    def no_arguments(f: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        a = f.args
+        required = len(a.posonlyargs) + len(a.args) - len(a.defaults)
+        return required == 0 and all(d is not None for d in a.kw_defaults)
+
+    functions = tuple(
+        (f.lineno, f.end_lineno or f.lineno, f.name)
+        for f in defs.values()
+        if isinstance(f, ast.FunctionDef) and no_arguments(f)
+    )
+    return ScriptReach(frozenset(reached), functions)
+
+
+def call_settings(facts: Any, site: Any) -> dict[str, Any]:
+    """What the export call at `site` states literally: its opset, and its `dynamic_shapes`
+    when it is a dict of `{dim index: name}` dicts (what a target's dynamic-shapes takes)."""
+    from onnxlint.project.exports import call_line
+
+    out: dict[str, Any] = {}
+    for call in facts.semantic.export_calls:
+        if call_line(facts, call.node) != site.line:
+            continue
+        for name in ("opset_version", "opset"):
+            arg = call.arg(name)
+            if arg is not None:
+                value = _literal(arg.value)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    out["opset"] = value
+        arg = call.arg("dynamic_shapes")
+        value = _literal(arg.value) if arg is not None else None
+        if isinstance(value, dict) and all(
+            isinstance(k, str) and isinstance(v, dict) and all(isinstance(i, int) for i in v)
+            for k, v in value.items()
+        ):
+            out["dynamic_shapes"] = value
+        break
+    return out
+
+
+def _literal(node: Any) -> Any:
+    import libcst as cst
+
+    try:
+        code = cst.Module([]).code_for_node(node)
+        return ast.literal_eval(code)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def call_words(site: Any, settings: dict[str, Any]) -> str:
+    """`TorchScript exporter, opset 13, dynamic batch, width`: the call, as the lens names it."""
+    words = [site.exporter]
+    if "opset" in settings:
+        words.append(f"opset {settings['opset']}")
+    if site.dims:
+        words.append(f"dynamic {site.dims}")
+    return ", ".join(words)
 
 
 def _class_line(facts: Any, cls: Any) -> int | None:
@@ -111,38 +227,43 @@ def lenses_for(
                 if line is not None and key in builds[t.name]:
                     out.append(analyze(line, t.name))
         script = is_script(text) and ls.is_file(uri)
+        reach = script_reach(text, script) if ls.is_file(uri) else ScriptReach(frozenset(), ())
         for site, classes in export_sites(index, facts):
+            what = classes[0][1].name if classes else "the model"
+            settings = call_settings(facts, site)
+            call = call_words(site, settings)
             keys = {(_real(f.path), c.name) for f, c in classes}
             chosen = [t.name for t in targets if keys & builds[t.name]]
-            for name in chosen:
-                out.append(analyze(site.line, name))
-            if chosen:
+            function = reach.function_at(site.line)
+            arg: dict[str, Any] = {"line": site.line}
+            if site.line in reach.reached:  # no set-up: the lens runs this script up to it
+                how, arg = "runs this script", {**arg, "script": here}
+            elif function is not None:  # the lens calls the function that makes the call
+                how, arg = f"runs {function}()", {**arg, "script": here, "function": function}
+            elif chosen:  # a declared target builds its model: with the call's settings
+                how, arg = f"target {chosen[0]}", {**arg, "target": chosen[0], "call": settings}
+            else:
+                how = ""
+            if how:
+                out.append(
+                    Lens(site.line, f"Analyze export ({what}, {call}: {how})", ANALYZE_EXPORT, arg)
+                )
+            if chosen or not classes:
                 continue
-            what = classes[0][1].name if classes else f"line {site.line}"
-            if script:  # no set-up: the lens runs this script up to this call
-                out.append(
-                    Lens(
-                        site.line,
-                        f"Analyze export ({what}, runs this script)",
-                        ANALYZE_EXPORT,
-                        {"line": site.line, "script": here},
-                    )
+            f, c = classes[0]
+            title = (
+                f"Create a target for {c.name}"
+                if how
+                else f"No analysis target builds {c.name}: create one"
+            )
+            out.append(
+                Lens(
+                    site.line,
+                    title,
+                    CREATE_TARGET,
+                    {"line": site.line, "class": c.name, "path": f.path},
                 )
-            if classes:
-                f, c = classes[0]
-                title = (
-                    f"Create a target for {c.name}"
-                    if script
-                    else f"No analysis target builds {c.name}: create one"
-                )
-                out.append(
-                    Lens(
-                        site.line,
-                        title,
-                        CREATE_TARGET,
-                        {"line": site.line, "class": c.name, "path": f.path},
-                    )
-                )
+            )
         unique = {(lens.line, lens.title): lens for lens in out}
         return sorted(unique.values(), key=lambda lens: (lens.line, lens.title))
     finally:

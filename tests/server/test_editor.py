@@ -35,7 +35,9 @@ async def _lenses(lsp: Client, path: Path) -> list[tuple[int, str, list[object]]
     out = []
     for lens in lenses:
         assert lens.command is not None
-        out.append((lens.range.start.line + 1, lens.command.title, lens.command.arguments or []))
+        out.append(
+            (lens.range.start.line + 1, lens.command.title, list(lens.command.arguments or []))
+        )
     return out
 
 
@@ -44,22 +46,45 @@ def _line_of(path: Path, needle: str) -> int:
     return next(i for i, line in enumerate(lines, 1) if needle in line)
 
 
-async def test_export_call_lens_runs_the_target_that_builds_the_exported_class(
+async def test_each_export_call_lens_names_and_analyses_its_own_call(
     lsp: Client, project: Path
 ) -> None:
-    """examples/export.py exports DetectorHead; both targets live in vision/targets.py, and
-    the lens over `tox.export(` must run `detector`, not the first target of that module."""
+    """Issue 27, item 3: the three export calls of examples/export.py (all DetectorHead, which
+    the declared `detector` target builds) each get a lens that names that call's exporter,
+    opset and dynamic dims and runs that call: the one `__main__` reaches by running the
+    script, the two in no-argument functions by calling the function. A call neither reaches
+    (a function with arguments, in a module) runs the declared target that builds its model,
+    with the call's opset, and the lens says which target."""
     await start(lsp, "vscode", folders=[project])
     export = project / "export.py"
     lenses = await _lenses(lsp, export)
-    by_line = {line: title for line, title, _ in lenses}
-    assert by_line[_line_of(export, "tox.export(")] == "Analyze export (detector)"
-    assert by_line[_line_of(export, "torch.onnx.export(")] == "Analyze export (detector)"
-    for _, title, args in lenses:  # every lens says what it analyses
-        assert title != "Analyze export"
-        assert "(" in title or title.startswith("No analysis target builds")
-        if title.startswith("Analyze export"):
-            assert isinstance(args[1], dict) and args[1]["target"] in title
+    by_line = {line: (title, args) for line, title, args in lenses}
+    here = str(export.resolve())
+    legacy = _line_of(export, "tox.export(")
+    assert by_line[legacy] == (
+        "Analyze export (DetectorHead, TorchScript exporter, opset 13, dynamic batch, width: "
+        "runs this script)",
+        [uri_of(export), {"line": legacy, "script": here}],
+    )
+    old = _line_of(export, "torch.onnx.dynamo_export(")
+    assert by_line[old] == (
+        "Analyze export (DetectorHead, torch.onnx.dynamo_export: runs export_with_dynamo_export())",
+        [uri_of(export), {"line": old, "script": here, "function": "export_with_dynamo_export"}],
+    )
+    memory = _line_of(export, "torch.onnx.export(")
+    assert by_line[memory] == (
+        "Analyze export (DetectorHead, dynamo exporter, opset 13, dynamic batch: "
+        "runs export_to_memory())",
+        [uri_of(export), {"line": memory, "script": here, "function": "export_to_memory"}],
+    )
+    for _, title, _args in lenses:  # every lens says what it analyses
+        assert title != "Analyze export" and "(" in title
+    deploy = project / "vision" / "deploy.py"
+    deploy.write_text(DEPLOY)
+    (line, title, args), *rest = [x for x in await _lenses(lsp, deploy) if "Analyze" in x[1]]
+    assert not rest and line == _line_of(deploy, "torch.onnx.export(")
+    assert title == "Analyze export (DetectorHead, dynamo exporter, opset 17: target detector)"
+    assert args[1] == {"line": line, "target": "detector", "call": {"opset": 17}}
     classifier = project / "vision" / "classifier.py"
     titles = {title for _, title, _ in await _lenses(lsp, classifier)}
     assert titles == {"Analyze export (classifier)"}
@@ -69,6 +94,65 @@ async def test_export_call_lens_runs_the_target_that_builds_the_exported_class(
         (_line_of(targets, "def classifier"), "Analyze export (classifier)"),
         (_line_of(targets, "def detector"), "Analyze export (detector)"),
     }
+
+
+DEPLOY = """import torch
+
+from vision.detector import DetectorHead
+
+
+def export_detector(path):
+    model = DetectorHead().eval()
+    torch.onnx.export(model, (torch.randn(1, 3, 32, 32),), path, opset_version=17)
+"""
+
+
+@pytest.mark.deep
+@pytest.mark.slow
+async def test_each_lens_runs_its_own_call(lsp: Client, project: Path) -> None:
+    """The lenses of test_each_export_call_lens_names_and_analyses_its_own_call, run by the
+    real worker: each analysis is of the call under its lens (the report says which call it
+    captured), and the deploy.py lens runs `detector` at the call's opset."""
+    pytest.importorskip("torch")
+    await start(lsp, "vscode", folders=[project])
+    export = project / "export.py"
+    deploy = project / "vision" / "deploy.py"
+    deploy.write_text(DEPLOY)
+    lenses = await _lenses(lsp, export) + await _lenses(lsp, deploy)
+    ran = {}
+    for line, title, args in lenses:
+        if not title.startswith("Analyze export"):
+            continue
+        out = await lsp.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="onnxlint.analyzeExport", arguments=args)
+        )
+        assert out is not None and out["status"] != "error", (title, out)
+        ran[line, title] = out["target"]
+    legacy = _line_of(export, "tox.export(")
+    memory = _line_of(export, "torch.onnx.export(")
+    old = _line_of(export, "torch.onnx.dynamo_export(")
+    assert sorted(ran.values()) == sorted(
+        [
+            f"export.py:{legacy}",
+            f"export.py:{memory}",
+            f"export.py:{old}",
+            f"detector (deploy.py:{_line_of(deploy, 'torch.onnx.export(')})",
+        ]
+    ), ran
+    report = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="onnxlint.showReport", arguments=[uri_of(export)])
+    )
+    assert report is not None
+    md = Path(report["markdown"]).read_text(encoding="utf-8")
+    assert f"up to its export call `torch.onnx.export` on line {legacy}" in md
+    assert (
+        "called `export_to_memory()` of `export.py` (imported, not run) up to its export "
+        f"call `torch.onnx.export` on line {memory}"
+    ) in md
+    assert f"on line {old}" in md and "`export_with_dynamo_export()`" in md
+    # the cache folder the lens's runs made is never committed
+    assert (project / ".onnxlint_cache" / ".gitignore").read_text().endswith("*\n")
+    assert (project / ".onnxlint_cache" / "CACHEDIR.TAG").read_text().startswith("Signature: ")
 
 
 async def test_export_of_a_class_no_target_builds_offers_to_create_one(
@@ -86,7 +170,8 @@ async def test_export_of_a_class_no_target_builds_offers_to_create_one(
     at_line = {title: args for at, title, args in lenses if at == line}
     # export.py is a script: one lens runs it up to this call, one creates a target
     assert set(at_line) == {
-        "Analyze export (DetectorHead, runs this script)",
+        "Analyze export (DetectorHead, TorchScript exporter, opset 13, dynamic batch, width: "
+        "runs this script)",
         "Create a target for DetectorHead",
     }
     lens = (line, "Create a target for DetectorHead", at_line["Create a target for DetectorHead"])
@@ -157,7 +242,7 @@ async def test_the_lens_over_an_export_call_analyses_the_script_with_no_set_up(
     lenses = await _lenses(lsp, path)
     call = _line_of(path, "torch.onnx.export(")
     (lens,) = [x for x in lenses if x[0] == call and x[1].startswith("Analyze export")]
-    assert lens[1] == "Analyze export (Net, runs this script)"
+    assert lens[1] == "Analyze export (Net, dynamo exporter: runs this script)"
     n = len(lsp.publishes)
     out = await lsp.workspace_execute_command_async(
         types.ExecuteCommandParams(command="onnxlint.analyzeExport", arguments=lens[2])

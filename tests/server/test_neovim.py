@@ -146,9 +146,10 @@ def test_neovim_applies_the_suppress_comment(tmp_path: Path) -> None:
 def test_neovim_lenses_name_the_target_of_each_export_and_the_hover_is_short(
     tmp_path: Path,
 ) -> None:
-    """Issue 15 through an editor none of us wrote: over `tox.export(` in examples/export.py
-    (which exports DetectorHead) the lens runs `detector`, although `classifier` is declared
-    in the same module; every lens names its target; the hover is the rule's short summary."""
+    """Issues 15 and 27 through an editor none of us wrote: the lens over `tox.export(` in
+    examples/export.py names the call it analyses (its model, exporter, opset, dynamic dims)
+    and how (it runs the script); no lens names `classifier`, declared in the same module as
+    `detector`; the hover is the rule's short summary."""
     import shutil as sh
 
     project = tmp_path / "examples"
@@ -170,7 +171,8 @@ def test_neovim_lenses_name_the_target_of_each_export_and_the_hover_is_short(
     lenses = r["codelens"]["lenses"]
     assert {
         "line": call,
-        "title": "Analyze export (detector)",
+        "title": "Analyze export (DetectorHead, TorchScript exporter, opset 13, dynamic batch, "
+        "width: runs this script)",
         "command": "onnxlint.analyzeExport",
     } in (lenses)
     assert lenses and all(x["title"].endswith(")") for x in lenses), lenses
