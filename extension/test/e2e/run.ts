@@ -17,6 +17,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { TRUST_MESSAGE } from '../../src/commands';
+import { type ContrastReport, contrastProbe } from './contrast';
 
 const SCENARIOS = ['static', 'quickfix', 'lens', 'deep', 'script', 'untrusted', 'missing', 'switch', 'restart', 'partial', 'notebook'] as const;
 type Scenario = (typeof SCENARIOS)[number];
@@ -659,10 +660,26 @@ async function scenarioQuickFix(ctx: Ctx): Promise<void> {
     ctx.detail.push(`Fix all: ${(await said.innerText()).replace(/\s+/g, ' ')}`);
 }
 
+/** The export calls of examples/export.py and the lens each must carry (issue 27, item 3). */
+const EXPORT_LENSES = [
+    { call: 'tox.export(', title: 'Analyze export (DetectorHead, TorchScript exporter, opset 13, dynamic batch, width: runs this script)' },
+    { call: 'torch.onnx.dynamo_export(', title: 'Analyze export (DetectorHead, torch.onnx.dynamo_export: runs export_with_dynamo_export())' },
+    { call: 'torch.onnx.export(', title: 'Analyze export (DetectorHead, dynamo exporter, opset 13, dynamic batch: runs export_to_memory())' },
+] as const;
+
+/** Whether a lens with `title` is drawn right above the editor line holding `text`. */
+async function lensAbove(page: Page, title: string, text: string): Promise<boolean> {
+    const line = await page.locator('.editor-group-container.active .view-line', { hasText: text }).first().boundingBox();
+    const lens = page.locator('.editor-group-container.active .codelens-decoration', { hasText: title });
+    const boxes = await Promise.all((await lens.all()).map((l) => l.boundingBox()));
+    return boxes.some((b) => b !== null && line !== null && Math.abs(line.y - (b.y + b.height)) < 25);
+}
+
 /**
- * Over the export calls of the export script, every lens names its target, and the one above
- * `tox.export(` (which exports DetectorHead) runs `detector`, although `classifier` is declared in
- * the same module. The hover over a finding is the short summary.
+ * Over each export call of the export script, the lens names that call (its model, exporter, opset
+ * and dynamic dims) and how it analyses it: the legacy call by running the script, the two others by
+ * calling the function that makes them; none names `classifier` (declared in the same module as
+ * `detector`). The hover over a finding is the short summary.
  */
 async function scenarioLens(ctx: Ctx): Promise<void> {
     const page = ctx.page;
@@ -670,22 +687,20 @@ async function scenarioLens(ctx: Ctx): Promise<void> {
     await openFile(page, exportFile);
     const titles = await waitFor('code lenses', async () => {
         const found = await lensTitles(page);
-        return found.some((t) => t.includes('(detector)')) ? found : undefined;
+        return EXPORT_LENSES.every((l) => found.includes(l.title)) ? found : undefined;
     }, 60_000, async () => `lenses: ${JSON.stringify(await lensTitles(page))}\n${await describeState(ctx)}`);
     ctx.detail.push(`lenses: ${JSON.stringify(titles)}`);
     const bare = titles.filter((t) => /^Analyze export$/.test(t) || (t.startsWith('Analyze export') && !/\(.+\)$/.test(t)));
-    if (bare.length > 0 || titles.some((t) => t.includes('(classifier)'))) {
-        throw new Error(`a lens does not name its target, or names the wrong one: ${JSON.stringify(titles)}`);
+    if (bare.length > 0 || titles.some((t) => t.includes('classifier'))) {
+        throw new Error(`a lens does not say what it analyses, or names the wrong target: ${JSON.stringify(titles)}`);
     }
-    // The lens on the line above `tox.export(` is the detector's.
-    const call = findIn(ctx.ws, exportFile, 'tox.export(');
-    const lineTop = await page.locator('.editor-group-container.active .view-line', { hasText: 'tox.export(' }).first().boundingBox();
-    const lens = page.locator('.editor-group-container.active .codelens-decoration', { hasText: 'Analyze export (detector)' });
-    const boxes = await Promise.all((await lens.all()).map((l) => l.boundingBox()));
-    const above = boxes.some((b) => b !== null && lineTop !== null && Math.abs(lineTop.y - (b.y + b.height)) < 25);
-    ctx.detail.push(`lens "Analyze export (detector)" right above line ${call.line}: ${above}`);
-    if (!above) {
-        throw new Error(`no "Analyze export (detector)" lens above tox.export( (line ${call.line})`);
+    for (const { call, title } of EXPORT_LENSES) {
+        const line = findIn(ctx.ws, exportFile, call).line;
+        const above = await lensAbove(page, title, call);
+        ctx.detail.push(`lens "${title}" right above line ${line}: ${above}`);
+        if (!above) {
+            throw new Error(`no "${title}" lens above ${call} (line ${line})`);
+        }
     }
     await ctx.shot('lens');
 
@@ -706,6 +721,20 @@ async function scenarioLens(ctx: Ctx): Promise<void> {
     await page.keyboard.press('Escape');
 }
 
+/** The Problems panel's onnxlint rows, each with the file it is listed under. */
+async function problemsByFile(page: Page): Promise<{ file: string; row: string }[]> {
+    const out: { file: string; row: string }[] = [];
+    let file = '';
+    for (const row of await problemRows(page)) {
+        if (/OLX\d{3}/.test(row) && /\[Ln \d+, Col \d+\]/.test(row)) {
+            out.push({ file, row });
+        } else {
+            file = row;
+        }
+    }
+    return out;
+}
+
 /** Waits for onnxlint rows in the Problems panel that were not there `before` and come from the deep analysis. */
 async function waitForDeepRows(ctx: Ctx, before: Set<string>, what: string): Promise<void> {
     const rows = await waitFor(
@@ -721,9 +750,12 @@ async function waitForDeepRows(ctx: Ctx, before: Set<string>, what: string): Pro
 }
 
 /**
- * The export call's lens runs the deep analysis of `detector`: one progress item (a notification
- * with the phase and percent, cancellable), then a notification with the counts and "Show report",
- * which opens the report in a tab; the findings reach the Problems panel of the model file.
+ * The lens over the legacy export call runs that call (the script, up to it) with only export.py
+ * open: one progress item (a notification with the phase and percent, cancellable), then a
+ * notification with the counts and "Show report". The findings are in the model file, which is not
+ * open: they are in the Problems panel under it, and still there when it is opened afterwards
+ * (issue 27, item 2). The report, in a dark theme, is readable: every text read back from the
+ * webview stands out from its background (item 1). Then a target's analysis is cancelled.
  */
 async function scenarioDeep(ctx: Ctx): Promise<void> {
     const page = ctx.page;
@@ -734,25 +766,32 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
         await waitFor('the status item over a notebook', async () => ((await statusBar(page)) !== '' ? true : undefined), 10_000);
         ctx.detail.push('status item shown over export_notebook.ipynb');
     }
-    await openFile(page, 'vision/detector.py'); // deep findings are filed into open documents
+    await runCommand(page, 'View: Close All Editors');
+    await openFile(page, 'export.py');
     await waitFor('static diagnostics first', async () => {
         const rows = onnxlintRows(await problemRows(page));
         return rows.length > 0 ? rows : undefined;
     }, 90_000, () => describeState(ctx));
-    const before = new Set(onnxlintRows(await problemRows(page)));
-    await openFile(page, 'export.py');
-    const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'Analyze export (detector)' }).first();
+    const model = 'detector.py';
+    const before = (await problemsByFile(page)).filter((p) => p.file.startsWith(model));
+    if (before.length > 0) {
+        throw new Error(`${model} has problems before the analysis, so this scenario tests nothing: ${JSON.stringify(before)}`);
+    }
+    const { title, call } = EXPORT_LENSES[0];
+    const callLine = findIn(ctx.ws, 'export.py', call).line;
+    const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: title }).first();
     await lens.waitFor({ state: 'visible', timeout: 60_000 });
     const started = Date.now();
     await lens.click();
+    const target = `export.py:${callLine}`;
     // While it runs: exactly one progress item, the notification, with a Cancel button.
-    const progress = toastWith(page, 'analyzing detector');
+    const progress = toastWith(page, `analyzing ${target}`);
     await progress.waitFor({ state: 'visible', timeout: 120_000 }).catch(async () => {
         throw new Error(`no progress notification\n${await describeState(ctx)}`);
     });
     let most = 0;
     let sawPercent = '';
-    const end = toastWith(page, /onnxlint: detector: /);
+    const end = toastWith(page, `onnxlint: ${target}: `);
     while (!(await end.isVisible().catch(() => false))) {
         const toasts = (await notifications(page)).filter((n) => /analyzing/i.test(n));
         const bars = (await page.locator('.statusbar-item').allInnerTexts()).filter((t) => /analyzing/i.test(t));
@@ -780,9 +819,30 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
     if (!/\d+ findings? \(/.test(summary) || !summary.includes('Show report')) {
         throw new Error(`the end notification has no counts or no Show report: ${summary}`);
     }
-    await waitForDeepRows(ctx, before, 'deep findings in the Problems panel');
+    // The model file is not open: its deep findings are listed under it all the same...
+    const deepIn = async (): Promise<string[] | undefined> => {
+        const rows = (await problemsByFile(page)).filter((p) => p.file.startsWith(model) && /OLX8\d\d|deep analysis/.test(p.row));
+        return rows.length > 0 ? rows.map((p) => p.row) : undefined;
+    };
+    const closedRows = await waitFor(`deep findings under ${model}, which is not open`, deepIn, 30_000, () => describeState(ctx));
+    ctx.detail.push(...closedRows.map((r) => `deep problem in ${model} (not open): ${r}`));
     await ctx.shot('deep');
-    await end.locator('.monaco-button', { hasText: 'Show report' }).first().click();
+    // ...and when it is opened afterwards, with its static findings and a squiggle on their line.
+    await openFile(page, `vision/${model}`);
+    await sleep(1500);
+    const openRows = await waitFor(`deep findings in ${model} once opened`, deepIn, 30_000, () => describeState(ctx));
+    ctx.detail.push(...openRows.map((r) => `deep problem in ${model} (opened after): ${r}`));
+    const squiggles = await page.locator('.editor-group-container.active .squiggly-error').count();
+    ctx.detail.push(`error squiggles in ${model}: ${squiggles}`);
+    if (squiggles === 0) {
+        throw new Error(`no error squiggle in ${model} once opened\n${await describeState(ctx)}`);
+    }
+    await ctx.shot('deep-model-opened');
+
+    await runCommand(page, 'onnxlint: Show the last analysis result');
+    const again = toastWith(page, `onnxlint: ${target}: `);
+    await again.waitFor({ state: 'visible', timeout: 20_000 });
+    await again.locator('.monaco-button', { hasText: 'Show report' }).first().click();
     const reportTab = page.locator('.tabs-container .tab', { hasText: 'onnxlint report' });
     await reportTab.first().waitFor({ state: 'visible', timeout: 20_000 });
     // The newest webview is the report (a notebook's outputs are webviews too).
@@ -790,10 +850,20 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
     await frame.getByText('onnxlint deep analysis').first().waitFor({ state: 'visible', timeout: 20_000 });
     const heading = await frame.locator('body').innerText({ timeout: 20_000 });
     ctx.detail.push(`report tab: ${heading.replace(/\s+/g, ' ').slice(0, 120)}`);
-    if (!heading.includes('detector')) {
-        throw new Error(`the report does not show the detector: ${heading.slice(0, 500)}`);
+    if (!heading.includes(target)) {
+        throw new Error(`the report does not show ${target}: ${heading.slice(0, 500)}`);
     }
+    // Read back from the webview: the theme's colours, and every text against its background.
+    const colours: ContrastReport = await frame.locator('body').evaluate(contrastProbe);
+    const low = colours.texts.filter((t) => t.contrast < 3);
+    ctx.detail.push(
+        `report colours: text ${colours.bodyColor} on ${colours.bodyBackground}; ${colours.texts.length} texts, ` +
+            `lowest contrast ${Math.min(...colours.texts.map((t) => t.contrast))}`,
+    );
     await ctx.shot('deep-report');
+    if (colours.texts.length < 20 || low.length > 0) {
+        throw new Error(`report text that does not stand out in the dark theme: ${JSON.stringify(low.slice(0, 10))}`);
+    }
 
     // Cancelled from the notification: another target, whose result is not cached yet.
     await runCommand(page, 'View: Close Editor'); // the report, in its own group
@@ -845,7 +915,7 @@ async function scenarioScript(ctx: Ctx): Promise<void> {
     fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[tool.onnxlint]\n');
     fs.writeFileSync(path.join(dir, 'export_tiny.py'), TINY_SCRIPT);
     await openFile(page, 'plain/export_tiny.py');
-    const title = 'Analyze export (TinyNet, runs this script)';
+    const title = 'Analyze export (TinyNet, dynamo exporter: runs this script)';
     const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: title }).first();
     await lens.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
         throw new Error(`no "${title}" lens: ${JSON.stringify(await lensTitles(page))}\n${await describeState(ctx)}`);
@@ -1256,7 +1326,13 @@ async function main(): Promise<number> {
                 { scenario: 'script', run: scenarioScript },
             ],
             // Message traces make a failure's log tail say what the client and server exchanged.
-            { 'security.workspace.trust.enabled': false, 'onnxlint.interpreter': [goodPython], 'onnxlint.trace.server': 'messages' },
+            // A dark theme, as most ML developers use: the report must read in it (issue 27).
+            {
+                'security.workspace.trust.enabled': false,
+                'onnxlint.interpreter': [goodPython],
+                'onnxlint.trace.server': 'messages',
+                'workbench.colorTheme': 'Default Dark Modern',
+            },
         );
         await session(
             'untrusted',
