@@ -11,7 +11,7 @@ export interface ServerSettings {
     ignore: string[];
     severity: Record<string, Severity>;
     debounceMs: number;
-    deep: { onSave: boolean; timeout: number; interpreter: string | null };
+    deep: { onSave: boolean; timeout: number; interpreter: string | null; prestart: boolean };
     interpreter: string[];
     args: string[];
     trace: { server: TraceLevel };
@@ -28,7 +28,7 @@ export const DEFAULTS: ServerSettings = {
     ignore: [],
     severity: {},
     debounceMs: 150,
-    deep: { onSave: false, timeout: 300, interpreter: null },
+    deep: { onSave: false, timeout: 300, interpreter: null, prestart: true },
     interpreter: [],
     args: [],
     trace: { server: 'off' },
@@ -70,6 +70,7 @@ export function readSettings(config: ConfigReader): ServerSettings {
     const trace = config.get('trace.server');
     const enable = config.get('enable');
     const onSave = config.get('deep.onSave');
+    const prestart = config.get('deep.prestart');
     return {
         enable: typeof enable === 'boolean' ? enable : DEFAULTS.enable,
         select: stringList(config.get('select')),
@@ -81,6 +82,7 @@ export function readSettings(config: ConfigReader): ServerSettings {
             timeout: finiteNumber(config.get('deep.timeout'), DEFAULTS.deep.timeout, 1),
             interpreter:
                 typeof deepInterpreter === 'string' && deepInterpreter.trim() !== '' ? deepInterpreter : null,
+            prestart: typeof prestart === 'boolean' ? prestart : DEFAULTS.deep.prestart,
         },
         interpreter: stringList(config.get('interpreter')),
         args: stringList(config.get('args')),

@@ -103,6 +103,7 @@ class DeepService:
         # real path -> target -> (its deep findings there, digest of the text they are about)
         self.files: dict[str, dict[str, tuple[list[Any], str]]] = {}
         self.pushed: set[str] = set()  # URIs of closed files whose deep findings were pushed
+        self.warming: asyncio.Future[Any] | None = None  # the worker's start in the background
 
     # ------------------------------------------------------------------ availability
 
@@ -485,6 +486,51 @@ class DeepService:
         self.publish_closed(real)
         return uri in self.pushed
 
+    def warm_soon(self, uri: str) -> None:
+        """Start the worker in the background (it imports torch: seconds) once the first
+        Python file with an export call is open in a trusted workspace, after its first
+        diagnostics, so that the first "Analyze export" does not wait for it."""
+        if self.warming is not None or not self.server.init.trusted:
+            return
+        if not self.server.is_file(uri) or not uri.endswith(".py"):
+            return
+        if not self.server.settings_for(uri).deep.prestart:
+            return
+        self.warming = asyncio.ensure_future(self._warm(uri))
+
+    async def _warm(self, uri: str) -> None:
+        ls = self.server
+        try:
+            result = await ls.current(uri)  # the first diagnostics come first
+            if not await ls.run_check(lambda: self._exports(uri, result.text)):
+                self.warming = None  # not this file: the next one opened may be
+                return
+            python = self.check_allowed(uri)
+            analyzer = await ls.run_check(lambda: self.analyzer(uri, python))
+            started = time.monotonic()
+            self._worker_state("starting", python=python)
+            await ls.get_loop().run_in_executor(self.executor, analyzer.start)
+            took = round(time.monotonic() - started, 2)
+            log.info("deep worker warmed in the background in %.1f s", took)
+            self._worker_state("ready", python=python, seconds=took, pid=analyzer.worker_pid)
+        except DeepUnavailable as exc:
+            log.info("deep worker not warmed: %s", exc)
+            self._worker_state("unavailable", message=str(exc))
+        except Exception as exc:  # the first analysis starts it again, and says why it fails
+            log.exception("warming the deep worker failed")
+            self._worker_state("failed", message=str(exc))
+
+    def _worker_state(self, status: str, **data: Any) -> None:
+        """`onnxlint/analysisState` with state "worker": the background worker's start."""
+        self.server.protocol.notify(ANALYSIS_STATE, {"state": "worker", "status": status, **data})
+
+    def _exports(self, uri: str, text: str) -> bool:
+        """On the engine thread: whether the file makes an export call (any exporter)."""
+        from onnxlint.deep.scripts import export_call_lines
+
+        path = Path(self.server.path_of(uri))
+        return bool(export_call_lines(path, text, self.server.engine.project))
+
     def on_save(self, uri: str) -> None:
         """`deep.onSave`: analyse the first target of this file in the background."""
         if not self.server.init.trusted or self.running is not None:
@@ -517,6 +563,7 @@ class DeepService:
     def restart(self) -> None:
         self.shutdown()
         self._targets.clear()
+        self.warming = None
 
     def shutdown(self) -> None:
         if self.running is not None:

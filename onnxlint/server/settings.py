@@ -4,7 +4,7 @@ The settings object is the `onnxlint.*` configuration of the VS Code manifest (p
 camelCase and without the prefix::
 
     {"enable": true, "select": [], "ignore": [], "severity": {}, "debounceMs": 150,
-     "deep": {"onSave": false, "timeout": 300, "interpreter": null},
+     "deep": {"onSave": false, "timeout": 300, "interpreter": null, "prestart": true},
      "interpreter": [], "args": [], "trace": {"server": "off"}}
 
 `initializationOptions` is `{"settings": <object or list of objects>, "globalSettings": <object>,
@@ -34,6 +34,8 @@ class DeepSettings:
     on_save: bool = False
     timeout: float = 300.0
     interpreter: str | None = None
+    # start the worker in the background when a file with an export call is first opened
+    prestart: bool = True
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,12 @@ _TOP_KEYS = {
     "trace": "trace",
     "workspace": "workspace",
 }
-_DEEP_KEYS = {"onSave": "on_save", "timeout": "timeout", "interpreter": "interpreter"}
+_DEEP_KEYS = {
+    "onSave": "on_save",
+    "timeout": "timeout",
+    "interpreter": "interpreter",
+    "prestart": "prestart",
+}
 _TRACE_KEYS = {"server": "server"}
 
 
@@ -171,10 +178,10 @@ def _parse_deep(obj: Any, errors: list[str]) -> DeepSettings:
         if key not in _DEEP_KEYS:
             errors.append(_unknown(key, _DEEP_KEYS, "deep."))
             continue
-        if key == "onSave":
-            b = _bool(value, "deep.onSave", errors)
+        if key in ("onSave", "prestart"):
+            b = _bool(value, f"deep.{key}", errors)
             if b is not None:
-                kw["on_save"] = b
+                kw[_DEEP_KEYS[key]] = b
         elif key == "timeout":
             n = _number(value, "deep.timeout", errors, 1)
             if n is not None:
@@ -282,6 +289,7 @@ def settings_to_json(s: Settings) -> dict[str, Any]:
             "onSave": s.deep.on_save,
             "timeout": s.deep.timeout,
             "interpreter": s.deep.interpreter,
+            "prestart": s.deep.prestart,
         },
         "interpreter": list(s.interpreter),
         "args": list(s.args),

@@ -34,6 +34,8 @@ def register(server: OnnxlintServer) -> None:
             doc = params.text_document
             ls.deep.opened(uri, doc.text, doc.version)
         ls.schedule(uri, 0)
+        if ls.deep is not None:  # the worker, started in the background for the first export
+            ls.deep.warm_soon(uri)
         ls.dependency_changed(uri)  # others now read its buffer, not the file
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)

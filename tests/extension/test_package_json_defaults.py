@@ -22,7 +22,7 @@ CONTRACT: dict[str, Any] = {
     "ignore": [],
     "severity": {},
     "debounceMs": 150,
-    "deep": {"onSave": False, "timeout": 300, "interpreter": None},
+    "deep": {"onSave": False, "timeout": 300, "interpreter": None, "prestart": True},
     "interpreter": [],
     "args": [],
     "trace": {"server": "off"},
