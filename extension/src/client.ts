@@ -17,7 +17,7 @@ import {
 } from 'vscode-languageclient/node';
 import { Coalescer } from './coalesce';
 import { SHOW_ANALYSIS_RESULT, TRUST_MESSAGE } from './commands';
-import { type EarlyServer, launch, launchOf, sameLaunch, type ServerLaunch } from './early';
+import { bundledTool, type EarlyServer, launch, launchOf, sameLaunch, type ServerLaunch } from './early';
 import {
     type CheckOutcome,
     checkArgs,
@@ -316,7 +316,7 @@ export class Controller implements vscode.Disposable {
         // `-m onnxlint server` speaks stdio (no `--stdio`, which vscode-languageclient's
         // TransportKind.stdio would append). The process is started here (or was at activation,
         // early.ts) and handed to the client; a restart after a crash starts a new one.
-        const spec = launchOf(interpreter, this.settings.args, cwd);
+        const spec = launchOf(interpreter, this.settings.args, cwd, bundledTool(this.context.extensionPath), this.settings.importStrategy);
         let first = this.takeEarly(spec);
         const serverOptions: ServerOptions = () => {
             const child = first ?? launch(spec);
@@ -495,7 +495,9 @@ export class Controller implements vscode.Disposable {
 
     private runningDetail(client: LanguageClient): string {
         const interpreter = this.interpreter !== undefined ? describe(this.interpreter) : '?';
-        return `onnxlint ${client.initializeResult?.serverInfo?.version ?? '?'} in ${interpreter}`;
+        const info = client.initializeResult?.serverInfo;
+        const bundled = info?.name.includes('bundled') === true ? ' (bundled with the extension)' : '';
+        return `onnxlint ${info?.version ?? '?'}${bundled} in ${interpreter}`;
     }
 
     private async executeCommand(

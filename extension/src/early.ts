@@ -5,23 +5,32 @@
 // installed); the controller uses the process for its first start if it would have started the
 // same command, and stops it otherwise.
 import { type ChildProcess, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describe, type Interpreter, resolveInterpreter, serverArgs, which } from './interpreter';
 import { PYTHON_EXTENSION_ID } from './python';
-import { readSettings } from './settings';
+import { type ImportStrategy, readSettings } from './settings';
 
 export interface ServerLaunch {
     command: string;
     args: string[];
     cwd: string | undefined;
+    strategy: ImportStrategy;
 }
 
-/** Starts `python -m onnxlint server` for the language client: stdio piped, output unbuffered. */
+/** The bundled server's launcher (`bundled/tool/server.py`, made by extension/scripts/bundle_python.py), if the package has it. */
+export function bundledTool(extensionPath: string): string | undefined {
+    const tool = path.join(extensionPath, 'bundled', 'tool', 'server.py');
+    return fs.existsSync(tool) ? tool : undefined;
+}
+
+/** Starts the server for the language client: stdio piped, output unbuffered. */
 export function launch(spec: ServerLaunch): ChildProcess {
     const child = spawn(spec.command, spec.args, {
         cwd: spec.cwd,
-        env: { ...process.env, PYTHONUNBUFFERED: '1' },
+        env: { ...process.env, PYTHONUNBUFFERED: '1', ONNXLINT_IMPORT_STRATEGY: spec.strategy },
         stdio: 'pipe',
         windowsHide: true,
     });
@@ -29,12 +38,23 @@ export function launch(spec: ServerLaunch): ChildProcess {
     return child;
 }
 
-export function launchOf(interpreter: Interpreter, extraArgs: readonly string[], cwd: string | undefined): ServerLaunch {
-    return { command: interpreter.command, args: serverArgs(interpreter, extraArgs), cwd };
+export function launchOf(
+    interpreter: Interpreter,
+    extraArgs: readonly string[],
+    cwd: string | undefined,
+    tool: string | undefined,
+    strategy: ImportStrategy,
+): ServerLaunch {
+    return { command: interpreter.command, args: serverArgs(interpreter, extraArgs, tool), cwd, strategy };
 }
 
 export function sameLaunch(a: ServerLaunch, b: ServerLaunch): boolean {
-    return a.command === b.command && a.cwd === b.cwd && JSON.stringify(a.args) === JSON.stringify(b.args);
+    return (
+        a.command === b.command &&
+        a.cwd === b.cwd &&
+        a.strategy === b.strategy &&
+        JSON.stringify(a.args) === JSON.stringify(b.args)
+    );
 }
 
 export interface EarlyServer {
@@ -43,7 +63,7 @@ export interface EarlyServer {
     what: string;
 }
 
-export async function startEarly(): Promise<EarlyServer | undefined> {
+export async function startEarly(extensionPath: string): Promise<EarlyServer | undefined> {
     if (vscode.extensions.getExtension(PYTHON_EXTENSION_ID) !== undefined) {
         return undefined; // the Python extension's interpreter: known only once it has activated
     }
@@ -64,6 +84,6 @@ export async function startEarly(): Promise<EarlyServer | undefined> {
     if (interpreter === undefined) {
         return undefined;
     }
-    const spec = launchOf(interpreter, settings.args, cwd);
+    const spec = launchOf(interpreter, settings.args, cwd, bundledTool(extensionPath), settings.importStrategy);
     return { launch: spec, process: launch(spec), what: describe(interpreter) };
 }

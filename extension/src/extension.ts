@@ -11,7 +11,7 @@ let controller: Controller | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
     const activated = Date.now();
-    const early = await startEarly().catch(() => undefined);
+    const early = await startEarly(context.extensionPath).catch(() => undefined);
     const { Controller } = await import('./client.js');
     const created = new Controller(context, activated, LOADED_AT, early);
     controller = created;

@@ -162,9 +162,13 @@ export function parseCheck(stdout: string, stderr: string, spawnError?: string):
     return { kind: 'ok', version: version ?? '?' };
 }
 
-/** The argv that starts the server. */
-export function serverArgs(interpreter: Interpreter, extraArgs: readonly string[]): string[] {
-    return [...interpreter.args, '-m', 'onnxlint', 'server', ...extraArgs];
+/**
+ * The argv that starts the server: the extension's launcher script when it is bundled (it runs the
+ * interpreter's onnxlint, or the bundled one when the interpreter has none), else `-m onnxlint server`.
+ */
+export function serverArgs(interpreter: Interpreter, extraArgs: readonly string[], tool?: string): string[] {
+    const start = tool !== undefined ? [tool] : ['-m', 'onnxlint', 'server'];
+    return [...interpreter.args, ...start, ...extraArgs];
 }
 
 /** The argv that checks onnxlint is importable and prints its version. */

@@ -3,6 +3,8 @@ import { CLIENT_COMMANDS } from './commands';
 
 export type Severity = 'error' | 'warning' | 'info' | 'hint';
 export type TraceLevel = 'off' | 'messages' | 'verbose';
+/** fromEnvironment: the interpreter's onnxlint when it has one, else the bundled one; useBundled: always the bundled one. */
+export type ImportStrategy = 'fromEnvironment' | 'useBundled';
 
 /** The settings object sent to the server: the `onnxlint.*` configuration, camelCase, without the prefix. */
 export interface ServerSettings {
@@ -13,6 +15,7 @@ export interface ServerSettings {
     debounceMs: number;
     deep: { onSave: boolean; timeout: number; interpreter: string | null; prestart: boolean };
     interpreter: string[];
+    importStrategy: ImportStrategy;
     args: string[];
     trace: { server: TraceLevel };
 }
@@ -30,6 +33,7 @@ export const DEFAULTS: ServerSettings = {
     debounceMs: 150,
     deep: { onSave: false, timeout: 300, interpreter: null, prestart: true },
     interpreter: [],
+    importStrategy: 'fromEnvironment',
     args: [],
     trace: { server: 'off' },
 };
@@ -85,6 +89,7 @@ export function readSettings(config: ConfigReader): ServerSettings {
             prestart: typeof prestart === 'boolean' ? prestart : DEFAULTS.deep.prestart,
         },
         interpreter: stringList(config.get('interpreter')),
+        importStrategy: config.get('importStrategy') === 'useBundled' ? 'useBundled' : 'fromEnvironment',
         args: stringList(config.get('args')),
         trace: { server: typeof trace === 'string' && TRACE_LEVELS.has(trace) ? (trace as TraceLevel) : 'off' },
     };
@@ -121,6 +126,7 @@ export function classifyChange(before: ServerSettings, after: ServerSettings): C
     if (
         before.enable !== after.enable ||
         !same(before.interpreter, after.interpreter) ||
+        before.importStrategy !== after.importStrategy ||
         !same(before.args, after.args) ||
         before.deep.interpreter !== after.deep.interpreter ||
         before.deep.timeout !== after.deep.timeout

@@ -47,6 +47,8 @@ describe('resolveInterpreter', () => {
         const found = await resolveInterpreter(inputs({ setting: ['conda', 'run', '-n', 'ml', 'python'] }));
         assert.deepEqual(found, { command: 'conda', args: ['run', '-n', 'ml', 'python'], source: 'setting' });
         assert.deepEqual(serverArgs(found, ['--verbose']), ['run', '-n', 'ml', 'python', '-m', 'onnxlint', 'server', '--verbose']);
+        // with the extension's bundled launcher, the interpreter runs that script
+        assert.deepEqual(serverArgs(found, [], '/ext/bundled/tool/server.py'), ['run', '-n', 'ml', 'python', '/ext/bundled/tool/server.py']);
     });
 
     it('expands variables and resolves relative paths against the workspace', async () => {

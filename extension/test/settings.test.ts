@@ -104,6 +104,7 @@ describe('readSettings', () => {
                 'deep.interpreter': '/opt/py',
                 'deep.prestart': false,
                 interpreter: ['conda', 'run', 'python'],
+                importStrategy: 'useBundled',
                 args: ['--log-level', 'debug'],
                 'trace.server': 'verbose',
             }),
@@ -116,6 +117,7 @@ describe('readSettings', () => {
             debounceMs: 0,
             deep: { onSave: true, timeout: 12, interpreter: '/opt/py', prestart: false },
             interpreter: ['conda', 'run', 'python'],
+            importStrategy: 'useBundled',
             args: ['--log-level', 'debug'],
             trace: { server: 'verbose' },
         };

@@ -103,7 +103,8 @@ class Session(LanguageServer):
 
     def __init__(self) -> None:
         super().__init__(
-            "onnxlint",
+            # the launcher of the VS Code extension's bundle says when its copy runs
+            "onnxlint (bundled)" if os.environ.get("ONNXLINT_BUNDLED") else "onnxlint",
             __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             notebook_document_sync=documents.NOTEBOOK_SYNC,

@@ -5,7 +5,8 @@ camelCase and without the prefix::
 
     {"enable": true, "select": [], "ignore": [], "severity": {}, "debounceMs": 150,
      "deep": {"onSave": false, "timeout": 300, "interpreter": null, "prestart": true},
-     "interpreter": [], "args": [], "trace": {"server": "off"}}
+     "interpreter": [], "importStrategy": "fromEnvironment", "args": [],
+     "trace": {"server": "off"}}
 
 `initializationOptions` is `{"settings": <object or list of objects>, "globalSettings": <object>,
 "clientCommands": [...], "trusted": bool}`. VS Code's Python-tool extensions send a list with
@@ -54,6 +55,8 @@ class Settings:
     debounce_ms: int = 150
     deep: DeepSettings = field(default_factory=DeepSettings)
     interpreter: tuple[str, ...] = ()
+    # the client's: which onnxlint runs the server (the environment's or the bundled one)
+    import_strategy: str = "fromEnvironment"
     args: tuple[str, ...] = ()
     trace: TraceSettings = field(default_factory=TraceSettings)
     workspace: str | None = None  # the folder URI these settings belong to (VS Code lists)
@@ -78,6 +81,7 @@ _TOP_KEYS = {
     "debounceMs": "debounce_ms",
     "deep": "deep",
     "interpreter": "interpreter",
+    "importStrategy": "import_strategy",
     "args": "args",
     "trace": "trace",
     "workspace": "workspace",
@@ -250,6 +254,11 @@ def parse_settings(obj: Any) -> tuple[Settings, list[str]]:
             s = _strings(value, key, errors)
             if s is not None:
                 kw[name] = s
+        elif key == "importStrategy":
+            if value in ("fromEnvironment", "useBundled"):
+                kw[name] = value
+            else:
+                errors.append('`importStrategy` must be "fromEnvironment" or "useBundled"')
         elif key == "trace":
             kw[name] = _parse_trace(value, errors)
         elif key == "workspace":
@@ -292,6 +301,7 @@ def settings_to_json(s: Settings) -> dict[str, Any]:
             "prestart": s.deep.prestart,
         },
         "interpreter": list(s.interpreter),
+        "importStrategy": s.import_strategy,
         "args": list(s.args),
         "trace": {"server": s.trace.server},
     }

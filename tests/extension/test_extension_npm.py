@@ -66,6 +66,9 @@ REQUIRED = {
     "extension/changelog.md",
 }
 OPTIONAL: set[str] = set()
+# The static server, bundled (extension/scripts/bundle_python.py): its launcher and its packages.
+BUNDLED = "extension/bundled/"
+PYTHONS = ("310", "311", "312", "313", "314")
 
 
 def test_vsix_holds_only_what_the_extension_needs(vsix: Path) -> None:
@@ -74,15 +77,28 @@ def test_vsix_holds_only_what_the_extension_needs(vsix: Path) -> None:
         manifest = json.loads(archive.read("extension/package.json"))
         readme = archive.read("extension/readme.md").decode()
         icon = archive.read("extension/extension/icon.png")
-    unexpected = names - REQUIRED - OPTIONAL
+    bundled = {n for n in names if n.startswith(BUNDLED)}
+    unexpected = names - REQUIRED - OPTIONAL - bundled
     assert not unexpected, f"unexpected files in {vsix.name}: {sorted(unexpected)}"
     missing = REQUIRED - names
     assert not missing, f"missing from {vsix.name}: {sorted(missing)}"
     assert manifest["main"] == "./dist/extension.js"
     assert manifest["capabilities"]["untrustedWorkspaces"]["supported"] == "limited"
-    # The Python server is not bundled: it runs from the user's environment.
-    assert not any(n.endswith(".py") for n in names)
-    assert vsix.stat().st_size < 1_000_000
+    # The static server is bundled (issue 27, item 6): its launcher, onnxlint and the server's
+    # modules, libcst's parser for every CPython 3.10-3.14 of the platform; no tests, no bytecode.
+    assert f"{BUNDLED}tool/server.py" in names
+    libs = f"{BUNDLED}libs/"
+    for module in ("onnxlint", "pygls", "lsprotocol", "cattrs", "attrs", "libcst", "tomli"):
+        assert f"{libs}{module}/__init__.py" in names, module
+    assert f"{libs}onnxlint/deep/worker/launch.py" in names  # the worker runs from there too
+    for tag in PYTHONS:
+        assert f"{libs}libcst/native.cpython-{tag}-x86_64-linux-gnu.so" in names, tag
+    assert not [n for n in bundled if "__pycache__" in n or "/tests/" in n or n.endswith(".pyc")]
+    assert not [n for n in names - bundled if n.endswith(".py")]
+    assert manifest["scripts"]["package"].count("--target linux-x64") == 1
+    size = vsix.stat().st_size
+    print(f"{vsix.name}: {size / 2**20:.1f} MiB, {len(names)} files ({len(bundled)} bundled)")
+    assert size < 12 * 2**20
     # The extension's page is written for VS Code users, not the repository's README.
     assert readme.startswith("# onnxlint for VS Code")
     assert "pytest" not in readme and "setup-tests" not in readme

@@ -24,6 +24,7 @@ CONTRACT: dict[str, Any] = {
     "debounceMs": 150,
     "deep": {"onSave": False, "timeout": 300, "interpreter": None, "prestart": True},
     "interpreter": [],
+    "importStrategy": "fromEnvironment",
     "args": [],
     "trace": {"server": "off"},
 }
