@@ -16,7 +16,8 @@ import {
     State,
 } from 'vscode-languageclient/node';
 import { Coalescer } from './coalesce';
-import { SHOW_ANALYSIS_RESULT, TRUST_MESSAGE } from './commands';
+import { splitArgs, joinArgs } from './args';
+import { SET_ARGUMENTS, SHOW_ANALYSIS_RESULT, TRUST_MESSAGE } from './commands';
 import { bundledTool, type EarlyServer, launch, launchOf, sameLaunch, type ServerLaunch } from './early';
 import {
     type CheckOutcome,
@@ -82,6 +83,14 @@ class OnnxlintClient extends LanguageClient {
     }
 }
 
+/** A script run that stopped for its command line: what "Set arguments..." needs. */
+interface ScriptStop {
+    uri?: string;
+    script: string;
+    argv: string[];
+    rerun: Record<string, unknown>;
+}
+
 /** The `onnxlint/analysisState` notification; `finished` carries the counts and one sentence. */
 interface AnalysisState {
     state?: string;
@@ -90,6 +99,7 @@ interface AnalysisState {
     findings?: number;
     errors?: number;
     message?: string;
+    setArguments?: ScriptStop;
 }
 
 /** Milliseconds since the window's extension host started this extension, for the timing log. */
@@ -176,6 +186,7 @@ export class Controller implements vscode.Disposable {
                 this.output.show();
             }),
             vscode.commands.registerCommand('onnxlint.selectInterpreter', () => this.selectInterpreter()),
+            vscode.commands.registerCommand(SET_ARGUMENTS, (uri: unknown, stop: unknown) => this.setArguments(uri, stop)),
             vscode.commands.registerCommand(SHOW_ANALYSIS_RESULT, () => {
                 if (this.lastAnalysis !== undefined) {
                     this.showAnalysisResult(this.lastAnalysis);
@@ -472,11 +483,53 @@ export class Controller implements vscode.Disposable {
             return;
         }
         const show = (state.errors ?? 0) > 0 ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
-        void show(message, 'Show report').then((choice) => {
+        const stop = state.setArguments;
+        const actions = stop !== undefined ? ['Set arguments...', 'Show report'] : ['Show report'];
+        void show(message, ...actions).then((choice) => {
             if (choice === 'Show report') {
                 void vscode.commands.executeCommand('onnxlint.showReport');
+            } else if (choice === 'Set arguments...' && stop !== undefined) {
+                void this.setArguments(stop.uri, stop);
             }
         });
+    }
+
+    /**
+     * "Set arguments...": an input box with the script's command line; the server writes it as the
+     * `argv` of the script's `[[tool.onnxlint.scripts]]` entry in pyproject.toml, then the same
+     * analysis runs again.
+     */
+    private async setArguments(uri: unknown, stop: unknown): Promise<void> {
+        const found = stop as Partial<ScriptStop> | undefined;
+        if (typeof uri !== 'string' || typeof found?.script !== 'string') {
+            return;
+        }
+        const name = found.script.split(/[\\/]/).pop() ?? found.script;
+        const typed = await vscode.window.showInputBox({
+            title: `onnxlint: the command line ${name} runs with in the deep analysis`,
+            prompt: `What you would type after "python ${name}" (written to [[tool.onnxlint.scripts]] in pyproject.toml)`,
+            value: joinArgs(found.argv ?? []),
+            validateInput: (text) => {
+                try {
+                    splitArgs(text);
+                    return undefined;
+                } catch (error) {
+                    return String(error instanceof Error ? error.message : error);
+                }
+            },
+        });
+        if (typed === undefined) {
+            return;
+        }
+        const argv = splitArgs(typed);
+        const written = (await vscode.commands.executeCommand('onnxlint.setScriptArguments', uri, {
+            script: found.script,
+            argv,
+        })) as { written?: string | null } | undefined;
+        this.output.info(`set arguments of ${found.script}: ${JSON.stringify(argv)} -> ${JSON.stringify(written)}`);
+        if (typeof written?.written === 'string' && found.rerun !== undefined) {
+            await vscode.commands.executeCommand('onnxlint.analyzeExport', uri, found.rerun);
+        }
     }
 
     /** Opens the HTML report of the latest analyses in a webview (it has no scripts and fetches nothing). */

@@ -6,7 +6,11 @@ export const CLIENT_COMMANDS = [
     'onnxlint.showLogs',
     'onnxlint.selectInterpreter',
     'onnxlint.showAnalysisResult',
+    'onnxlint.setArguments',
 ] as const;
+
+/** Asks for the command line an export script runs with in the deep analysis, then runs it again. */
+export const SET_ARGUMENTS = 'onnxlint.setArguments';
 
 /** Shows the end of the latest deep analysis (counts, "Show report"); the server then sends no message. */
 export const SHOW_ANALYSIS_RESULT = 'onnxlint.showAnalysisResult';
@@ -17,6 +21,7 @@ export const SERVER_COMMANDS = [
     'onnxlint.fixAll',
     'onnxlint.showReport',
     'onnxlint.createTarget',
+    'onnxlint.setScriptArguments',
 ] as const;
 
 export const TRUST_MESSAGE = 'Deep analysis runs your code; trust this workspace to use it.';

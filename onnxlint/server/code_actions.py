@@ -11,6 +11,7 @@ take several passes, so it is built in `codeAction/resolve` when the client supp
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -239,6 +240,7 @@ async def _actions_for(
                     edit=workspace_edit(ls, uri, res.version, text_edits(edits, lines)),
                 )
             )
+    out.extend(_deep_actions(ls, uri, v, diag))
     edit = await ls.run_check(
         lambda: _cached(
             ls, uri, ("suppress", res.version, v), lambda: _suppression(ls, uri, res, v)
@@ -254,6 +256,19 @@ async def _actions_for(
             )
         )
     return out
+
+
+def _deep_actions(
+    ls: OnnxlintServer, uri: str, v: Violation, diag: types.Diagnostic
+) -> list[types.CodeAction]:
+    """A script run that stopped for its command line: "Set arguments..." (script_args.py)."""
+    from onnxlint.server import script_args
+
+    stops = ls.deep.stops if ls.deep is not None else {}
+    stop = stops.get(os.path.realpath(v.path)) if script_args.asks_for_arguments(v) else None
+    if stop is None or script_args.SET_ARGUMENTS not in ls.init.client_commands:
+        return []
+    return [script_args.code_action(uri, v, diag, stop)]
 
 
 FIX_ALL_TITLE = "onnxlint: Fix all auto-fixable problems (safe fixes)"

@@ -22,6 +22,7 @@ from onnxlint.server.protocol import (
     CREATE_TARGET,
     FIX_ALL,
     RESTART,
+    SET_SCRIPT_ARGUMENTS,
     SHOW_REPORT,
 )
 
@@ -205,12 +206,41 @@ async def show_report(ls: OnnxlintServer, *args: Any) -> Any:
     return paths
 
 
+async def set_script_arguments(ls: OnnxlintServer, *args: Any) -> Any:
+    """Write a script's `argv` into the project's pyproject.toml (`[[tool.onnxlint.scripts]]`);
+    arguments: the script's URI (or any file of the project), then {"script": path, "argv":
+    [...]}. The client runs the analysis again afterwards."""
+    from onnxlint.server.script_args import write_arguments
+
+    uri, options = _uri_and_options(args)
+    assert uri is not None
+    script, argv = options.get("script"), options.get("argv")
+    if not isinstance(script, str) or not (
+        isinstance(argv, list) and all(isinstance(a, str) for a in argv)
+    ):
+        raise JsonRpcInvalidParams('expected {"script": <path>, "argv": [<strings>]}')
+    cfg, _, _ = ls.config_for(uri)
+    root = Path(cfg.root) if cfg.root is not None else Path(ls.path_of(uri)).parent
+    try:
+        written = await ls.get_loop().run_in_executor(
+            None, lambda: write_arguments(root, Path(script), list(argv))
+        )
+    except (ValueError, OSError) as exc:
+        _say(ls, f"onnxlint: the arguments were not written: {exc}")
+        return {"written": None, "error": str(exc)}
+    ls.invalidate_config()
+    if ls.deep is not None:
+        ls.deep._targets.clear()
+    return {"written": str(written), "argv": argv}
+
+
 _HANDLERS = {
     ANALYZE_EXPORT: analyze_export,
     CREATE_TARGET: create_target,
     FIX_ALL: fix_all,
     RESTART: restart,
     SHOW_REPORT: show_report,
+    SET_SCRIPT_ARGUMENTS: set_script_arguments,
 }
 
 

@@ -104,6 +104,8 @@ class DeepService:
         self.files: dict[str, dict[str, tuple[list[Any], str]]] = {}
         self.pushed: set[str] = set()  # URIs of closed files whose deep findings were pushed
         self.warming: asyncio.Future[Any] | None = None  # the worker's start in the background
+        # real path of a script -> its last run's stop for its command line (script_args.py)
+        self.stops: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ availability
 
@@ -333,6 +335,9 @@ class DeepService:
             self.running = None
             if result is not None:
                 finished.update(summary(result))
+                stop = self._stop(result)
+                if stop is not None:  # "Set arguments..." in the end notification
+                    finished["setArguments"] = {"uri": uri, **stop}
             done = "cancelled" if job.cancel.is_set() else "done"
             progress.end(str(finished.get("message", done)))
             ls.protocol.notify(ANALYSIS_STATE, finished)
@@ -354,6 +359,20 @@ class DeepService:
             "cached": bool(getattr(result, "cached", False)),
             "detail": result.detail,
         }
+
+    def _stop(self, result: Any) -> dict[str, Any] | None:
+        """Remember (or forget) that a script's run stopped for its command line."""
+        from onnxlint.server.script_args import stop_of
+
+        if result.target.script is None:
+            return None
+        stop = stop_of(result)
+        script = str((result.target.extra or {}).get("script") or result.target.script)
+        if stop is None:
+            self.stops.pop(os.path.realpath(script), None)
+        else:
+            self.stops[os.path.realpath(script)] = stop
+        return stop
 
     def _can_refresh_lenses(self) -> bool:
         caps = self.server.client_capabilities

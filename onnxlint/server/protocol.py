@@ -28,7 +28,8 @@ CREATE_TARGET = "onnxlint.createTarget"
 FIX_ALL = "onnxlint.fixAll"
 RESTART = "onnxlint.restart"
 SHOW_REPORT = "onnxlint.showReport"
-COMMANDS = (ANALYZE_EXPORT, CREATE_TARGET, FIX_ALL, RESTART, SHOW_REPORT)
+SET_SCRIPT_ARGUMENTS = "onnxlint.setScriptArguments"
+COMMANDS = (ANALYZE_EXPORT, CREATE_TARGET, FIX_ALL, RESTART, SHOW_REPORT, SET_SCRIPT_ARGUMENTS)
 # A client-side command: when the client has it, it shows an analysis's result itself.
 SHOW_RESULT = "onnxlint.showAnalysisResult"
 # The notification that an analysis started or finished.
