@@ -83,6 +83,13 @@ class OnnxlintClient extends LanguageClient {
     }
 }
 
+/** The answer of the server's `onnxlint.createTarget`. */
+interface CreatedTarget {
+    created?: string | null;
+    placeholders?: string[];
+    rerun?: Record<string, unknown>;
+}
+
 /** A script run that stopped for its command line: what "Set arguments..." needs. */
 interface ScriptStop {
     uri?: string;
@@ -522,10 +529,10 @@ export class Controller implements vscode.Disposable {
             return;
         }
         const argv = splitArgs(typed);
-        const written = (await vscode.commands.executeCommand('onnxlint.setScriptArguments', uri, {
+        const written = await vscode.commands.executeCommand<{ written?: string | null } | undefined>('onnxlint.setScriptArguments', uri, {
             script: found.script,
             argv,
-        })) as { written?: string | null } | undefined;
+        });
         this.output.info(`set arguments of ${found.script}: ${JSON.stringify(argv)} -> ${JSON.stringify(written)}`);
         if (typeof written?.written === 'string' && found.rerun !== undefined) {
             await vscode.commands.executeCommand('onnxlint.analyzeExport', uri, found.rerun);
@@ -589,7 +596,35 @@ export class Controller implements vscode.Disposable {
         const result = await next(command, args);
         // The server explains failures itself (window/showMessage); the log keeps the outcome.
         this.output.info(`${command} -> ${result === undefined ? 'no result' : JSON.stringify(result)}`);
+        if (command === 'onnxlint.createTarget' && typeof args[0] === 'string') {
+            await this.afterCreateTarget(args[0], result as CreatedTarget | undefined);
+        }
         return result;
+    }
+
+    /**
+     * "Create a target" appended a factory to the file: save it (the worker imports the file from
+     * disk), then run it when it has nothing left to fill in; else say what to fill in (the server
+     * selected the first placeholder).
+     */
+    private async afterCreateTarget(uri: string, created: CreatedTarget | undefined): Promise<void> {
+        if (typeof created?.created !== 'string') {
+            return;
+        }
+        const document = vscode.workspace.textDocuments.find((d) => d.uri.toString() === uri);
+        const saved = document !== undefined ? await document.save() : false;
+        this.output.info(`created target ${created.created}: saved ${saved}`);
+        const left = created.placeholders ?? [];
+        if (left.length > 0) {
+            const names = left.map((p) => (p.startsWith('the ') ? p : `\`${p}\``)).join(', ');
+            void vscode.window.showInformationMessage(
+                `onnxlint: fill in ${names} in ${created.created}() (marked "onnxlint: fill in"), save, then run its lens.`,
+            );
+            return;
+        }
+        if (saved && created.rerun !== undefined) {
+            await vscode.commands.executeCommand('onnxlint.analyzeExport', uri, created.rerun);
+        }
     }
 
     /**

@@ -164,6 +164,7 @@ describe('initializationOptions', () => {
             'onnxlint.showLogs',
             'onnxlint.selectInterpreter',
             'onnxlint.showAnalysisResult',
+            'onnxlint.setArguments',
         ]);
         assert.equal(options.trusted, false);
         assert.equal(initializationOptions(DEFAULTS, true).trusted, true);

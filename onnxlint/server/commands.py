@@ -15,6 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
+from pygls.uris import from_fs_path
 
 from onnxlint.server.app import OnnxlintServer
 from onnxlint.server.protocol import (
@@ -62,11 +63,13 @@ async def analyze_export(ls: OnnxlintServer, *args: Any) -> Any:
 
 
 def target_text(
-    ls: OnnxlintServer, uri: str, text: str, cls: str, cls_path: str | None
-) -> tuple[str, str]:
-    """On the engine thread: (function name, text to append) of a `# onnxlint: target`
-    factory that builds `cls` (defined in `cls_path`) in the file `uri`."""
+    ls: OnnxlintServer, uri: str, text: str, cls: str, cls_path: str | None, line: int | None
+) -> tuple[str, str, list[str]]:
+    """On the engine thread: (function name, text to append, placeholders left to fill in)
+    of a `# onnxlint: target` factory that builds `cls` (defined in `cls_path`) the way the
+    export call at `line` of the file `uri` does (new_target.py)."""
     from onnxlint.deep.targets import module_name_for
+    from onnxlint.server.new_target import PLACEHOLDER, factory_for
 
     path = os.path.abspath(ls.path_of(uri))
     facts = ls.engine.project.facts(path, text)
@@ -75,6 +78,12 @@ def target_text(
     name = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", cls).lower()
     while name in taken or name in bound:
         name += "_target"
+    if cls_path is None or os.path.abspath(cls_path) == path:
+        class_text: str | None = text
+    else:
+        doc = ls.workspace.text_documents.get(from_fs_path(cls_path) or "")
+        class_text = doc.source if doc is not None else _read_text(cls_path)
+    made = factory_for(text, line or 0, cls, class_text)
     body = []
     if cls not in bound and cls_path is not None and os.path.abspath(cls_path) != path:
         cfg, _, _ = ls.config_for(uri)
@@ -84,19 +93,31 @@ def target_text(
             body.append(f"    from {module} import {cls}\n")
     if "torch" not in bound:
         body.append("    import torch\n")
-    body += [
-        '    """The model the export above exports, built for the deep analysis."""\n',
-        f"    model = {cls}().eval()\n",
-        "    example = torch.randn(1, 3, 224, 224)  # replace with an input your model takes\n",
-        "    return model, (example,)\n",
-    ]
+    what = f"the export at line {line}" if line is not None else "the export"
+    body.append(f'    """The model {what} exports, built for the deep analysis."""\n')
+    body += [f"    # {PLACEHOLDER} {note}\n" for note in made.notes]
+    body.append(f"    model = {cls}({', '.join(made.model_args)}).eval()\n")
+    body.append(f"    return model, {made.example or '...'}\n")
     sep = "" if text.endswith("\n") or not text else "\n"
-    return name, f"{sep}\n\n# onnxlint: target\ndef {name}():\n{''.join(body)}"
+    return name, f"{sep}\n\n# onnxlint: target\ndef {name}():\n{''.join(body)}", made.placeholders
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 async def create_target(ls: OnnxlintServer, *args: Any) -> Any:
     """Append a `# onnxlint: target` factory for the class an export call exports (the code
-    lens over an export no target builds), and show it."""
+    lens over an export no target builds), with the constructor arguments and example inputs
+    of the call site, and show it. The answer says what to run once the file is saved
+    (`rerun`, the analyzeExport argument) and what is left to fill in (`placeholders`; the
+    first is selected); the VS Code client saves the file and runs it when nothing is."""
+    from onnxlint.deep.targets import module_name_for
+    from onnxlint.server.new_target import PLACEHOLDER
+
     uri, options = _uri_and_options(args)
     assert uri is not None
     doc = ls.document(uri)
@@ -104,9 +125,11 @@ async def create_target(ls: OnnxlintServer, *args: Any) -> Any:
     if not isinstance(cls, str) or not cls.isidentifier():
         raise JsonRpcInvalidParams("expected {'class': <the exported class name>}")
     path = options.get("path")
+    at = options.get("line")
+    call_line = at if isinstance(at, int) and not isinstance(at, bool) else None
     text, version = doc.source, doc.version
-    name, added = await ls.run_check(
-        lambda: target_text(ls, uri, text, cls, path if isinstance(path, str) else None)
+    name, added, placeholders = await ls.run_check(
+        lambda: target_text(ls, uri, text, cls, path if isinstance(path, str) else None, call_line)
     )
     lines = ls.lines(text)
     end = lines.position(len(lines.lines) + 1, 1)
@@ -124,18 +147,59 @@ async def create_target(ls: OnnxlintServer, *args: Any) -> Any:
     if not (result and result.applied):
         return {"created": None}
     full = text + added
-    line = full.count("\n", 0, full.rindex(f"\ndef {name}():") + 1)  # 0-based
+    start = full.rindex(f"\ndef {name}():") + 1
+    line = full.count("\n", 0, start)  # 0-based
+    selection = types.Range(types.Position(line, 4), types.Position(line, 4 + len(name)))
+    if placeholders:  # the first `...` to fill in
+        body = full[start:].splitlines()
+        for i, row in enumerate(body):
+            code = row.split("#", 1)[0] if PLACEHOLDER not in row else ""
+            col = code.find("...")
+            if col >= 0:
+                selection = types.Range(
+                    types.Position(line + i, col), types.Position(line + i, col + 3)
+                )
+                break
     caps = ls.client_capabilities.window
     if caps and caps.show_document and caps.show_document.support:
-        pos = types.Position(line, 4)
         await ls.window_show_document_async(
-            types.ShowDocumentParams(
-                uri=uri,
-                take_focus=True,
-                selection=types.Range(pos, types.Position(line, 4 + len(name))),
-            )
+            types.ShowDocumentParams(uri=uri, take_focus=True, selection=selection)
         )
-    return {"created": name, "line": line + 1}
+    cfg, _, _ = ls.config_for(uri)
+    here = Path(ls.path_of(uri))
+    root = Path(cfg.root) if cfg.root is not None else here.parent
+    module = module_name_for(here, root)
+    answer: dict[str, Any] = {
+        "created": name,
+        "line": line + 1,
+        "placeholders": placeholders,
+        "target": f"{module}:{name}" if module is not None else None,
+    }
+    if module is not None:
+        rerun: dict[str, Any] = {"target": f"{module}:{name}"}
+        if call_line is not None:
+            rerun["line"] = call_line
+            settings = await ls.run_check(lambda: _call_settings(ls, uri, full, call_line))
+            if settings:
+                rerun["call"] = settings
+        answer["rerun"] = rerun
+    if ls.deep is not None:
+        ls.deep.forget_targets()  # the new factory is a target once the file is saved
+    return answer
+
+
+def _call_settings(ls: OnnxlintServer, uri: str, text: str, line: int) -> dict[str, Any]:
+    """The export call's opset and dynamic shapes (what its lens runs a target with)."""
+    from onnxlint.project.exports import export_sites
+    from onnxlint.server.targets import call_settings
+
+    facts = ls.engine.project.facts(os.path.abspath(ls.path_of(uri)), text)
+    if facts is None:
+        return {}
+    for site, _ in export_sites(ls.engine.project, facts):
+        if site.line == line:
+            return call_settings(facts, site)
+    return {}
 
 
 async def fix_all(ls: OnnxlintServer, *args: Any) -> Any:
@@ -230,7 +294,7 @@ async def set_script_arguments(ls: OnnxlintServer, *args: Any) -> Any:
         return {"written": None, "error": str(exc)}
     ls.invalidate_config()
     if ls.deep is not None:
-        ls.deep._targets.clear()
+        ls.deep.forget_targets()
     return {"written": str(written), "argv": argv}
 
 

@@ -161,6 +161,10 @@ class DeepService:
         self._targets[key] = (time.monotonic(), targets, problems)
         return targets, problems
 
+    def forget_targets(self) -> None:
+        """The next `targets` reads them again (a file declaring one was saved or written)."""
+        self._targets.clear()
+
     def analyzer(self, uri: str, python: str) -> Any:
         mod = self.module()
         root = self._root(uri)

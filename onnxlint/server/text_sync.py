@@ -59,6 +59,8 @@ def register(server: OnnxlintServer) -> None:
         if uri not in ls.workspace.text_documents:
             return
         ls.schedule(uri, 0)
+        if ls.deep is not None:
+            ls.deep.forget_targets()  # the saved file may declare a target (or no longer)
         settings = ls.settings_for(uri)
         if settings.deep.on_save and ls.deep is not None:
             ls.deep.on_save(uri)

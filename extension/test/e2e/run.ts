@@ -19,7 +19,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { TRUST_MESSAGE } from '../../src/commands';
 import { type ContrastReport, contrastProbe } from './contrast';
 
-const SCENARIOS = ['static', 'quickfix', 'lens', 'deep', 'script', 'untrusted', 'missing', 'switch', 'restart', 'partial', 'notebook'] as const;
+const SCENARIOS = ['static', 'quickfix', 'lens', 'deep', 'script', 'setup', 'untrusted', 'missing', 'switch', 'restart', 'partial', 'notebook'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Options {
@@ -933,6 +933,165 @@ async function scenarioScript(ctx: Ctx): Promise<void> {
     await ctx.shot('script-lens');
 }
 
+const NEEDS_CONFIG = `import argparse
+
+import torch
+from torch import nn
+
+
+class CfgNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        if y.sum() > 0:
+            y = y * 2
+        return y
+
+
+p = argparse.ArgumentParser()
+p.add_argument("--config", required=True, help="the model's config file")
+args = p.parse_args()
+torch.onnx.export(CfgNet().eval(), (torch.randn(2, 4),), "cfg.onnx")
+`;
+
+const NO_TARGET = `import torch
+from torch import nn
+
+WIDTH = 8
+
+
+class WideNet(nn.Module):
+    def __init__(self, width, classes):
+        super().__init__()
+        self.fc = nn.Linear(4, width)
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x):
+        y = self.head(self.fc(x))
+        if y.sum() > 0:
+            y = y * 2
+        return y
+
+
+def export(path):
+    model = WideNet(WIDTH, 3)
+    x = torch.randn(2, 4)
+    torch.onnx.export(model.eval(), (x,), path)
+`;
+
+/**
+ * Issue 27, item 5. "Set arguments...": a script whose run stops on argparse's required --config
+ * ends with a notification offering "Set arguments..." and a quick fix of the same name on the
+ * finding; the quick fix's input box writes the [[tool.onnxlint.scripts]] entry and the analysis runs
+ * again, past parse_args(). "Create a target": the lens over an export call nothing can run writes a
+ * factory with the call site's constructor arguments and example, saves the file and analyses it.
+ */
+async function scenarioSetup(ctx: Ctx): Promise<void> {
+    const page = ctx.page;
+    const dir = path.join(ctx.ws.folder, 'plain');
+    fs.mkdirSync(dir, { recursive: true });
+    const pyproject = path.join(dir, 'pyproject.toml');
+    fs.writeFileSync(pyproject, '[tool.onnxlint]\n');
+    fs.writeFileSync(path.join(dir, 'export_cfg.py'), NEEDS_CONFIG);
+    fs.writeFileSync(path.join(dir, 'export_wide.py'), NO_TARGET);
+    await runCommand(page, 'View: Close All Editors');
+    await openFile(page, 'plain/export_cfg.py');
+    const title = 'Analyze export (CfgNet, dynamo exporter: runs this script)';
+    const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: title }).first();
+    await lens.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
+        throw new Error(`no "${title}" lens: ${JSON.stringify(await lensTitles(page))}\n${await describeState(ctx)}`);
+    });
+    await lens.click();
+    const stopped = toastWith(page, /onnxlint: export_cfg\.py:\d+: /);
+    await stopped.waitFor({ state: 'visible', timeout: 300_000 }).catch(async () => {
+        throw new Error(`the script's analysis did not end\n${await describeState(ctx)}`);
+    });
+    const said = (await stopped.innerText()).replace(/\s+/g, ' ');
+    ctx.detail.push(`end of the stopped run: ${said}`);
+    if (!said.includes('Set arguments...')) {
+        throw new Error(`the end notification does not offer "Set arguments...": ${said}`);
+    }
+    // The quick fix on the finding at parse_args() (OLX812)
+    const row = page.locator('.markers-panel .monaco-tl-row', { hasText: 'OLX812' }).first();
+    await waitFor('the OLX812 row', async () => ((await row.isVisible().catch(() => false)) ? true : undefined), 30_000, () =>
+        describeState(ctx),
+    );
+    await row.dblclick();
+    await sleep(500);
+    await page.keyboard.press('Control+.');
+    const action = page
+        .locator('.action-widget [role="option"], .context-view [role="menuitem"]')
+        .filter({ hasText: 'Set the command-line arguments' })
+        .first();
+    await action.waitFor({ state: 'visible', timeout: 15_000 }).catch(async () => {
+        const offered = await page.locator('.action-widget, .context-view').allInnerTexts();
+        throw new Error(`no "Set arguments" quick fix: ${JSON.stringify(offered)}\n${await describeState(ctx)}`);
+    });
+    ctx.detail.push(`quick fix: ${(await action.innerText()).trim()}`);
+    await ctx.shot('set-arguments-menu');
+    await action.click();
+    const input = page.locator('.quick-input-widget input').first();
+    await input.waitFor({ state: 'visible', timeout: 10_000 });
+    const asked = (await page.locator('.quick-input-widget').first().innerText()).replace(/\s+/g, ' ');
+    ctx.detail.push(`input box: ${asked}`);
+    await input.fill('--config "configs/my net.yaml"');
+    await ctx.shot('set-arguments-input');
+    await page.keyboard.press('Enter');
+    const entry = await waitFor(
+        'the [[tool.onnxlint.scripts]] entry',
+        () => {
+            const text = fs.readFileSync(pyproject, 'utf8');
+            return Promise.resolve(text.includes('argv = ["--config", "configs/my net.yaml"]') ? text : undefined);
+        },
+        15_000,
+        async () => `${fs.readFileSync(pyproject, 'utf8')}\n${await describeState(ctx)}`,
+    );
+    ctx.detail.push(`pyproject.toml: ${entry.replace(/\n/g, '\\n')}`);
+    // The same analysis again, which now runs past parse_args()
+    const rerun = page.locator('.notifications-toasts .notification-toast', { hasText: /onnxlint: export_cfg\.py:\d+: / }).filter({
+        hasNotText: 'Set arguments',
+    });
+    await rerun.first().waitFor({ state: 'visible', timeout: 300_000 }).catch(async () => {
+        throw new Error(`no second analysis after "Set arguments..."\n${await describeState(ctx)}`);
+    });
+    ctx.detail.push(`end of the run with arguments: ${(await rerun.first().innerText()).replace(/\s+/g, ' ')}`);
+    await waitFor('the OLX812 gone', async () => {
+        const rows = onnxlintRows(await problemRows(page));
+        return rows.some((r) => r.includes('OLX812')) ? undefined : rows;
+    }, 30_000, () => describeState(ctx));
+
+    // "Create a target": filled from the call site, saved and analysed
+    await openFile(page, 'plain/export_wide.py');
+    const create = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: 'No analysis target builds WideNet: create one' }).first();
+    await create.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
+        throw new Error(`no create-a-target lens: ${JSON.stringify(await lensTitles(page))}\n${await describeState(ctx)}`);
+    });
+    await create.click();
+    const file = path.join(dir, 'export_wide.py');
+    const saved = await waitFor('the target, saved', () => {
+        const text = fs.readFileSync(file, 'utf8');
+        return Promise.resolve(text.includes('# onnxlint: target') ? text : undefined);
+    }, 20_000, () => describeState(ctx));
+    const factory = saved.slice(saved.indexOf('# onnxlint: target'));
+    ctx.detail.push(`factory on disk: ${factory.replace(/\n/g, '\\n')}`);
+    if (!factory.includes('model = WideNet(width=8, classes=3).eval()') || !factory.includes('return model, (torch.randn(2, 4),)')) {
+        throw new Error(`the factory does not take the call site's arguments: ${factory}`);
+    }
+    const dirty = await page.locator('.tabs-container .tab.active.dirty').count();
+    if (dirty > 0) {
+        throw new Error('the file with the new target is not saved');
+    }
+    const ran = toastWith(page, /onnxlint: export_wide:wide_net: /);
+    await ran.waitFor({ state: 'visible', timeout: 300_000 }).catch(async () => {
+        throw new Error(`the new target was not analysed\n${await describeState(ctx)}`);
+    });
+    ctx.detail.push(`end of the new target's run: ${(await ran.innerText()).replace(/\s+/g, ' ')}`);
+    await ctx.shot('created-target');
+}
+
 /** Restricted Mode: static diagnostics still appear, and deep analysis is refused with a clear message. */
 async function scenarioUntrusted(ctx: Ctx): Promise<void> {
     const page = ctx.page;
@@ -1310,6 +1469,7 @@ async function main(): Promise<number> {
                 { scenario: 'notebook', run: scenarioNotebook },
                 { scenario: 'deep', run: scenarioDeep },
                 { scenario: 'script', run: scenarioScript },
+                { scenario: 'setup', run: scenarioSetup },
             ],
             // Message traces make a failure's log tail say what the client and server exchanged.
             // A dark theme, as most ML developers use: the report must read in it (issue 27).
