@@ -49,6 +49,7 @@ class ExportSite:
     dynamic: bool  # declares dynamic dims (dynamic_shapes / dynamic_axes)
     dims: str  # the declared dynamic dims, short (`batch, seq`), "" when none or unreadable
     model: str  # the exported class's name
+    dim_names: tuple[tuple[int, str], ...] = ()  # (index, name) of the dims it names literally
 
     def where(self, root: str | None, here: str | None = None) -> str:
         """`tools/export.py:41`, relative to the project root (`line 41` in `here`); in a
@@ -95,12 +96,10 @@ def export_sites(index: ProjectIndex, facts: FileFacts) -> list[tuple[ExportSite
         dims = _dims(call)
         dynamic = dims is not None
         names = sorted({c.name for _, c in classes})
-        out.append(
-            (
-                ExportSite(facts.path, line, kind, dynamic, dims or "", ", ".join(names)),
-                classes,
-            )
+        site = ExportSite(
+            facts.path, line, kind, dynamic, dims or "", ", ".join(names), _dim_names(call)
         )
+        out.append((site, classes))
     return out
 
 
@@ -130,7 +129,7 @@ def target_sites(
             continue
         shapes = raw.get("dynamic-shapes", raw.get("dynamic_shapes"))
         dims = _target_dims(shapes)
-        _add_target(index, facts, func, bool(shapes), dims, found)
+        _add_target(index, facts, func, bool(shapes), dims, found, _target_dim_names(shapes))
     for path in marked:
         facts = index.facts(path)
         if facts is None:
@@ -153,6 +152,7 @@ def _add_target(
     dynamic: bool,
     dims: str,
     found: dict[tuple[str, int], tuple[ExportSite, list[ClassRef]]],
+    dim_names: tuple[tuple[int, str], ...] = (),
 ) -> None:
     line = def_line(facts, func)
     if line is None:
@@ -163,8 +163,27 @@ def _add_target(
         return  # a marker on a pyproject target: one site, with the declared dims
     classes = returned_classes(index, facts, func, depth=2)
     names = ", ".join(sorted({c.name for _, c in classes}))
-    site = ExportSite(facts.path, line, ExportKind.ONNX_DYNAMO, dynamic, dims, names)
+    site = ExportSite(facts.path, line, ExportKind.ONNX_DYNAMO, dynamic, dims, names, dim_names)
     found[key] = (site, classes)
+
+
+def _target_dim_names(shapes: object) -> tuple[tuple[int, str], ...]:
+    """(dim index, name) of a target's `dynamic-shapes` (`{ x = { 0 = "batch" } }`)."""
+    out: list[tuple[int, str]] = []
+    stack = [shapes]
+    while stack:
+        item = stack.pop(0)
+        if isinstance(item, dict):
+            for k, v in item.items():
+                key = str(k)
+                if key.isdigit() and isinstance(v, str):
+                    if (int(key), v) not in out:
+                        out.append((int(key), v))
+                else:
+                    stack.append(v)
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return tuple(out)
 
 
 def _target_dims(shapes: object) -> str:
@@ -221,6 +240,29 @@ def _dims(call: ExportCall) -> str | None:
                 found.append(text)
         return ", ".join(found)
     return None
+
+
+def _dim_names(call: ExportCall) -> tuple[tuple[int, str], ...]:
+    """(dim index, name) of each dynamic dim the call names literally (`{0: "batch"}`,
+    `{0: Dim("batch")}`), in any of its inputs."""
+    out: list[tuple[int, str]] = []
+    for name in ("dynamic_shapes", "dynamic_axes"):
+        arg = keyword_arg(call.node, name)
+        if arg is None:
+            continue
+        for node in iter_descendants(arg.value):
+            if not (isinstance(node, cst.DictElement) and isinstance(node.key, cst.Integer)):
+                continue
+            value = node.value
+            if isinstance(value, cst.Call) and value.args:
+                if not (dotted(value.func) or "").endswith("Dim"):
+                    continue
+                value = value.args[0].value
+            if isinstance(value, cst.SimpleString):
+                pair = (int(node.key.value, 0), value.value.strip("'\""))
+                if pair not in out:
+                    out.append(pair)
+    return tuple(out)
 
 
 def _exported_classes(index: ProjectIndex, facts: FileFacts, call: ExportCall) -> list[ClassRef]:

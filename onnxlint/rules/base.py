@@ -458,11 +458,12 @@ class Context:
         severity = self.config.severity_for(code, severity)
         if self._in_dead_version_branch(node):
             return  # code for another torch than `target-torch`: never runs there
+        related: tuple[Related, ...] = ()
         if rule.forward_only and self.reach is not None:
             placed = self._export_reach(message, severity)
             if placed is None:
                 return
-            message, severity = placed
+            message, severity, related = placed
         v = Violation(
             path=self.path,
             span=self.span(node),
@@ -483,27 +484,42 @@ class Context:
 
         return dead_branch(self.ancestors, node, self.config.torch_version)
 
-    def _export_reach(self, message: str, severity: Severity) -> tuple[str, Severity] | None:
+    def _export_reach(
+        self, message: str, severity: Severity
+    ) -> tuple[str, Severity, tuple[Related, ...]] | None:
         """Name the export that makes a finding in forward code a problem, or say that no
-        export of the project reaches it (and apply the `unreached` setting)."""
+        export of the project reaches it (and apply the `unreached` setting). A message
+        that already names a reaching export (OLX104's reason) gets no second one: the
+        other exports go into its related information."""
         sites = self.reaching_exports()
         root = str(self.config.root) if self.config.root is not None else None
         if sites:
-            first = min(  # the current dynamo exporter first, a removed API last
+            ordered = sorted(  # the current dynamo exporter first, a removed API last
                 sites,
                 key=lambda s: (s.traced, s.kind.value == "onnx-dynamo-export", s.path, s.line),
             )
-            where = first.where(root)
-            if where not in message and first.path != os.path.abspath(self.path):
+            first = ordered[0]
+
+            def named(site: ExportSite) -> bool:
+                return re.search(re.escape(site.where(root)) + r"(?![\d:])", message) is not None
+
+            if any(named(s) for s in sites):
+                related = tuple(
+                    Related(s.path, s.line, 1, f"also exported by {s.where(root)} ({s.exporter})")
+                    for s in ordered
+                    if not named(s)
+                )
+                return message, severity, related[:5]
+            if first.path != os.path.abspath(self.path):
                 more = f" and {len(sites) - 1} more" if len(sites) > 1 else ""
-                message = f"{message} (exported by {where}{more}, {first.exporter})"
-            return message, severity
+                message = f"{message} (exported by {first.where(root)}{more}, {first.exporter})"
+            return message, severity, ()
         mode = self.config.unreached
         if mode == "ignore":
             return None
         if mode == "lower":
             severity = Severity.WARNING if severity is Severity.ERROR else Severity.INFO
-        return f"{message}; no export in this project reaches it", severity
+        return f"{message}; no export in this project reaches it", severity, ()
 
 
 def make_fix(title: str, *edits: Edit, safety: FixSafety = FixSafety.SAFE) -> Fix:

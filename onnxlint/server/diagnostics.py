@@ -164,9 +164,10 @@ CONFIRMING = frozenset({"OLX801", "OLX802", "OLX803", "OLX804", "OLX818"})
 
 def merge_confirmed(static: list[Violation], deep: list[Violation]) -> list[Violation]:
     """One diagnostic per cause: deep findings (OLX801/802/...) on the line of a static
-    OLX1xx finding are folded into it (its message says the deep analysis confirmed it;
-    the deep findings become related information), and several such deep findings on a
-    line without one become one, the most severe, with the others as related."""
+    OLX1xx finding are folded into it (its message says, in a few words, that the deep
+    analysis confirmed it; the deep findings' own messages are its related information),
+    and several such deep findings on a line without one become one, the most severe,
+    with the others as related."""
     by_line: dict[tuple[str, int], list[Violation]] = {}
     rest: list[Violation] = []
     for v in deep:
@@ -186,12 +187,12 @@ def merge_confirmed(static: list[Violation], deep: list[Violation]) -> list[Viol
             i = min(at, key=lambda i: -out[i].severity.rank)
             primary, others, lead = out[i], found, "confirmed by the deep analysis"
         elif len(found) > 1:
-            primary, others, lead = found[0], found[1:], "also"
+            primary, others = found[0], found[1:]
+            lead = f"and {len(others)} more deep finding{'s' if len(others) > 1 else ''} here"
             i = -1
         else:
             rest.append(found[0])
             continue
-        words = "; ".join(f"{o.code}: {o.message}" for o in others[:2])
         related = tuple(
             Related(o.path, o.line, o.column, f"{o.code} ({o.source}): {o.message}") for o in others
         )
@@ -203,7 +204,7 @@ def merge_confirmed(static: list[Violation], deep: list[Violation]) -> list[Viol
         merged = dataclasses.replace(
             primary,
             fix=fix,
-            message=f"{primary.message} ({lead}: {words})",
+            message=f"{primary.message} ({lead})",
             severity=severity,
             notes=(*primary.notes, *(n for o in others for n in o.notes if n.startswith("torch:"))),
             related=(*related, *primary.related),

@@ -27,9 +27,28 @@ SNIPPET_LINES = 8
 SNIPPET_CHARS = 330
 
 
-def _why(text: str) -> str:
-    """The first sentences of "Why is this bad?", up to WHY_CHARS."""
-    paragraph = " ".join(text.split("\n\n")[0].split())
+_TRACED_RE = re.compile(r"\btrac(?:ing|ed|e)\b|TorchScript|jit\.trace", re.I)
+
+
+def _paragraph(text: str, message: str | None) -> str:
+    """The paragraph of "Why is this bad?" that is about the finding's exporter: a rule
+    whose why has one paragraph for tracing and one for the dynamo exporter (OLX104)
+    explains the one its message names."""
+    paragraphs = [p for p in text.split("\n\n") if p.strip()]
+    if message is None or len(paragraphs) < 2:
+        return paragraphs[0] if paragraphs else ""
+    traced = _TRACED_RE.search(message) is not None
+    for p in paragraphs:
+        about_tracing = _TRACED_RE.match(p.strip()) is not None
+        if about_tracing == traced:
+            return p
+    return paragraphs[0]
+
+
+def _why(text: str, message: str | None = None) -> str:
+    """The first sentences of "Why is this bad?" (of its paragraph about the finding's
+    exporter), up to WHY_CHARS."""
+    paragraph = " ".join(_paragraph(text, message).split())
     out = ""
     for sentence in _SENTENCE_RE.split(paragraph):
         if out and len(out) + len(sentence) + 1 > WHY_CHARS:
@@ -70,8 +89,9 @@ def _fix_line(rule: Any, fix: Any) -> str:
     return "**Fix:** none automatic"
 
 
-def rule_summary(code: str, fix: Any = None) -> str | None:
-    """The hover's Markdown for a rule: code and name, why, use instead, fix, link."""
+def rule_summary(code: str, fix: Any = None, message: str | None = None) -> str | None:
+    """The hover's Markdown for a rule: code and name, why (about the exporter `message`,
+    the finding's, names), use instead, fix, link."""
     from onnxlint.core.violation import DOCS_BASE_URL
     from onnxlint.rules import rule_by_code
 
@@ -80,7 +100,7 @@ def rule_summary(code: str, fix: Any = None) -> str | None:
         return None
     sections = rule.doc_sections()
     parts = [f"**{rule.code}** `{rule.name}` · {rule.severity.value}"]
-    why = _why(sections.get("Why is this bad?", "") or sections.get("What it does", ""))
+    why = _why(sections.get("Why is this bad?", "") or sections.get("What it does", ""), message)
     if why:
         parts.append(why)
     snippet = _snippet(sections.get("Use instead", ""))
@@ -139,7 +159,7 @@ async def hover(ls: OnnxlintServer, params: types.HoverParams) -> types.Hover | 
         d = diagnostic(v, lines, settings.severity_for(v.code))
         if not contains(d.range, pos):
             continue
-        page = rule_summary(v.code, v.fix)
+        page = rule_summary(v.code, v.fix, v.message)
         if page is not None:
             pages.append(page + _confirmed_by(v))
             rng = rng or d.range

@@ -369,11 +369,13 @@ def from_shape(ctx: Context, expr: cst.BaseExpression, names: set[str]) -> bool:
     return False
 
 
-def specialising_path(ctx: Context) -> str | None:
+def specialising_path(ctx: Context, index: int | None = None) -> str | None:
     """Why a shape read as a Python int is a problem here, or None if it is not known to
     be: tracing keeps the example's value, a declared dynamic dim is specialised. The
     exports of the project that reach the code decide, named in the reason; without
-    one, the file's own export calls and the `exporter` setting."""
+    one, the file's own export calls and the `exporter` setting. `index`: the dim the code
+    reads, when it is one literal index; the reason names a declared dim only when it is
+    that one (`x.shape[0]` specialises `batch`, not the `width` of dim 3)."""
     here = os.path.abspath(ctx.path)
     sites = [s for s in ctx.reaching_exports() if s.path != here]
     if sites and not ctx.semantic.export_calls:
@@ -384,7 +386,13 @@ def specialising_path(ctx: Context) -> str | None:
                 return f"tracing freezes it to the example input's size ({site.where(root)})"
         for site in ordered:
             if site.dynamic:
-                dims = f" ({site.dims})" if site.dims else ""
+                named = [n for i, n in site.dim_names if index is not None and i == index]
+                dims = f" ({', '.join(dict.fromkeys(named))})" if named else ""
+                if site.traced:  # the TorchScript exporter traces
+                    return (
+                        f"tracing freezes it, and with it the dimension{dims} that "
+                        f"{site.where(root)} declares dynamic ({site.exporter})"
+                    )
                 return (
                     f"it specialises a dimension{dims} that {site.where(root)} declares "
                     f"dynamic ({site.exporter})"

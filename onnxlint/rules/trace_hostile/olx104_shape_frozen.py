@@ -32,12 +32,16 @@ class ShapeFrozen(Rule):
     whether they are reported, lowered or left out.
 
     ## Why is this bad?
-    Tracing records the example input's size as a constant, so the traced model is wrong
-    for other sizes. The dynamo exporter specialises the dimension instead: with a named
-    `Dim`, torch 2.13's `torch.onnx.export` catches torch.export's "Constraints violated",
-    applies its suggested fix and exports the dim static without a warning (ONNX Runtime
-    then rejects any other size); `Dim.DYNAMIC` fails with `Received user-specified dim
-    hint Dim.DYNAMIC ..., but tracing inferred a static shape`.
+    The dynamo exporter (`torch.onnx.export`, `torch.export`) specialises the dimension
+    to the example input's size. With a named `Dim`, torch 2.13's `torch.onnx.export`
+    catches torch.export's "Constraints violated", applies its suggested fix and exports
+    the dim static without a warning (ONNX Runtime then rejects any other size);
+    `Dim.DYNAMIC` fails with `Received user-specified dim hint Dim.DYNAMIC ..., but
+    tracing inferred a static shape`.
+
+    Tracing (`torch.jit.trace`, the TorchScript exporter `dynamo=False`) records the
+    example input's size as a constant, so the traced model is wrong for other sizes,
+    whatever `dynamic_axes` declares.
 
     ## Example
     ```python
@@ -359,7 +363,7 @@ class ShapeFrozen(Rule):
         found = self._dynamic_read(node, [a.value for a in node.args])
         if found is not None:
             return
-        why = specialising_path(self.ctx)
+        why = specialising_path(self.ctx, _read_index(node.args[0].value))
         if why is None:
             if len(node.args) == 1 or q == "builtins.range":
                 for a in node.args[:2]:
@@ -381,7 +385,8 @@ class ShapeFrozen(Rule):
         sides = [test.left, *(c.comparator for c in test.comparisons)]
         if not any(isinstance(s, cst.Integer) for s in sides):
             return
-        why = specialising_path(self.ctx)
+        read = {_read_index(s) for s in sides if not isinstance(s, cst.Integer)}
+        why = specialising_path(self.ctx, read.pop() if len(read) == 1 else None)
         if why is not None and any(self._shape(s) for s in sides):
             self.report(test, f"asserting a tensor size equals a constant: {why}")
 
@@ -503,3 +508,34 @@ def _consequence(site: ExportSite | None) -> str:
     if site is not None and site.kind is ExportKind.ONNX_TORCHSCRIPT:
         return "the TorchScript exporter records the example's size as a constant"
     return "torch.onnx.export then exports that dim static, without a warning"
+
+
+def _read_index(expr: cst.BaseExpression) -> int | None:
+    """The one dim an expression reads by a literal index (`x.shape[0]`, `x.size(1)`,
+    `len(x)`), else None (several, a variable index, or a name bound from a shape)."""
+    nodes = [expr, *iter_descendants(expr)]
+    # names that are parts of a read (`x` and `shape` in `x.shape`), not values
+    parts = {id(n.attr) for n in nodes if isinstance(n, cst.Attribute)}
+    parts |= {id(n.value) for n in nodes if isinstance(n, cst.Attribute)}
+    parts |= {id(n.func) for n in nodes if isinstance(n, cst.Call)}
+    found: set[int] = set()
+    for node in nodes:
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute):
+            if node.value.attr.value == "shape":
+                index = node.slice[0].slice if len(node.slice) == 1 else None
+                value = index.value if isinstance(index, cst.Index) else None
+                if not isinstance(value, cst.Integer):
+                    return None
+                found.add(int(value.value, 0))
+        elif isinstance(node, cst.Call):
+            f = node.func
+            if isinstance(f, cst.Attribute) and f.attr.value == "size":
+                if len(node.args) != 1 or not isinstance(node.args[0].value, cst.Integer):
+                    return None
+                found.add(int(node.args[0].value.value, 0))
+            elif isinstance(f, cst.Name) and f.value == "len" and node.args:
+                found.add(0)
+                parts.add(id(node.args[0].value))
+        elif isinstance(node, cst.Name) and id(node) not in parts:
+            return None  # a name bound from a shape (`b, c = x.shape`): which dim is unknown
+    return found.pop() if len(found) == 1 else None
