@@ -22,6 +22,7 @@ export const SERVER_COMMANDS = [
     'onnxlint.showReport',
     'onnxlint.createTarget',
     'onnxlint.setScriptArguments',
+    'onnxlint.showDocumentation',
 ] as const;
 
 export const TRUST_MESSAGE = 'Deep analysis runs your code; trust this workspace to use it.';

@@ -32,6 +32,7 @@ from onnxlint.server.convert import (
     text_edits,
     whole_text_edit,
 )
+from onnxlint.server.protocol import SHOW_DOCUMENTATION
 from onnxlint.server.session import Result
 
 log = logging.getLogger("onnxlint.server")
@@ -197,7 +198,9 @@ async def code_action(
     only = params.context.only
     actions: list[types.CodeAction | types.Command] = []
     violations = ls.violations(uri)
+    safe_fixes = sum(v.fix is not None and v.fix.safety is FixSafety.SAFE for v in res.violations)
     if wants(only, QUICKFIX):
+        documented: list[types.CodeAction] = []
         for v in violations:
             if v.code in UNCHECKABLE:
                 continue
@@ -206,11 +209,28 @@ async def code_action(
                 continue
             diag = _client_diagnostic(params.context.diagnostics, diag)
             actions.extend(await _actions_for(ls, uri, res, v, diag, lines))
-    if wants(only, FIX_ALL_KIND, default=True) and any(
-        v.fix is not None and v.fix.safety is FixSafety.SAFE for v in res.violations
-    ):
+            if all(v.code not in a.title for a in documented):
+                documented.append(_documentation_action(v, diag))
+        actions.extend(documented)
+        if documented and safe_fixes > 0:  # the menu's last entry, as ruff's
+            actions.append(await _fix_all_action(ls, uri, res, types.CodeActionKind.QuickFix))
+    if wants(only, FIX_ALL_KIND, default=True) and safe_fixes > 0:
         actions.append(await _fix_all_action(ls, uri, res))
     return actions
+
+
+def _documentation_action(v: Violation, diag: types.Diagnostic) -> types.CodeAction:
+    """ "Show documentation for OLXnnn": the rule's page on the documentation site."""
+    return types.CodeAction(
+        title=f"onnxlint ({v.code}): Show documentation for {v.code}",
+        kind=types.CodeActionKind.QuickFix,
+        diagnostics=[diag],
+        command=types.Command(
+            title=f"Show documentation for {v.code}",
+            command=SHOW_DOCUMENTATION,
+            arguments=[v.url],
+        ),
+    )
 
 
 async def _actions_for(
@@ -275,10 +295,12 @@ FIX_ALL_TITLE = "onnxlint: Fix all auto-fixable problems (safe fixes)"
 FIX_ALL_PROGRESS_TITLE = "onnxlint: fixing all problems"
 
 
-async def _fix_all_action(ls: OnnxlintServer, uri: str, res: Result) -> types.CodeAction:
+async def _fix_all_action(
+    ls: OnnxlintServer, uri: str, res: Result, kind: str = FIX_ALL_KIND
+) -> types.CodeAction:
     action = types.CodeAction(
         title=FIX_ALL_TITLE,
-        kind=FIX_ALL_KIND,
+        kind=kind,
         data={"uri": uri, "version": res.version, "kind": "fixAll"},
     )
     caps: Capabilities = ls.code_action_caps or Capabilities()

@@ -24,6 +24,7 @@ from onnxlint.server.protocol import (
     FIX_ALL,
     RESTART,
     SET_SCRIPT_ARGUMENTS,
+    SHOW_DOCUMENTATION,
     SHOW_REPORT,
 )
 
@@ -298,6 +299,28 @@ async def set_script_arguments(ls: OnnxlintServer, *args: Any) -> Any:
     return {"written": str(written), "argv": argv}
 
 
+async def show_documentation(ls: OnnxlintServer, *args: Any) -> Any:
+    """Open a rule's page (its URL, or its code) in the browser (`window/showDocument`,
+    external); a client without it gets the URL in a message."""
+    from onnxlint.core.violation import DOCS_BASE_URL
+
+    found = next((a for a in args if isinstance(a, str)), None)
+    if found is None:
+        raise JsonRpcInvalidParams("expected a rule's URL or code")
+    url = found if found.startswith("https://") else f"{DOCS_BASE_URL}{found.upper()}/"
+    if not url.startswith(DOCS_BASE_URL):
+        raise JsonRpcInvalidParams(f"not a page of onnxlint's documentation: {url}")
+    caps = ls.client_capabilities.window
+    if caps and caps.show_document and caps.show_document.support:
+        shown = await ls.window_show_document_async(
+            types.ShowDocumentParams(uri=url, external=True)
+        )
+        if shown is not None and shown.success:
+            return {"url": url, "shown": True}
+    _say(ls, f"onnxlint: the rule's documentation: {url}")
+    return {"url": url, "shown": False}
+
+
 _HANDLERS = {
     ANALYZE_EXPORT: analyze_export,
     CREATE_TARGET: create_target,
@@ -305,6 +328,7 @@ _HANDLERS = {
     RESTART: restart,
     SHOW_REPORT: show_report,
     SET_SCRIPT_ARGUMENTS: set_script_arguments,
+    SHOW_DOCUMENTATION: show_documentation,
 }
 
 

@@ -29,7 +29,16 @@ FIX_ALL = "onnxlint.fixAll"
 RESTART = "onnxlint.restart"
 SHOW_REPORT = "onnxlint.showReport"
 SET_SCRIPT_ARGUMENTS = "onnxlint.setScriptArguments"
-COMMANDS = (ANALYZE_EXPORT, CREATE_TARGET, FIX_ALL, RESTART, SHOW_REPORT, SET_SCRIPT_ARGUMENTS)
+SHOW_DOCUMENTATION = "onnxlint.showDocumentation"
+COMMANDS = (
+    ANALYZE_EXPORT,
+    CREATE_TARGET,
+    FIX_ALL,
+    RESTART,
+    SHOW_REPORT,
+    SET_SCRIPT_ARGUMENTS,
+    SHOW_DOCUMENTATION,
+)
 # A client-side command: when the client has it, it shows an analysis's result itself.
 SHOW_RESULT = "onnxlint.showAnalysisResult"
 # The notification that an analysis started or finished.

@@ -280,6 +280,8 @@ async def test_code_lens_over_modules_and_export_calls(lsp: Client, tmp_path) ->
         "onnxlint.createTarget",
         "onnxlint.fixAll",
         "onnxlint.showReport",
+        "onnxlint.setScriptArguments",
+        "onnxlint.showDocumentation",
     }
     uri = uri_of(tmp_path / "net.py")
     (tmp_path / "net.py").write_text(TARGETED)

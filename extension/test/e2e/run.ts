@@ -624,17 +624,23 @@ async function scenarioQuickFix(ctx: Ctx): Promise<void> {
     await page.locator('.markers-panel .monaco-tl-row', { hasText: code }).first().dblclick();
     await sleep(500);
     await page.keyboard.press('Control+.');
-    // The fix for this code, not the "Suppress" action next to it.
-    const action = page
-        .locator('.action-widget [role="option"], .context-view [role="menuitem"]')
-        .filter({ hasText: code })
-        .filter({ hasNotText: /suppress/i })
-        .first();
+    // The fix for this code, not the "Suppress" and "Show documentation" actions next to it.
+    const entries = page.locator('.action-widget [role="option"], .context-view [role="menuitem"]');
+    const action = entries.filter({ hasText: code }).filter({ hasNotText: /suppress|documentation/i }).first();
     await action.waitFor({ state: 'visible', timeout: 15_000 }).catch(async (e: unknown) => {
         const offered = await page.locator('.action-widget, .context-view').evaluateAll((els) => els.map((el) => el.outerHTML.slice(0, 4000)));
         throw new Error(`no dynamo quick fix offered (${String(e)}); menu: ${JSON.stringify(offered)}\n${await describeState(ctx)}`);
     });
     ctx.detail.push(`quick fix offered: ${(await action.innerText()).trim()}`);
+    // Issue 27, item 7: the title says everything the fix changes; the rule's page and Fix all are in the menu.
+    const menu = (await entries.allInnerTexts()).map((t) => t.trim());
+    ctx.detail.push(`quick-fix menu: ${JSON.stringify(menu)}`);
+    if (code === 'OLX401' && !(await action.innerText()).includes('remove `do_constant_folding`')) {
+        throw new Error(`the quick fix's title does not say it removes do_constant_folding: ${await action.innerText()}`);
+    }
+    if (!menu.some((t) => t.includes(`Show documentation for ${code}`)) || !menu.some((t) => t.includes('Fix all auto-fixable problems'))) {
+        throw new Error(`no "Show documentation" or "Fix all" in the quick-fix menu: ${JSON.stringify(menu)}`);
+    }
     await ctx.shot('quickfix-menu');
     if (ctx.opts.screenshot !== undefined) {
         await page.screenshot({ path: ctx.opts.screenshot });

@@ -206,10 +206,12 @@ class LegacyTorchScriptExporter(Rule):
             return
         severity = Severity.WARNING if target >= DYNAMO_DEFAULT_SINCE else Severity.INFO
         edits: list[Edit] = []
+        changes: list[str] = []  # what the fix does, in its title
         arg = call.arg("dynamo")
         if arg is not None:
             where: cst.CSTNode = arg
             edits.append(self.ctx.replace(arg.value, "True"))
+            changes.append("Switch to the dynamo exporter (`dynamo=True`)")
             message = (
                 "`dynamo=False` selects the legacy TorchScript exporter (deprecated since torch "
                 "2.8); use the default `dynamo=True` exporter"
@@ -225,20 +227,22 @@ class LegacyTorchScriptExporter(Rule):
                 edits.append(
                     self.ctx.replace(node.func, spelled[: -len(".utils.export")] + ".export")
                 )
+                changes.append("Switch to the dynamo exporter (`torch.onnx.export`)")
         if edits:
-            edits += self.ctx.remove_args(
-                node,
-                [
-                    a
-                    for a in node.args
-                    if a.keyword is not None and a.keyword.value in IGNORED_BY_DYNAMO
-                ],
-            )
+            ignored = [
+                a
+                for a in node.args
+                if a.keyword is not None and a.keyword.value in IGNORED_BY_DYNAMO
+            ]
+            edits += self.ctx.remove_args(node, ignored)
+            if ignored:
+                names = ", ".join(f"`{a.keyword.value}`" for a in ignored if a.keyword)
+                changes.append(f"remove {names}, which it ignores")
             if call.arg("dynamic_axes") is not None and call.arg("dynamic_shapes") is None:
-                edits += convert_dynamic_axes_edits(self.ctx, call) or []
-        fix = (
-            make_fix("Switch to the dynamo exporter", *edits, safety=FixSafety.UNSAFE)
-            if edits
-            else None
-        )
+                converted = convert_dynamic_axes_edits(self.ctx, call)
+                if converted:
+                    edits += converted
+                    changes.append("turn `dynamic_axes` into `dynamic_shapes`")
+        title = ", ".join(changes[:-1]) + (" and " if len(changes) > 1 else "") + changes[-1]
+        fix = make_fix(title, *edits, safety=FixSafety.UNSAFE) if edits else None
         self.report(where, message, fix=fix, severity=severity)

@@ -1,0 +1,79 @@
+"""Issue 27, item 7: the quick-fix menu (Ctrl+.) over a finding has the fix with a title that
+says everything it changes, "Show documentation for OLXnnn" (the rule's page, opened in the
+browser through window/showDocument) and "Fix all auto-fixable problems"."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from .conftest import Client, diagnostics_for, open_doc, start, uri_of
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+LEGACY = """import torch
+
+torch.onnx.dynamo_export(model, x)
+torch.onnx.export(model, (x,), "m.onnx", dynamo=False, do_constant_folding=True)
+"""
+
+
+def _entries(actions: list[Any]) -> list[tuple[str, str | None, dict[str, Any]]]:
+    """(title, kind, command) of each action. lsprotocol's client side reads a CodeAction
+    that carries a command as a Command whose `command` is the nested object's repr."""
+    out = []
+    for a in actions:
+        if isinstance(a, types.CodeAction):
+            cmd = a.command
+            plain = {"command": cmd.command, "arguments": cmd.arguments} if cmd else {}
+            out.append((a.title, str(a.kind) if a.kind else None, plain))
+        else:
+            try:
+                nested = ast.literal_eval(a.command)
+            except (ValueError, SyntaxError):
+                nested = {"command": a.command, "arguments": a.arguments}
+            out.append((a.title, "quickfix", nested if isinstance(nested, dict) else {}))
+    return out
+
+
+async def test_the_quick_fix_menu_has_the_full_fix_title_the_rule_page_and_fix_all(
+    lsp: Client, tmp_path: Path
+) -> None:
+    await start(lsp, "vscode")
+    uri = uri_of(tmp_path / "m.py")
+    open_doc(lsp, uri, LEGACY)
+    diags = await diagnostics_for(lsp, uri, 1)
+    (legacy,) = [d for d in diags if d.code == "OLX401"]
+    actions = await lsp.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            range=legacy.range,
+            context=types.CodeActionContext(diagnostics=[legacy], only=["quickfix"]),
+        )
+    )
+    entries = _entries(list(actions or []))
+    titles = [t for t, _, _ in entries]
+    # the fix says both of its changes, not only the first
+    assert (
+        "onnxlint (OLX401): Switch to the dynamo exporter (`dynamo=True`) and remove "
+        "`do_constant_folding`, which it ignores (unsafe: may change behaviour)"
+    ) in titles, titles
+    docs = [e for e in entries if e[0] == "onnxlint (OLX401): Show documentation for OLX401"]
+    assert len(docs) == 1, titles
+    assert docs[0][2]["command"] == "onnxlint.showDocumentation"
+    url = "https://onnxlint.github.io/onnxlint/rules/OLX401/"
+    assert docs[0][2]["arguments"] == [url]
+    # fix all, as the menu's last entry, a quick fix (not only a source action)
+    assert titles[-1] == "onnxlint: Fix all auto-fixable problems (safe fixes)", titles
+    assert all(kind == "quickfix" for _, kind, _ in entries), entries
+
+    # the command opens the page outside the editor
+    out = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="onnxlint.showDocumentation", arguments=[url])
+    )
+    assert out == {"url": url, "shown": True}
+    assert lsp.shown_documents[-1].uri == url and lsp.shown_documents[-1].external
