@@ -421,7 +421,13 @@ export class Controller implements vscode.Disposable {
         const client = new OnnxlintClient('onnxlint', 'onnxlint', serverOptions, clientOptions);
         this.client = client;
         client.onNotification('onnxlint/analysisState', (params: AnalysisState) => {
-            if (params.state === 'finished' && this.client === client) {
+            if (this.client !== client) {
+                return;
+            }
+            if (params.state === 'started') {
+                this.status.setAnalysis(typeof params.target === 'string' ? `analyzing ${params.target}` : 'analyzing');
+            } else if (params.state === 'finished') {
+                this.status.setAnalysis(undefined);
                 this.lastAnalysis = params;
                 this.showAnalysisResult(params);
             }
