@@ -467,6 +467,20 @@ async function lensTitles(page: Page): Promise<string[]> {
     return texts.flatMap((t) => t.split(/\s*\|\s*/)).map((t) => t.trim()).filter((t) => t !== '');
 }
 
+/** The language status items' text: hovers the `{}` entry next to the language mode. */
+async function languageStatusText(page: Page): Promise<string> {
+    const entry = page.locator('[id="status.languageStatus"]').first();
+    if (!(await entry.isVisible().catch(() => false))) {
+        return `(no language status entry; status bar: ${(await page.locator('.statusbar-item').allInnerTexts()).join(' | ')})`;
+    }
+    await entry.hover();
+    const hover = page.locator('.monaco-hover, .context-view').filter({ hasText: /\S/ }).last();
+    await hover.waitFor({ state: 'visible', timeout: 5_000 }).catch(() => undefined);
+    const text = (await hover.innerText().catch(() => '')).replace(/\s+/g, ' ').trim();
+    await page.mouse.move(5, 600);
+    return text;
+}
+
 /** Visible notification toasts whose text matches. */
 function toastWith(page: Page, text: string | RegExp): ReturnType<Page['locator']> {
     return page.locator('.notifications-toasts .notification-toast', { hasText: text }).first();
@@ -1017,6 +1031,16 @@ async function scenarioSetup(ctx: Ctx): Promise<void> {
     });
     const said = (await stopped.innerText()).replace(/\s+/g, ' ');
     ctx.detail.push(`end of the stopped run: ${said}`);
+    // The language status item (issue 27, item 7) is there while the logs have the focus.
+    await runCommand(page, 'onnxlint: Show logs');
+    await sleep(1000);
+    const language = await languageStatusText(page);
+    ctx.detail.push(`language status with the logs open: ${language}`);
+    if (!language.includes('onnxlint')) {
+        throw new Error(`no onnxlint language status item while the logs are open: ${language}`);
+    }
+    await page.keyboard.press('Escape');
+    await openFile(page, 'plain/export_cfg.py');
     if (!said.includes('Set arguments...')) {
         throw new Error(`the end notification does not offer "Set arguments...": ${said}`);
     }
