@@ -1,6 +1,6 @@
 """VS Code start-up: from opening a Python file in a fresh window to its first squiggles.
 
-    python bench/bench_editor_startup.py [--runs 3] [--checkout OTHER_DIR ...]
+    python bench/bench_editor_startup.py [--runs 3] [--checkout OTHER_DIR ...] [--deep]
 
 Runs the extension's end-to-end harness (`extension/test/e2e/run.ts`, scenario `static`) in
 code-server with headless Chromium, `--runs` times, each in a fresh window with a fresh user
@@ -14,6 +14,10 @@ changes hit both alike: before/after side by side in one run. The server runs wi
 bytecode cache, as from a pip install: each checkout's onnxlint is compiled first and
 `PYTHONDONTWRITEBYTECODE` is removed from the environment (`--dont-write-bytecode` keeps it set:
 every onnxlint module is then compiled from source at each server start).
+With `--deep`, each run also times the first deep analysis after opening the export script
+(scenario `deepstart`, in a fresh window of its own, on a fresh copy of the examples so nothing is
+cached): when the server says the deep worker it starts in the background is ready, then from the
+click on the legacy export call's lens to the analysis's end notification.
 Needs code-server in .e2e/ and Chromium (`.ci/extension.sh --setup`). Prints, never asserts.
 """
 
@@ -37,6 +41,9 @@ PHASES = [
     ("initialized", "initialize answered (server spawned at activation)"),
     ("diagnostics", "first diagnostics received"),
     ("squiggles", "first squiggles drawn"),
+    ("deep_lens", "export script: its lens shown"),
+    ("deep_workerReady", "export script: deep worker ready (background)"),
+    ("deep_analysis", "first deep analysis: lens click to its end"),
 ]
 
 
@@ -44,7 +51,7 @@ def npm(repo: Path, *args: str) -> None:
     subprocess.run(["npm", "run", "--silent", *args], cwd=repo, check=True, capture_output=True)
 
 
-def one_run(repo: Path, artifacts: Path) -> dict[str, int]:
+def one_run(repo: Path, artifacts: Path, scenario: str = "static") -> dict[str, int]:
     command = [
         shutil.which("node") or "node",
         str(repo / "out" / "e2e" / "run.js"),
@@ -59,13 +66,19 @@ def one_run(repo: Path, artifacts: Path) -> dict[str, int]:
         "--artifacts",
         str(artifacts),
         "--only",
-        "static",
+        scenario,
     ]
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     if DONT_WRITE_BYTECODE:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    run = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    if scenario == "deepstart":
+        deep_file = artifacts / "deep-timing.json"
+        if not deep_file.exists():
+            raise SystemExit(f"the e2e run wrote no deep-timing.json:\n{run.stdout}\n{run.stderr}")
+        found: dict[str, int] = json.loads(deep_file.read_text())
+        return {f"deep_{k}": v for k, v in found.items()}
     timing_file = artifacts / "timing.json"
     if not timing_file.exists():
         raise SystemExit(f"the e2e run wrote no timing.json:\n{run.stdout}\n{run.stderr}")
@@ -79,6 +92,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--checkout", action="append", default=[], help="a checkout to compare")
     parser.add_argument("--dont-write-bytecode", action="store_true")
+    parser.add_argument("--deep", action="store_true", help="also time the first deep analysis")
     args = parser.parse_args()
     global DONT_WRITE_BYTECODE
     DONT_WRITE_BYTECODE = args.dont_write_bytecode
@@ -93,6 +107,9 @@ def main() -> None:
         for name, repo in repos.items():
             with tempfile.TemporaryDirectory(prefix="onnxlint-startup-") as tmp:
                 runs[name].append(one_run(repo, Path(tmp)))
+            if args.deep:
+                with tempfile.TemporaryDirectory(prefix="onnxlint-deepstart-") as tmp:
+                    runs[name][-1].update(one_run(repo, Path(tmp), "deepstart"))
             shown = ", ".join(f"{k} {v:+} ms" for k, v in runs[name][-1].items())
             print(f"run {i + 1} {name}: {shown}", flush=True)
     for name, results in runs.items():
@@ -104,7 +121,8 @@ def main() -> None:
                 print(f"  {words:<52} {statistics.median(values):>7.0f}")
     print()
     print("(negative: before the file was opened; the extension activates with the window when")
-    print(" the workspace holds Python files, so the server is ready when the first file opens)")
+    print(" the workspace holds Python files, so the server is ready when the first file opens;")
+    print(" the deep analysis's figures are from a window of their own)")
 
 
 if __name__ == "__main__":

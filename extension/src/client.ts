@@ -424,7 +424,10 @@ export class Controller implements vscode.Disposable {
             if (this.client !== client) {
                 return;
             }
-            if (params.state === 'started') {
+            if (params.state === 'worker') {
+                // The deep worker's start in the background (the start-up bench waits for "ready").
+                this.output.info(`deep worker ${params.status ?? '?'} ${JSON.stringify(params)}`);
+            } else if (params.state === 'started') {
                 this.status.setAnalysis(typeof params.target === 'string' ? `analyzing ${params.target}` : 'analyzing');
             } else if (params.state === 'finished') {
                 this.status.setAnalysis(undefined);
