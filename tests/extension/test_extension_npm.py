@@ -65,6 +65,12 @@ REQUIRED = {
     "extension/readme.md",
     "extension/changelog.md",
 }
+# The walkthrough's pages (issue 27, item 7).
+WALKTHROUGH = {
+    f"extension/extension/walkthrough/{name}.md"
+    for name in ("static-deep", "trust", "targets", "arguments")
+}
+REQUIRED |= WALKTHROUGH
 OPTIONAL: set[str] = set()
 # The static server, bundled (extension/scripts/bundle_python.py): its launcher and its packages.
 BUNDLED = "extension/bundled/"
@@ -105,3 +111,26 @@ def test_vsix_holds_only_what_the_extension_needs(vsix: Path) -> None:
     for section in ("## Install", "## Settings", "## Workspace trust", "## The deep analysis"):
         assert section in readme
     assert manifest["icon"] == "extension/icon.png" and icon.startswith(b"\x89PNG")
+
+
+def test_the_walkthrough_covers_static_and_deep_trust_targets_and_arguments(vsix: Path) -> None:
+    """Issue 27, item 7: a Getting Started walkthrough, one step per thing a new user meets,
+    each with its page in the .vsix."""
+    with zipfile.ZipFile(vsix) as archive:
+        manifest = json.loads(archive.read("extension/package.json"))
+        pages = {n: archive.read(n).decode() for n in WALKTHROUGH}
+    (walkthrough,) = manifest["contributes"]["walkthroughs"]
+    steps = {s["id"]: s for s in walkthrough["steps"]}
+    assert list(steps) == ["staticVsDeep", "trust", "targets", "arguments"]
+    for step in steps.values():
+        page = f"extension/{step['media']['markdown']}"
+        assert page in pages, page
+        assert step["completionEvents"], step["id"]
+    assert "fake tensors" in pages["extension/extension/walkthrough/static-deep.md"]
+    assert "Manage Workspace Trust" in pages["extension/extension/walkthrough/trust.md"]
+    assert "Create a target" in pages["extension/extension/walkthrough/targets.md"]
+    assert "[[tool.onnxlint.scripts]]" in pages["extension/extension/walkthrough/arguments.md"]
+    commands = {c["command"] for c in manifest["contributes"]["commands"]}
+    for step in steps.values():
+        for command in re.findall(r"\(command:(onnxlint\.[\w.]+)\)", step["description"]):
+            assert command in commands, command

@@ -62,3 +62,13 @@ def test_server_rejects_a_bad_value_with_a_clear_error() -> None:
     _, errors = parse_settings(bad)
     assert errors, "parse_settings accepted debounceMs='soon'"
     assert any("debounceMs" in e or "debounce" in e for e in errors), errors
+
+
+def test_the_settings_ui_can_edit_the_interpreter() -> None:
+    """VS Code's Settings UI edits an array setting with its list editor (Add Item) only when
+    its type is "array" of strings; a union type (`["array", "string"]`) gets nothing but
+    "Edit in settings.json" (issue 27, item 7). The client still reads a single string."""
+    manifest = json.loads((REPO / "package.json").read_text(encoding="utf8"))
+    prop = manifest["contributes"]["configuration"]["properties"]["onnxlint.interpreter"]
+    assert prop["type"] == "array" and prop["items"] == {"type": "string"}, prop
+    assert "Settings UI" in prop["markdownDescription"]
