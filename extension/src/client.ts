@@ -17,7 +17,8 @@ import {
 } from 'vscode-languageclient/node';
 import { Coalescer } from './coalesce';
 import { splitArgs, joinArgs } from './args';
-import { SET_ARGUMENTS, SHOW_ANALYSIS_RESULT, TRUST_MESSAGE } from './commands';
+import { OPEN_LOCATION, SET_ARGUMENTS, SHOW_ANALYSIS_RESULT, TRUST_MESSAGE } from './commands';
+import { linkLocations } from './reportlinks';
 import { bundledTool, type EarlyServer, launch, launchOf, sameLaunch, type ServerLaunch } from './early';
 import {
     type CheckOutcome,
@@ -194,6 +195,7 @@ export class Controller implements vscode.Disposable {
             }),
             vscode.commands.registerCommand('onnxlint.selectInterpreter', () => this.selectInterpreter()),
             vscode.commands.registerCommand(SET_ARGUMENTS, (uri: unknown, stop: unknown) => this.setArguments(uri, stop)),
+            vscode.commands.registerCommand(OPEN_LOCATION, (file: unknown, line: unknown) => openLocation(file, line)),
             vscode.commands.registerCommand(SHOW_ANALYSIS_RESULT, () => {
                 if (this.lastAnalysis !== undefined) {
                     this.showAnalysisResult(this.lastAnalysis);
@@ -557,9 +559,10 @@ export class Controller implements vscode.Disposable {
             'onnxlint.report',
             'onnxlint report',
             vscode.ViewColumn.Beside,
-            { enableScripts: false, enableFindWidget: true },
+            // No scripts; its links to findings' places run one command, which opens the file there.
+            { enableScripts: false, enableFindWidget: true, enableCommandUris: [OPEN_LOCATION] },
         );
-        panel.webview.html = fs.readFileSync(paths.html, 'utf8');
+        panel.webview.html = linkLocations(fs.readFileSync(paths.html, 'utf8'));
     }
 
     private runningDetail(client: LanguageClient): string {
@@ -874,4 +877,18 @@ export class Controller implements vscode.Disposable {
             d.dispose();
         }
     }
+}
+
+/** The report's link to a finding's place: the file, opened in the first column at that line. */
+async function openLocation(file: unknown, line: unknown): Promise<void> {
+    if (typeof file !== 'string') {
+        return;
+    }
+    const at = typeof line === 'number' && line > 0 ? line - 1 : 0;
+    const document = await vscode.workspace.openTextDocument(vscode.Uri.file(file));
+    const position = new vscode.Position(at, 0);
+    await vscode.window.showTextDocument(document, {
+        viewColumn: vscode.ViewColumn.One,
+        selection: new vscode.Range(position, position),
+    });
 }

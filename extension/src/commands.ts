@@ -7,7 +7,11 @@ export const CLIENT_COMMANDS = [
     'onnxlint.selectInterpreter',
     'onnxlint.showAnalysisResult',
     'onnxlint.setArguments',
+    'onnxlint.openLocation',
 ] as const;
+
+/** Opens a file at a line: the deep-analysis report's links to its findings' places. */
+export const OPEN_LOCATION = 'onnxlint.openLocation';
 
 /** Asks for the command line an export script runs with in the deep analysis, then runs it again. */
 export const SET_ARGUMENTS = 'onnxlint.setArguments';

@@ -165,6 +165,7 @@ describe('initializationOptions', () => {
             'onnxlint.selectInterpreter',
             'onnxlint.showAnalysisResult',
             'onnxlint.setArguments',
+            'onnxlint.openLocation',
         ]);
         assert.equal(options.trusted, false);
         assert.equal(initializationOptions(DEFAULTS, true).trusted, true);

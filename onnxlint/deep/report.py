@@ -41,6 +41,15 @@ def _rel(path: str, root: Path) -> str:
         return path
 
 
+def _loc(path: str, line: int, root: Path) -> str:
+    """A finding's place in the HTML report: a link to the file (`file:///...#L16`), which
+    VS Code's report view turns into a jump to that line in the editor."""
+    text = f"<code>{_e(_rel(path, root))}:{line}</code>"
+    if not path.endswith((".py", ".ipynb")) or not Path(path).is_absolute():
+        return text
+    return f'<a class="loc" href="{_e(Path(path).as_uri())}#L{line}">{text}</a>'
+
+
 def _shape(sig: dict[str, Any]) -> str:
     shape = sig.get("shape")
     dims = "?" if shape is None else ", ".join(str(d) for d in shape)
@@ -400,7 +409,7 @@ def _html_target(r: DeepResult, index: int) -> str:
         out.append(
             f'<div><b class="sev-{v.severity.value}">{_e(v.code)}</b> '
             f'<a href="{_e(v.url)}">{_e(_rule_name(v.code))}</a> '
-            f"<code>{_e(_rel(v.path, root))}:{v.line}</code></div>"
+            f"{_loc(v.path, v.line, root)}</div>"
         )
         out.append(f"<div>{_inline_md(v.message)}</div>")
         for n in v.notes:
@@ -419,7 +428,7 @@ def _html_target(r: DeepResult, index: int) -> str:
             text = "".join(f"{i:5d} | {_e(t)}" for i, t, _m in _excerpt(link.path, link.line, 0))
             out.append(
                 f'<div class="note">{_e(link.message or "via")}: '
-                f"<code>{_e(_rel(link.path, root))}:{link.line}</code></div><pre>{text}</pre>"
+                f"{_loc(link.path, link.line, root)}</div><pre>{text}</pre>"
             )
         out.append("</div>")
     if s["unsupported"]:

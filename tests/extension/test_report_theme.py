@@ -162,3 +162,12 @@ def test_standalone_report_is_readable_in_light_and_dark_browsers(render: Any) -
     dark = render("standalone-dark", {"colorScheme": "dark"})
     assert dark["bodyBackground"] != "rgb(255, 255, 255)"
     _assert_readable(dark)
+
+
+def test_the_report_s_locations_link_to_the_file_and_line(tmp_path: Path) -> None:
+    """Issue 27, item 7: each finding's place is a link (`file:///...#L7`), which VS Code's
+    report view turns into a jump to that line in the editor (extension/src/reportlinks.ts)."""
+    html = report.to_html([_result(tmp_path)])
+    model = (tmp_path / "model.py").as_uri()
+    links = html.count(f'<a class="loc" href="{model}#L7"><code>model.py:7</code></a>')
+    assert links == 3, html[:3000]

@@ -901,6 +901,17 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
     if (colours.texts.length < 20 || low.length > 0) {
         throw new Error(`report text that does not stand out in the dark theme: ${JSON.stringify(low.slice(0, 10))}`);
     }
+    // A finding's place in the report is a link back to the editor (issue 27, item 7).
+    const place = frame.locator('a.loc').first();
+    const placeText = (await place.innerText({ timeout: 10_000 })).trim();
+    await place.click();
+    const placeFile = path.basename(placeText.split(':')[0] ?? '');
+    await waitFor(`${placeText} opened from the report`, async () => ((await activeTabLabel(page)).startsWith(placeFile) ? true : undefined), 15_000, () =>
+        activeTabLabel(page),
+    );
+    ctx.detail.push(`report link ${placeText} opened ${await activeTabLabel(page)}`);
+    await runCommand(page, 'View: Close Editor'); // the file the link opened
+    await page.locator('.tabs-container .tab', { hasText: 'onnxlint report' }).first().click();
 
     // Cancelled from the notification: another target, whose result is not cached yet.
     await runCommand(page, 'View: Close Editor'); // the report, in its own group
