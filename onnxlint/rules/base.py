@@ -458,12 +458,12 @@ class Context:
         severity = self.config.severity_for(code, severity)
         if self._in_dead_version_branch(node):
             return  # code for another torch than `target-torch`: never runs there
-        related: tuple[Related, ...] = ()
         if rule.forward_only and self.reach is not None:
             placed = self._export_reach(message, severity)
             if placed is None:
                 return
-            message, severity, related = placed
+            message, severity, also = placed
+            related = (*related, *also)
         v = Violation(
             path=self.path,
             span=self.span(node),
