@@ -688,8 +688,9 @@ async function scenarioQuickFix(ctx: Ctx): Promise<void> {
         throw new Error(`Fix all did not say what it did\n${await describeState(ctx)}`);
     });
     ctx.detail.push(`Fix all: ${(await said.innerText()).replace(/\s+/g, ' ')}`);
-    // The later scenarios read export.py as it is on disk: drop the fixes (closing the dirty editor
-    // would ask to save it, and the next Enter would say yes).
+    // The later scenarios read export.py as the examples have it: put it back on disk and drop the
+    // buffer's changes (closing a dirty editor would ask to save it, and the next Enter would say yes).
+    fs.copyFileSync(path.join(ctx.opts.examples, ctx.ws.dynamoFile), path.join(ctx.ws.folder, ctx.ws.dynamoFile));
     await runCommand(page, 'File: Revert File');
     await waitFor('export.py reverted', async () => (/dynamo\s*=\s*False/.test(await editorText(page)) ? true : undefined), 15_000, () =>
         editorText(page),
