@@ -804,6 +804,13 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
         await waitFor('the status item over a notebook', async () => ((await statusBar(page)) !== '' ? true : undefined), 10_000);
         ctx.detail.push('status item shown over export_notebook.ipynb');
     }
+    // export.py as the examples have it (the quickfix scenario changed it): on disk, and in its editor
+    await openFile(page, 'export.py');
+    fs.copyFileSync(path.join(ctx.opts.examples, 'export.py'), path.join(ctx.ws.folder, 'export.py'));
+    await runCommand(page, 'File: Revert File');
+    await waitFor('export.py as the examples have it', async () => (/dynamo\s*=\s*False/.test(await editorText(page)) ? true : undefined), 15_000, () =>
+        editorText(page),
+    );
     await runCommand(page, 'View: Close All Editors');
     await openFile(page, 'export.py');
     await waitFor('static diagnostics first', async () => {
@@ -1437,7 +1444,7 @@ async function scenarioNotebook(ctx: Ctx): Promise<void> {
     const action = page
         .locator('.action-widget [role="option"], .context-view [role="menuitem"]')
         .filter({ hasText: 'OLX401' })
-        .filter({ hasNotText: /suppress/i })
+        .filter({ hasNotText: /suppress|documentation|fix all/i })
         .first();
     await action.waitFor({ state: 'visible', timeout: 15_000 }).catch(async (e: unknown) => {
         throw new Error(`no dynamo quick fix offered in the cell (${String(e)})\n${await describeState(ctx)}`);
