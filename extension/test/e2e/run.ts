@@ -1438,7 +1438,8 @@ async function scenarioNotebook(ctx: Ctx): Promise<void> {
     if (!rows.some((r) => r.includes('[Ln 2, Col 32]'))) {
         throw new Error(`the OLX401 problem is not at line 2, column 32 of its cell: ${JSON.stringify(rows)}`);
     }
-    await page.locator('.markers-panel .monaco-tl-row', { hasText: 'OLX401' }).first().dblclick();
+    // the cell's row (export.py, open in another tab, has an OLX401 too)
+    await page.locator('.markers-panel .monaco-tl-row', { hasText: 'OLX401' }).filter({ hasText: '[Ln 2, Col 32]' }).first().dblclick();
     await sleep(500);
     await page.keyboard.press('Control+.');
     const action = page
