@@ -76,7 +76,9 @@ async def _pushed_finding(
         for p in reversed(lsp.publishes):
             if p.uri == uri:
                 for d in p.diagnostics:
-                    if d.range.start.line != IF_LINE - 1 or "OLX802" not in d.message:
+                    # the deep OLX802 is in the related information (one sentence per message)
+                    deep = [r.message for r in d.related_information or []] + [d.message]
+                    if d.range.start.line != IF_LINE - 1 or not any("OLX802" in m for m in deep):
                         continue
                     if not fixed or (isinstance(d.data, dict) and "fix" in d.data):
                         return d
