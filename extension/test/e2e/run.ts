@@ -442,6 +442,23 @@ async function problemRows(page: Page): Promise<string[]> {
     return rows.map((r) => r.replace(/\s+/g, ' ').trim());
 }
 
+/**
+ * The Problems panel's rows with its filter set to `text` (a file name): the panel draws the rows in
+ * view only, and another file's long finding (its notes unfolded) can push the ones looked for out.
+ */
+async function problemRowsFiltered(page: Page, text: string): Promise<string[]> {
+    await showProblems(page);
+    const filter = page.locator('.markers-panel-action-filter input, .viewpane-filter input').first();
+    if (!(await filter.isVisible().catch(() => false))) {
+        return problemRows(page);
+    }
+    await filter.fill(text);
+    await sleep(400);
+    const rows = await problemRows(page);
+    await filter.fill('');
+    return rows;
+}
+
 /** Rows that are diagnostics from onnxlint (not the file header rows). */
 function onnxlintRows(rows: string[]): string[] {
     return rows.filter((r) => /OLX\d{3}/.test(r) && /\[Ln \d+, Col \d+\]/.test(r));
@@ -760,10 +777,10 @@ async function scenarioLens(ctx: Ctx): Promise<void> {
 }
 
 /** The Problems panel's onnxlint rows, each with the file it is listed under. */
-async function problemsByFile(page: Page): Promise<{ file: string; row: string }[]> {
+async function problemsByFile(page: Page, only = ''): Promise<{ file: string; row: string }[]> {
     const out: { file: string; row: string }[] = [];
     let file = '';
-    for (const row of await problemRows(page)) {
+    for (const row of only !== '' ? await problemRowsFiltered(page, only) : await problemRows(page)) {
         if (/OLX\d{3}/.test(row) && /\[Ln \d+, Col \d+\]/.test(row)) {
             out.push({ file, row });
         } else {
@@ -774,11 +791,12 @@ async function problemsByFile(page: Page): Promise<{ file: string; row: string }
 }
 
 /** Waits for onnxlint rows in the Problems panel that were not there `before` and come from the deep analysis. */
-async function waitForDeepRows(ctx: Ctx, before: Set<string>, what: string): Promise<void> {
+async function waitForDeepRows(ctx: Ctx, before: Set<string>, what: string, file = ''): Promise<void> {
     const rows = await waitFor(
         what,
         async () => {
-            const fresh = onnxlintRows(await problemRows(ctx.page)).filter((r) => !before.has(r) && /OLX8\d\d|deep analysis/.test(r));
+            const all = file !== '' ? await problemRowsFiltered(ctx.page, file) : await problemRows(ctx.page);
+            const fresh = onnxlintRows(all).filter((r) => !before.has(r) && /OLX8\d\d|deep analysis/.test(r));
             return fresh.length > 0 ? fresh : undefined;
         },
         30_000,
@@ -866,7 +884,7 @@ async function scenarioDeep(ctx: Ctx): Promise<void> {
     }
     // The model file is not open: its deep findings are listed under it all the same...
     const deepIn = async (): Promise<string[] | undefined> => {
-        const rows = (await problemsByFile(page)).filter((p) => p.file.startsWith(model) && /OLX8\d\d|deep analysis/.test(p.row));
+        const rows = (await problemsByFile(page, model)).filter((p) => p.file.startsWith(model) && /OLX8\d\d|deep analysis/.test(p.row));
         return rows.length > 0 ? rows.map((p) => p.row) : undefined;
     };
     const closedRows = await waitFor(`deep findings under ${model}, which is not open`, deepIn, 30_000, () => describeState(ctx));
@@ -1016,7 +1034,7 @@ async function scenarioScript(ctx: Ctx): Promise<void> {
         throw new Error(`the script's analysis did not end\n${await describeState(ctx)}`);
     });
     ctx.detail.push(`script analysis took ${((Date.now() - started) / 1000).toFixed(1)}s; end: ${(await end.innerText()).replace(/\s+/g, ' ')}`);
-    await waitForDeepRows(ctx, before, 'deep findings of the script in the Problems panel');
+    await waitForDeepRows(ctx, before, 'deep findings of the script in the Problems panel', 'export_tiny');
     await ctx.shot('script-lens');
 }
 
