@@ -243,6 +243,45 @@ def test_an_eager_int8_model_gets_torchs_own_verdict(analyzer: Any, tmp_path: Pa
     assert res.data["built_with_real_tensors"]
 
 
+STATIC_INT8 = """
+import torch
+
+
+class QuantM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant = torch.ao.quantization.QuantStub()
+        self.linear = torch.nn.Linear(4, 8)
+        self.dequant = torch.ao.quantization.DeQuantStub()
+
+    def forward(self, x):
+        x = self.quant(x)
+        return self.dequant(self.linear(x))
+
+
+def make():
+    model = QuantM().eval()
+    model.qconfig = torch.ao.quantization.get_default_qconfig("x86")
+    prepared = torch.ao.quantization.prepare(model)
+    x = torch.randn(1, 1, 4)
+    prepared(x)
+    return torch.ao.quantization.convert(prepared), (x,), {}, None
+"""
+
+
+def test_a_static_int8_model_is_reported_where_its_int8_part_starts(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """pytorch#137111: torch.export fails on the packed weights before running the model's
+    code (its error has no line); the finding is at the forward's first quantized call."""
+    mod = _module(tmp_path, "static8", STATIC_INT8)
+    res = _analyze(analyzer, tmp_path, "static8:make")
+    assert not _torch_exports(tmp_path, "static8:make")
+    assert res.outcome == "fails at step 1/3 (torch.export)", res.violations
+    [v] = res.violations
+    assert (v.code, v.line) == ("OLX803", line_of(mod, "x = self.quant(x)")), v
+
+
 QAT = """
 import torch
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import traceback
 from typing import Any
 
 import torch
@@ -348,7 +349,11 @@ def _export_failure(
             "(torch.ao.quantization.quantize_pt2e)."
         )
         if not f.get("file"):
-            place(f, quantized)
+            called = _first_quantized_call(rec)
+            if called is not None:
+                rec.place_at(f, called)
+            else:
+                place(f, quantized)
     if not f.get("file") and rec.factory_loc is not None:
         # all of the failing code is torch's own (the model is a torch module such as
         # FakeQuantize): the line where the target gives the model
@@ -357,6 +362,38 @@ def _export_failure(
 
 
 _OBSERVING = ("torch/ao/quantization/fake_quantize.py", "torch/ao/quantization/observer.py")
+
+
+def _first_quantized_call(rec: Analysis) -> list[Any] | None:
+    """The stack of the forward's first call of an eager-mode quantized module (its
+    `QuantStub`, now `Quantize`, or a quantized `Linear`): torch.export fails on their
+    packed weights before running any of the model's code, so its error has no line; this
+    is the line in the model where the int8 part starts. Only for a model built with real
+    tensors (eager int8 is), run once on its real example."""
+    if rec.fake_mode is not None or not isinstance(rec.model, torch.nn.Module):
+        return None
+    found: list[list[Any]] = []
+
+    def pre(_module: Any, _args: Any) -> None:
+        if not found:
+            found.append(list(traceback.extract_stack()))
+
+    handles = [
+        m.register_forward_pre_hook(pre)
+        for m in rec.model.modules()
+        if type(m).__module__.startswith(("torch.ao.nn.quantized", "torch.nn.quantized"))
+    ]
+    if not handles:
+        return None
+    try:
+        with torch.no_grad(), contextlib.suppress(Exception):
+            rec.model(*rec.args, **rec.kwargs)
+    finally:
+        for h in handles:
+            h.remove()
+    if not found or rec.locate(found[0])[0] is None:
+        return None
+    return found[0]
 
 
 def _fake_quantize_advice() -> str:
