@@ -73,7 +73,9 @@ def test_reports_show_an_excerpt_for_each_link_of_the_chain(tmp_path: Path) -> N
     assert "via factory make: `pkg/models.py:4`" in md
     assert ">    4 | def make():" in md
     html = report.to_html([res])
-    assert "via factory make: <code>pkg/models.py:4</code>" in html
+    # the place links to the file and line (VS Code's report view opens it there)
+    assert 'via factory make: <a class="loc" href="file://' in html
+    assert 'models.py#L4"><code>pkg/models.py:4</code></a>' in html
     assert "    4 | def make():" in html
 
 
