@@ -29,10 +29,9 @@ into the model's own `raise`."""
 
 def run(rec: Analysis) -> None:
     explain_out: Any = None
-    seen: list[Any] = []  # break reasons found before a line that stops the search
     decisions = torch_internals.Decisions()
     for attempt in range(MAX_FLIPS + 1):
-        seen = []
+        seen: list[Any] = []  # break reasons found before a line that stops the search
         try:
             with torch_internals.lenient_scalars(rec.fake_mode):
                 explain_out = torch_internals.explain(

@@ -114,13 +114,7 @@ def _dynamic_scalars(rec: Analysis) -> set[str]:
     dynamic there (`Dim.DYNAMIC`, `Dim.AUTO`, a named `Dim`) stays an input of the ONNX
     model (measured with torch 2.13: `(1, x)` with `(Dim.DYNAMIC, {0: ...})` gives the
     inputs `a` and `x`)."""
-    spec = rec.dynamic_shapes
-    labels = [label for label, _ in rec.input_labels()]
-    if isinstance(spec, dict):
-        return {label for label in labels if spec.get(label) is not None}
-    if isinstance(spec, (list, tuple)):
-        return {label for label, s in zip(labels, spec, strict=False) if s is not None}
-    return set()
+    return {label for label, _value, spec in rec.input_specs() if spec is not None}
 
 
 def example_site(rec: Analysis) -> dict[str, Any] | None:

@@ -170,22 +170,26 @@ class Analysis:
         labels = names[: len(values)] + [f"input{i}" for i in range(len(names), len(values))]
         return list(zip(labels, values, strict=False))
 
-    def requested_dims(self) -> list[tuple[int, int, str, str]]:
-        """(flat input index, dim, dim name, input label) for every requested dynamic dim."""
+    def input_specs(self) -> list[tuple[str, Any, Any]]:
+        """(label, value, its `dynamic_shapes` entry or None) of each forward argument."""
         spec = self.dynamic_shapes
-        if spec is None:
-            return []
-        per_input: list[tuple[str, Any, Any]] = []
         labelled = self.input_labels()
         if isinstance(spec, dict):
-            for label, value in labelled:
-                per_input.append((label, value, spec.get(label)))
-        elif isinstance(spec, (list, tuple)):
-            for i, (label, value) in enumerate(labelled):
-                per_input.append((label, value, spec[i] if i < len(spec) else None))
+            return [(label, value, spec.get(label)) for label, value in labelled]
+        if isinstance(spec, (list, tuple)):
+            return [
+                (label, value, spec[i] if i < len(spec) else None)
+                for i, (label, value) in enumerate(labelled)
+            ]
+        return []
+
+    def requested_dims(self) -> list[tuple[int, int, str, str]]:
+        """(flat input index, dim, dim name, input label) for every requested dynamic dim."""
+        if self.dynamic_shapes is None:
+            return []
         out = []
         flat = 0
-        for label, value, s in per_input:
+        for label, value, s in self.input_specs():
             leaves = torch.utils._pytree.tree_leaves(value)
             if isinstance(value, torch.Tensor) and s is not None:
                 items = s.items() if isinstance(s, dict) else enumerate(s)
