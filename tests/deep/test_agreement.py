@@ -323,19 +323,20 @@ def make():
 """
 
 
-def test_a_fake_quantize_model_with_its_observer_off_still_fails_at_the_factory(
+def test_a_fake_quantize_model_with_its_observer_off_fails_where_it_is_built(
     analyzer: Any, tmp_path: Path
 ) -> None:
     """pytorch#167063: FakeQuantize itself as the model, observer off: torch.export still
     fails (its forward branches on the flag buffers); all of that code is torch's, so the
-    finding is at the factory's line that gives the model, and does not advise turning the
-    observers off."""
+    finding is at the user's line that built the module (not the factory's `return`), and
+    does not advise turning the observers off."""
     mod = _module(tmp_path, "barefq", BARE_FQ)
     res = _analyze(analyzer, tmp_path, "barefq:make")
     assert not _torch_exports(tmp_path, "barefq:make")
     assert res.outcome == "fails at step 1/3 (torch.export)"
     [v] = res.violations
-    assert v.code == "OLX802" and v.line == line_of(mod, "return fq"), v
+    assert v.code == "OLX802" and v.line == line_of(mod, "FakeQuantize()"), v
+    assert any("inside torch's own `FakeQuantize`" in n for n in v.notes), v.notes
     assert not any("disable_observer" in n for n in v.notes), v.notes
 
 
@@ -451,7 +452,7 @@ def test_a_name_torchs_optimizer_renames_is_not_a_checker_failure(
     _module(tmp_path, "meanattr", MEAN_ATTRIBUTE)
     res = _analyze(analyzer, tmp_path, "meanattr:make")
     assert [v.message for v in res.violations if v.code == "OLX809"] == []
-    model, args, kwargs, _ = _factory(tmp_path, "meanattr:make")
+    model, args, _kwargs, _ = _factory(tmp_path, "meanattr:make")
     onnx.checker.check_model(torch.onnx.export(model, args, dynamo=True).model_proto, True)
     unoptimized = torch.onnx.export(model, args, dynamo=True, optimize=False).model_proto
     with pytest.raises(onnx.checker.ValidationError, match="'mean'"):

@@ -354,6 +354,11 @@ def _export_failure(
                 rec.place_at(f, called)
             else:
                 place(f, quantized)
+    built = rec.built_at(e) if not f.get("file") else None
+    if built is not None:
+        site, cls = built
+        place(f, site)
+        notes.append(f"the failing code is inside torch's own `{cls}`, built on this line")
     if not f.get("file") and rec.factory_loc is not None:
         # all of the failing code is torch's own (the model is a torch module such as
         # FakeQuantize): the line where the target gives the model

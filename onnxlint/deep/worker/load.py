@@ -176,6 +176,7 @@ def _build(rec: Analysis, fn: Any, made: dict[int, int], *, assume: bool) -> Any
         stack.enter_context(rec.fake_mode)
         stack.enter_context(fake_safe_init())
         stack.enter_context(ExampleLines(getattr(fn, "__code__", None), made))
+        stack.enter_context(module_sites(rec))
         if assume:
             rec.fake_mode.on_answer = answered
             stack.enter_context(torch_internals.lenient_scalars(rec.fake_mode))
@@ -220,7 +221,7 @@ def _build_real(rec: Analysis, fn: Any, made: dict[int, int]) -> Any:
     if reason.get("at"):
         rec.result["quantized_at"] = reason["at"]
     try:
-        with ExampleLines(getattr(fn, "__code__", None), made):
+        with ExampleLines(getattr(fn, "__code__", None), made), module_sites(rec):
             return fn()
     except Exception as e:
         _factory_failed(rec, e, str(rec.target.get("name")), str(rec.target.get("factory")))
@@ -289,6 +290,34 @@ class ExampleLines(torch.overrides.TorchFunctionMode):
                 f = f.f_back
                 depth += 1
         return out
+
+
+@contextlib.contextmanager
+def module_sites(rec: Analysis) -> Iterator[None]:
+    """Record, for each of torch's own modules built while the factory runs, the innermost
+    line outside torch that built it (`rec.module_sites`): a failure wholly inside torch's
+    code (FakeQuantize's flag checks) is then reported at the user's `FakeQuantize()`,
+    not at the factory's `return`. Only torch's classes: their frames are all internal."""
+    module_init = torch.nn.Module.__init__
+
+    def init(self: torch.nn.Module, *args: Any, **kwargs: Any) -> None:
+        module_init(self, *args, **kwargs)
+        if not type(self).__module__.startswith("torch."):
+            return
+        f: Any = sys._getframe(1)
+        while f is not None and frames.classify(f.f_code.co_filename) == "internal":
+            f = f.f_back
+        if f is not None and self not in rec.module_sites:
+            rec.module_sites[self] = frames.frame_dict(
+                f.f_code.co_filename, f.f_lineno, f.f_code.co_name
+            ) | {"where": frames.classify(f.f_code.co_filename)}
+
+    init.__wrapped__ = module_init  # type: ignore[attr-defined]
+    torch.nn.Module.__init__ = init  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        torch.nn.Module.__init__ = module_init  # type: ignore[method-assign]
 
 
 def _fake_aware(original: Any) -> Any:

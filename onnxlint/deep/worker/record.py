@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,6 +105,9 @@ class Analysis:
     """flat input index -> the factory's line that made that example tensor."""
     failed: dict[str, str] = field(default_factory=dict)
     """phase -> why it did not succeed (the result's status reads it)."""
+    module_sites: Any = field(default_factory=weakref.WeakKeyDictionary)
+    """torch's own module (`FakeQuantize`, `MultiheadAttention`) -> the user's line that
+    built it (load's `module_sites`): where a failure wholly inside torch's code goes."""
 
     def __post_init__(self) -> None:
         self.root = os.path.realpath(self.target.get("root") or os.getcwd())
@@ -146,6 +150,30 @@ class Analysis:
 
     def place_exc(self, f: dict[str, Any], exc: BaseException) -> dict[str, Any]:
         return self.place_at(f, self.exception_frames(exc))
+
+    def built_at(self, exc: BaseException) -> tuple[dict[str, Any], str] | None:
+        """(the user's line that built it, its class name) for the innermost torch module
+        whose code raised `exc`, when the traceback has no line of the user's own: a
+        failure inside torch's `FakeQuantize.forward` belongs where the model made it."""
+        if not len(self.module_sites):
+            return None
+        e: BaseException | None = exc
+        seen: set[int] = set()
+        while e is not None and id(e) not in seen:
+            seen.add(id(e))
+            tb = e.__traceback__
+            selves = []
+            while tb is not None:
+                me = tb.tb_frame.f_locals.get("self")
+                if isinstance(me, torch.nn.Module):
+                    selves.append(me)
+                tb = tb.tb_next
+            for me in reversed(selves):
+                site = self.module_sites.get(me)
+                if site is not None:
+                    return dict(site), type(me).__name__
+            e = e.__cause__ or e.__context__
+        return None
 
     def class_loc(self) -> dict[str, Any] | None:
         loc = self.result.get("model", {}).get("class_loc")
