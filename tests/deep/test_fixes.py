@@ -181,6 +181,52 @@ def row_loop_item():
 
 def attention_3d():
     return Attention3d().eval(), (torch.randn(2, 5, 8), torch.randn(2, 7, 8)), {}, None
+
+
+class Moe(torch.nn.Module):
+    # transformers' routing loop (Mixtral, Qwen2-MoE, ...): each expert on its tokens
+    def __init__(self, experts=3, top_k=2):
+        super().__init__()
+        self.num_experts, self.top_k = experts, top_k
+        self.gate = torch.nn.Linear(8, experts, bias=False)
+        self.experts = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(experts))
+
+    def forward(self, x):
+        weights, chosen = torch.topk(self.gate(x).softmax(dim=-1), self.top_k, dim=-1)
+        out = torch.zeros_like(x)
+        expert_mask = torch.nn.functional.one_hot(chosen, self.num_experts).permute(2, 1, 0)
+        hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+        for expert_idx in hit:
+            expert_idx = expert_idx[0]
+            slot, token = torch.where(expert_mask[expert_idx])
+            y = self.experts[expert_idx](x[token]) * weights[token, slot, None]
+            out.index_add_(0, token, y)
+        return out
+
+
+def moe():
+    torch.manual_seed(0)
+    return Moe(), (torch.randn(6, 8),), {}, ({0: "tokens"},)
+
+
+class MoeAcrossTokens(Moe):
+    # an expert that centres its tokens on their mean: not token by token
+    def forward(self, x):
+        weights, chosen = torch.topk(self.gate(x).softmax(dim=-1), self.top_k, dim=-1)
+        out = torch.zeros_like(x)
+        expert_mask = torch.nn.functional.one_hot(chosen, self.num_experts).permute(2, 1, 0)
+        hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+        for expert_idx in hit:
+            slot, token = torch.where(expert_mask[expert_idx].squeeze(0))
+            h = x[token]
+            y = (h - h.mean(dim=0, keepdim=True)) * weights[token, slot, None]
+            out.index_add_(0, token, y)
+        return out
+
+
+def moe_across_tokens():
+    torch.manual_seed(0)
+    return MoeAcrossTokens(), (torch.randn(6, 8),), {}, ({0: "tokens"},)
 """
 
 
@@ -477,3 +523,39 @@ def test_a_loop_vmap_cannot_run_is_not_offered(fixproj: Path, analyzer) -> None:
     vmap = [p for p in _at(report, line) if p.candidate.kind == "vmap"]
     assert vmap and not any(p.fix for p in vmap), report.to_json()
     assert all(v.fix is None for v in report.fixed(res.violations) if v.line == line)
+
+
+def test_an_expert_routing_loop_becomes_dense(fixproj: Path, analyzer) -> None:
+    # transformers#38518: the loop over `nonzero()` and `torch.where(mask)` gathers a
+    # data-dependent number of tokens; every expert on every token, weighted, exports
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "for expert_idx in hit:")
+    res, report = _prove(analyzer, fixproj, "moe")
+    findings = {(v.code, v.line) for v in res.violations}
+    proofs = [p for p in report.proofs if p.candidate.kind == "moe-dense"]
+    assert proofs and proofs[0].proven, (findings, report.to_json())
+    p = proofs[0]
+    assert p.violation.line in range(line - 1, line + 6), (p.violation.line, line)
+    assert p.exports and p.eager_match and p.onnx_match
+    assert p.sizes == {"tokens": [6, 7]}
+    assert p.title.endswith("(exports; outputs match at 2 sizes)")
+    text = "".join(e.text for e in p.fix.edits)
+    assert "for expert_idx in range(expert_mask.shape[0]):" in text
+    assert "torch.where" not in text and "nonzero" not in text and "expert_idx[0]" not in text
+    assert "self.experts[expert_idx](x)" in text
+    assert "(weights * expert_mask[expert_idx].transpose(0, 1)).sum(dim=-1, keepdim=True)" in text
+    assert "out.add_(y)" in text
+    assert not [v for v in p.found_after if v.code in ("OLX802", "OLX803")]
+
+
+def test_an_expert_that_mixes_its_tokens_is_not_made_dense(fixproj: Path, analyzer) -> None:
+    # the dense form would centre every token on the mean of all of them, not of the
+    # expert's own: its outputs differ, and the proof says so
+    models = fixproj / "fixproj" / "models.py"
+    res, report = _prove(analyzer, fixproj, "moe_across_tokens")
+    proofs = [p for p in report.proofs if p.candidate.kind == "moe-dense"]
+    assert proofs, ({(v.code, v.line) for v in res.violations}, report.to_json())
+    assert not any(p.proven or p.fix for p in proofs), report.to_json()
+    assert all(p.stage == "eager" and "differ" in p.why for p in proofs), report.to_json()
+    line = line_of(models, "h = x[token]")
+    assert all(v.fix is None for v in report.fixed(res.violations) if abs(v.line - line) < 4)

@@ -7,7 +7,7 @@ candidates and has the worker prove them; none is offered unproven.
 
 from __future__ import annotations
 
-from onnxlint.deep.rewrites import conditions, examples, loops, ops, sizes
+from onnxlint.deep.rewrites import conditions, examples, loops, ops, routing, sizes
 from onnxlint.deep.rewrites.base import Candidate, Rewriter, Site, Sources, edits_between, line_map
 
 REWRITERS: list[Rewriter] = [
@@ -15,6 +15,7 @@ REWRITERS: list[Rewriter] = [
     *sizes.REWRITERS,
     *ops.REWRITERS,
     *loops.REWRITERS,
+    *routing.REWRITERS,
     *conditions.REWRITERS,
 ]
 
