@@ -224,6 +224,26 @@ class MoeAcrossTokens(Moe):
         return out
 
 
+class ScanRows(torch.nn.Module):
+    # pytorch#153705: a scan body that indexes with its loop index's `.item()`
+    def forward(self, x, y):
+        def body(acc, z, iv, x, y):
+            z = z.clone()
+            i = iv.item()
+            z[i] = (x[i, :] * y).sum(dim=-1) + acc
+            return [acc + 1, z, iv]
+
+        z = torch.zeros((x.shape[0], y.shape[0]))
+        r = torch.ops.higher_order.scan(
+            body, [torch.zeros(()), z], [torch.arange(x.shape[0])], [x, y]
+        )
+        return r[1]
+
+
+def scan_rows():
+    return ScanRows(), (torch.rand(3, 4), torch.rand(5, 4)), {}, ({0: "rows"}, {0: "cols"})
+
+
 def moe_across_tokens():
     torch.manual_seed(0)
     return MoeAcrossTokens(), (torch.randn(6, 8),), {}, ({0: "tokens"},)
@@ -559,3 +579,47 @@ def test_an_expert_that_mixes_its_tokens_is_not_made_dense(fixproj: Path, analyz
     assert all(p.stage == "eager" and "differ" in p.why for p in proofs), report.to_json()
     line = line_of(models, "h = x[token]")
     assert all(v.fix is None for v in report.fixed(res.violations) if abs(v.line - line) < 4)
+
+
+def test_an_item_used_as_an_index_in_a_scan_body_indexes_with_the_tensor(
+    fixproj: Path, analyzer
+) -> None:
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "z[i] = (x[i, :] * y)")  # where torch fails: an index of SymInt
+    res, report = _prove(analyzer, fixproj, "scan_rows")
+    findings = {(v.code, v.line) for v in res.violations}
+    assert ("OLX803", line) in findings, findings
+    p = _at(report, line)[0]
+    assert p.proven and p.candidate.kind == "item-index", report.to_json()
+    assert p.exports and p.onnx_match
+    assert p.title == (
+        "Index with the tensor iv itself, not iv.item() (the scan body returns a copy of iv) "
+        "(exports; outputs match at 2 sizes)"
+    )
+    (edit,) = p.fix.edits
+    assert (edit.span.line, edit.span.end_line) == (line - 1, line + 2)  # `i = iv.item()` goes
+    assert edit.text.splitlines() == [
+        "            z[iv.reshape(1)] = (x[iv.reshape(1), :].squeeze(0) * y).sum(dim=-1) + acc",
+        "            return [acc + 1, z, iv.clone()]",
+    ]
+
+
+def test_an_item_with_another_use_than_an_index_gets_no_index_rewrite(tmp_path: Path) -> None:
+    from onnxlint.core.violation import Severity, Span, Violation
+    from onnxlint.deep.rewrites import Site, Sources, sizes
+
+    path = tmp_path / "m.py"
+    path.write_text(
+        "def body(z, iv, x):\n"
+        "    i = iv.item()\n"
+        "    z[i] = x[i] * i\n"  # i read as a number too
+        "    return [z, iv]\n"
+    )
+    v = Violation(
+        str(path), Span(2, 1, 2, 2), "OLX803", "got SymInt", Severity.ERROR, source="deep"
+    )
+    site = Site(v, {"file": str(path), "line": 2}, {}, Sources())
+    assert sizes.item_index_candidates(site) == []
+    path.write_text(path.read_text().replace("x[i] * i", "x[i] * 2"))
+    (cand,) = sizes.item_index_candidates(Site(v, {"file": str(path), "line": 2}, {}, Sources()))
+    assert "z[iv.reshape(1)] = x[iv.reshape(1)].squeeze(0) * 2" in cand.files[str(path)]

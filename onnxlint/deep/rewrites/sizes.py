@@ -8,7 +8,12 @@ export cannot reason with.
   of the input's dim (`x.shape[0]`), or `-1` in a `view`/`reshape` that has no `-1` yet;
 - a size or an index read from tensor data (`k = n.item()`, `k = int(n)`) that export
   cannot reason with (OLX802/OLX803 "data-dependent"): `torch._check_is_size(k)` after the
-  line that makes it (k is a size: at least 0), else `torch._check(k >= 0)`.
+  line that makes it (k is a size: at least 0), else `torch._check(k >= 0)`;
+- an index read from a tensor and used only to index (`i = iv.item()`, then `x[i, :]`,
+  `z[i] = ...`: OLX803 "got SymInt", a `scan` body's loop index): indexing with the tensor
+  itself, `x[iv.reshape(1), :].squeeze(0)` and `z[iv.reshape(1)] = ...`, which export keeps
+  a tensor op (a `scan` body that also returns its input as it is returns a copy: scan
+  refuses an output that aliases an input).
 
 Which one is right is for the proof to say: the same outputs at the example and at a
 second size of each dynamic dim (where the original runs there), the export, onnxruntime.
@@ -318,6 +323,215 @@ def _names_in(node: cst.CSTNode) -> list[cst.Name]:
     return found
 
 
+# ------------------------------------------------------------------ i = t.item() as an index
+
+
+def _item_of(st: cst.BaseStatement) -> tuple[str, cst.Name] | None:
+    """`i = t.item()` (t a name): ("i", t)."""
+    if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
+        return None
+    a = st.body[0]
+    if not (
+        isinstance(a, cst.Assign)
+        and len(a.targets) == 1
+        and isinstance(a.targets[0].target, cst.Name)
+        and isinstance(a.value, cst.Call)
+        and not a.value.args
+        and isinstance(a.value.func, cst.Attribute)
+        and a.value.func.attr.value == "item"
+        and isinstance(a.value.func.value, cst.Name)
+    ):
+        return None
+    return a.targets[0].target.value, a.value.func.value
+
+
+class _IndexWith(cst.CSTTransformer):
+    """`x[..., i, ...]` -> `x[..., t.reshape(1), ...]` (and `.squeeze(k)` where it is read),
+    where every other element is a slice; `ok` is False at any other use of `i`."""
+
+    def __init__(self, name: str, tensor: cst.Name) -> None:
+        self.name, self.tensor = name, tensor
+        self.ok = True
+        self.stores: set[cst.Subscript] = set()
+        self.done: set[cst.Subscript] = set()
+
+    def _position(self, node: cst.Subscript) -> int | None:
+        at = [
+            k
+            for k, el in enumerate(node.slice)
+            if isinstance(el.slice, cst.Index)
+            and isinstance(el.slice.value, cst.Name)
+            and el.slice.value.value == self.name
+        ]
+        if len(at) != 1:
+            return None
+        if not all(
+            isinstance(el.slice, cst.Slice) for k, el in enumerate(node.slice) if k != at[0]
+        ):
+            return None
+        return at[0]
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Subscript):
+            self.stores.add(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Subscript):
+            self.stores.add(node.target)
+
+    def leave_Subscript(
+        self, original: cst.Subscript, updated: cst.Subscript
+    ) -> cst.BaseExpression:
+        k = self._position(original)
+        if k is None:
+            return updated
+        one = cst.Call(
+            func=cst.Attribute(value=self.tensor, attr=cst.Name("reshape")),
+            args=[cst.Arg(cst.Integer("1"))],
+        )
+        elements = list(updated.slice)
+        elements[k] = elements[k].with_changes(slice=cst.Index(one))
+        new = updated.with_changes(slice=elements)
+        self.done.add(original)
+        if original in self.stores:
+            if k != 0:  # the value would broadcast against (.., 1, ..) in another way
+                self.ok = False
+            return new
+        return cst.Call(
+            func=cst.Attribute(value=new, attr=cst.Name("squeeze")),
+            args=[cst.Arg(cst.Integer(str(k)))],
+        )
+
+
+def _hop_body_returns(parsed: Parsed, fn: cst.FunctionDef) -> list[cst.Name]:
+    """When `fn` is the body of a `scan` (passed by name to a call named `scan`): the
+    names its `return` gives back as they came in (parameters never rebound)."""
+    used = any(
+        isinstance(c.func, (cst.Attribute, cst.Name))
+        and (c.func.attr.value if isinstance(c.func, cst.Attribute) else c.func.value) == "scan"
+        and c.args
+        and isinstance(c.args[0].value, cst.Name)
+        and c.args[0].value.value == fn.name.value
+        for c in parsed.nodes(cst.Call)
+    )
+    if not used:
+        return []
+    params = {p.name.value for p in fn.params.params}
+    rebound: set[str] = set()
+    for t in parsed.nodes(cst.AssignTarget):
+        if isinstance(t.target, cst.Name) and parsed.enclosing(t, cst.FunctionDef) is fn:
+            rebound.add(t.target.value)
+    out: list[cst.Name] = []
+    for r in parsed.nodes(cst.Return):
+        if parsed.enclosing(r, cst.FunctionDef) is not fn or r.value is None:
+            continue
+        values = r.value.elements if isinstance(r.value, (cst.List, cst.Tuple)) else []
+        for el in values:
+            v = el.value
+            if isinstance(v, cst.Name) and v.value in params and v.value not in rebound:
+                out.append(v)
+    return out
+
+
+def item_index_candidates(site: Site) -> list[Candidate]:
+    parsed = site.sources.parsed(site.path)
+    if parsed is None:
+        return []
+    lines = parsed.covering(site.line, cst.SimpleStatementLine)
+    if not lines:
+        return []
+    fn = parsed.enclosing(lines[0], cst.FunctionDef)
+    if fn is None:
+        return []
+    # the `i = t.item()` at the line, or the one before it that makes a name the line reads
+    read = {n.value for n in _names_in(lines[0])}
+    made = [
+        (st, m)
+        for st in parsed.nodes(cst.SimpleStatementLine)
+        if parsed.enclosing(st, cst.FunctionDef) is fn
+        and parsed.start_line(st) <= site.line
+        and (m := _item_of(st)) is not None
+        and (st is lines[0] or m[0] in read)
+    ]
+    if not made:
+        return []
+    stmt, (name, tensor) = max(made, key=lambda x: parsed.start_line(x[0]))
+    # `i` and `t`: bound once in the function (`t` a parameter or assigned before)
+    binds = [
+        t
+        for t in parsed.nodes((cst.AssignTarget, cst.AugAssign, cst.For, cst.AnnAssign))
+        if parsed.enclosing(t, cst.FunctionDef) is fn
+        and isinstance(t.target, cst.Name)
+        and t.target.value in (name, tensor.value)
+    ]
+    if len(binds) != 1:
+        return []
+    block = parsed.parent(stmt)
+    body = list(getattr(block, "body", ()))
+    if stmt not in body or block is None:
+        return []
+    i = body.index(stmt)
+    rest = body[i + 1 :]
+    index_with = _IndexWith(name, tensor)
+    new_rest: list[cst.BaseStatement] = []
+    for st in rest:
+        new = st.visit(index_with)
+        if not isinstance(new, cst.BaseStatement):
+            return []
+        new_rest.append(new)
+    if not index_with.ok or not index_with.done:
+        return []
+    if any(n.value == name for st in new_rest for n in _names_in(st)):
+        return []  # `i` has another use than an index
+    new_stmts: list[cst.BaseStatement] = [*body[:i], *new_rest]
+    if i < len(new_stmts) and stmt.leading_lines:
+        nxt = new_stmts[i]
+        own = list(getattr(nxt, "leading_lines", ()))
+        new_stmts[i] = nxt.with_changes(leading_lines=[*stmt.leading_lines, *own])
+    new_fn = fn.deep_replace(block, block.with_changes(body=new_stmts))
+    title = f"Index with the tensor {tensor.value} itself, not {tensor.value}.item()"
+    # a scan body returning its input as it is: a copy (scan refuses outputs that alias)
+    aliased = list(dict.fromkeys(n.value for n in _hop_body_returns(parsed, fn)))
+    if aliased:
+        new_fn = new_fn.visit(_Clone(set(aliased)))
+        title += f" (the scan body returns a copy of {', '.join(aliased)})"
+    module = parsed.module.deep_replace(fn, new_fn)
+    assert isinstance(module, cst.Module)
+    return [Candidate("item-index", title, {site.path: module.code})]
+
+
+class _Clone(cst.CSTTransformer):
+    """`return [z, iv]` -> `return [z, iv.clone()]` for the names given."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.depth = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.depth += 1
+        return self.depth == 1  # a nested function's returns are its own
+
+    def leave_FunctionDef(
+        self, original: cst.FunctionDef, updated: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        self.depth -= 1
+        return updated
+
+    def leave_Return(self, original: cst.Return, updated: cst.Return) -> cst.Return:
+        value = updated.value
+        if not isinstance(value, (cst.List, cst.Tuple)):
+            return updated
+        elements = [
+            el.with_changes(
+                value=cst.Call(func=cst.Attribute(value=el.value, attr=cst.Name("clone")))
+            )
+            if isinstance(el.value, cst.Name) and el.value.value in self.names
+            else el
+            for el in value.elements
+        ]
+        return updated.with_changes(value=value.with_changes(elements=elements))
+
+
 REWRITERS = [
     Rewriter(
         "int-size",
@@ -336,5 +550,11 @@ REWRITERS = [
         "k = n.item() feeding a size -> torch._check_is_size(k)",
         frozenset({"OLX802", "OLX803"}),
         size_check_candidates,
+    ),
+    Rewriter(
+        "item-index",
+        "i = t.item() used as an index -> index with the tensor t",
+        frozenset({"OLX802", "OLX803"}),
+        item_index_candidates,
     ),
 ]
