@@ -9,8 +9,10 @@ the extension logs when it was activated, when the interpreter was resolved, whe
 answered `initialize` and when the first diagnostics arrived (`timing-json` in its output
 channel). Prints each phase as milliseconds after the file was opened, per run and the median.
 With `--checkout DIR` (repeatable; a `git worktree` of another commit, say), the same runs are
-made with that checkout's extension and server too, interleaved with this one's, so that load
-changes hit both alike: before/after side by side in one run. The server runs with Python's
+made with that checkout's extension and server too (driven by this checkout's harness),
+interleaved with this one's, so that load changes hit both alike: before/after side by side in
+one run. The extension host's own log says when it started, when it activated onnxlint (and
+whether the file's open or the window woke it) and when the window's eager activations ended. The server runs with Python's
 bytecode cache, as from a pip install: each checkout's onnxlint is compiled first and
 `PYTHONDONTWRITEBYTECODE` is removed from the environment (`--dont-write-bytecode` keeps it set:
 every onnxlint module is then compiled from source at each server start).
@@ -36,6 +38,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 DONT_WRITE_BYTECODE = False
 PHASES = [
+    ("exthost", "extension host started (its log)"),
+    ("eager", "eager activations done (its log)"),
+    ("activating", "extension host activates onnxlint (its log)"),
     ("activated", "extension activated"),
     ("interpreter", "client loaded, interpreter resolved"),
     ("initialized", "initialize answered (server spawned at activation)"),
@@ -52,9 +57,10 @@ def npm(repo: Path, *args: str) -> None:
 
 
 def one_run(repo: Path, artifacts: Path, scenario: str = "static") -> dict[str, int]:
+    # This checkout's harness drives every checkout's extension: the same measurement for all.
     command = [
         shutil.which("node") or "node",
-        str(repo / "out" / "e2e" / "run.js"),
+        str(REPO / "out" / "e2e" / "run.js"),
         "--repo",
         str(repo),
         "--e2e-dir",
@@ -82,9 +88,12 @@ def one_run(repo: Path, artifacts: Path, scenario: str = "static") -> dict[str, 
     timing_file = artifacts / "timing.json"
     if not timing_file.exists():
         raise SystemExit(f"the e2e run wrote no timing.json:\n{run.stdout}\n{run.stderr}")
-    marks: dict[str, int] = json.loads(timing_file.read_text())
-    opened = marks["opened"]
-    return {name: marks[name] - opened for name, _ in PHASES if name in marks}
+    marks: dict[str, int | str] = json.loads(timing_file.read_text())
+    opened = int(marks["opened"])
+    found = {name: int(marks[name]) - opened for name, _ in PHASES if name in marks}
+    # which activation event woke the extension: 1 for the open of the file, 0 for the window's
+    found["by_open"] = int(str(marks.get("activationEvent", "")).startswith("onLanguage"))
+    return found
 
 
 def main() -> None:
@@ -97,9 +106,9 @@ def main() -> None:
     global DONT_WRITE_BYTECODE
     DONT_WRITE_BYTECODE = args.dont_write_bytecode
     repos = {"this": REPO, **{Path(d).resolve().name: Path(d).resolve() for d in args.checkout}}
+    npm(REPO, "compile:e2e")
     for repo in repos.values():
         npm(repo, "package")
-        npm(repo, "compile:e2e")
         if not DONT_WRITE_BYTECODE:
             subprocess.run([sys.executable, "-m", "compileall", "-q", str(repo / "onnxlint")])
     runs: dict[str, list[dict[str, int]]] = {name: [] for name in repos}
@@ -110,7 +119,9 @@ def main() -> None:
             if args.deep:
                 with tempfile.TemporaryDirectory(prefix="onnxlint-deepstart-") as tmp:
                     runs[name][-1].update(one_run(repo, Path(tmp), "deepstart"))
-            shown = ", ".join(f"{k} {v:+} ms" for k, v in runs[name][-1].items())
+            shown = ", ".join(
+                f"{k} {v:+} ms" for k, v in runs[name][-1].items() if k != "by_open"
+            )
             print(f"run {i + 1} {name}: {shown}", flush=True)
     for name, results in runs.items():
         print()
@@ -119,6 +130,10 @@ def main() -> None:
             values = [r[phase] for r in results if phase in r]
             if values:
                 print(f"  {words:<52} {statistics.median(values):>7.0f}")
+        opened_first = sum(r.get("by_open", 0) for r in results)
+        print(f"  activated by the file's open (not with the window) in {opened_first} of {len(results)} runs")
+        squiggles = [r["squiggles"] for r in results if "squiggles" in r]
+        print(f"  first squiggles, each run: {', '.join(str(v) for v in squiggles)}")
     print()
     print("(negative: before the file was opened; the extension activates with the window when")
     print(" the workspace holds Python files, so the server is ready when the first file opens;")
