@@ -573,3 +573,41 @@ def test_the_capture_imports_nothing_the_script_would_see(analyzer: Any, tmp_pat
     """
     root = _project(tmp_path, {"export.py": script})
     _analysed(_analyze(analyzer, root, "export.py", None))
+
+
+SCATTER_MEAN_SCRIPT = """
+import torch
+
+
+class ScatterMean(torch.nn.Module):
+    def forward(self, x, index):
+        base = torch.zeros(4, x.shape[1])
+        return base.scatter_reduce(0, index, x, reduce="mean", include_self=False) + 1
+
+
+if __name__ == "__main__":
+    x = torch.randn(6, 3)
+    index = torch.tensor([[0, 0, 0], [1, 1, 1], [0, 0, 0], [2, 2, 2], [3, 3, 3], [1, 1, 1]])
+    torch.onnx.export(ScatterMean(), (x, index), "mean.onnx", dynamo=True)
+"""
+
+
+def test_verify_runs_a_script_target_with_real_tensors(analyzer: Any, tmp_path: Path) -> None:
+    """`--verify` on a script: the script is run again up to its export call with real
+    tensors (it cannot be imported as a factory's module: it runs as `__main__`), and
+    onnxruntime is compared with eager. It was "verify phase failed: ModuleNotFoundError"
+    (OLX803) on every script."""
+    from dataclasses import replace
+
+    from onnxlint.deep.scripts import script_target
+
+    root = _project(tmp_path, {"export.py": SCATTER_MEAN_SCRIPT})
+    script = root / "export.py"
+    target = replace(
+        script_target(script, line_of(script, "torch.onnx.export("), root), verify=True
+    )
+    res = analyzer.analyze(target, use_cache=False)
+    assert "verify" not in (res.data or {}).get("skipped", {}), res.data.get("skipped")
+    assert not any("verify phase failed" in v.message for v in res.violations), res.violations
+    [v] = [v for v in res.violations if v.code == "OLX810"]
+    assert v.line == line_of(script, "scatter_reduce("), v

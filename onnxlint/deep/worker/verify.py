@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from . import frames, ort_memory, wire
+from . import frames, ort_memory, script, wire
 from .inputs import storage_id
 from .record import Analysis, cause, finding, first_line, resize_inputs
 
@@ -49,10 +49,31 @@ def run(a: Analysis) -> None:
     _verify(a)
 
 
-def _verify(a: Analysis) -> None:
-    mod_name, _, func_name = str(a.target["factory"]).partition(":")
+def _real_build(a: Analysis) -> tuple[Any, ...] | str:
+    """The model and its examples with real random weights (seed 0): the factory called
+    again, or, for a script target, the script run again up to its export call with real
+    tensors (its module cannot be imported: it is run as `__main__`). A string says why
+    it could not be built."""
     torch.manual_seed(0)
-    out = getattr(importlib.import_module(mod_name), func_name)()
+    if not a.target.get("script"):
+        mod_name, _, func_name = str(a.target["factory"]).partition(":")
+        return tuple(getattr(importlib.import_module(mod_name), func_name)())
+    real = Analysis({**a.target, wire.RETRY_REAL_TENSORS: {"why": "verify"}}, a.progress)
+    try:
+        ok = script.run(real)
+    except Exception as e:
+        return f"the script could not be run with real tensors: {cause(e)}"
+    if not ok:
+        why = "; ".join(f["message"] for f in real.findings[:1]) or "it stopped"
+        return f"the script could not be run with real tensors: {first_line(why)}"
+    return real.model, real.args, real.kwargs
+
+
+def _verify(a: Analysis) -> None:
+    out = _real_build(a)
+    if isinstance(out, str):
+        a.result["skipped"]["verify"] = f"skipped: {out}"
+        return
     model, args = out[0], out[1]
     if isinstance(args, torch.Tensor):
         args = (args,)
