@@ -413,9 +413,7 @@ def make():
 """
 
 
-def test_an_int_declared_dynamic_is_not_said_to_be_baked_in(
-    analyzer: Any, tmp_path: Path
-) -> None:
+def test_an_int_declared_dynamic_is_not_said_to_be_baked_in(analyzer: Any, tmp_path: Path) -> None:
     """pytorch#157734: torch 2.13 keeps an int with a dynamic_shapes entry as an input."""
     _module(tmp_path, "intdyn", INT_DECLARED_DYNAMIC)
     res = _analyze(analyzer, tmp_path, "intdyn:make")
