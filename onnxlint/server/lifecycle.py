@@ -24,76 +24,85 @@ def _client_supports_configuration(caps: types.ClientCapabilities) -> bool:
     return bool(ws and ws.configuration)
 
 
+def initialize(ls: OnnxlintServer, params: types.InitializeParams) -> None:
+    init, errors = parse_initialization_options(params.initialization_options)
+    ls.apply_init_options(init)
+    ls.pending_errors = errors
+    caps = params.capabilities
+    if _client_supports_pull(caps):
+        text_sync.enable_pull(ls)
+    code_actions.configure(ls, caps)
+    commands.register_commands(ls, init.client_commands)
+    info = params.client_info
+    log.info(
+        "initialize: client %s %s, pull diagnostics %s, trusted %s, encoding %s",
+        info.name if info else "?",
+        info.version if info else "",
+        ls.pull_diagnostics,
+        init.trusted,
+        ls.workspace.position_encoding,
+    )
+
+
+async def initialized(ls: OnnxlintServer, params: types.InitializedParams) -> None:
+    ls.get_loop()
+    errors = list(ls.pending_errors)
+    before = (ls.global_settings, dict(ls.folder_settings))
+    if _client_supports_configuration(ls.client_capabilities):
+        errors += await pull_configuration(ls)
+    ls.report_settings_errors(errors)
+    # Only when a document opened meanwhile (VS Code sends didOpen with `initialized`)
+    # now has other settings than it was checked with: the same ones answered per folder
+    # are no change, and a needless check again would send workspace/diagnostic/refresh,
+    # which makes VS Code cancel its first pull and ask again (the first squiggles came
+    # a round trip and a check later).
+    if any(ls.settings_for(uri, before) != ls.settings_for(uri) for uri in ls.docs):
+        ls.recheck_all()
+    text_sync.watch_files(ls)
+
+
+async def did_change_configuration(
+    ls: OnnxlintServer, params: types.DidChangeConfigurationParams
+) -> None:
+    errors: list[str] = []
+    pushed = params.settings
+    if isinstance(pushed, dict) and isinstance(pushed.get("onnxlint"), dict):
+        # Neovim and friends push the new settings: they replace the global ones
+        # and apply to every folder that has no settings of its own.
+        ls.folder_settings = {k: v for k, v in ls.folder_settings.items() if k in _folder_keys(ls)}
+        errors += ls.update_settings([(None, pushed["onnxlint"])])
+    if _client_supports_configuration(ls.client_capabilities):
+        errors += await pull_configuration(ls)
+    ls.report_settings_errors(errors)
+    ls.recheck_all()
+
+
+async def did_change_folders(
+    ls: OnnxlintServer, params: types.DidChangeWorkspaceFoldersParams
+) -> None:
+    for f in params.event.removed:
+        ls.folder_settings.pop(f.uri, None)
+    if _client_supports_configuration(ls.client_capabilities):
+        ls.report_settings_errors(await pull_configuration(ls))
+    ls.recheck_all()
+
+
+def shutdown(ls: OnnxlintServer, params: Any) -> None:
+    for st in ls.docs.values():
+        if st.timer is not None:
+            st.timer.cancel()
+    ls.cancel_idle_trim()
+    if ls.deep is not None:
+        ls.deep.shutdown()
+    ls.checker.shutdown(wait=False, cancel_futures=True)
+
+
 def register(server: OnnxlintServer) -> None:
-    @server.feature(types.INITIALIZE)
-    def initialize(ls: OnnxlintServer, params: types.InitializeParams) -> None:
-        init, errors = parse_initialization_options(params.initialization_options)
-        ls.apply_init_options(init)
-        ls.pending_errors = errors
-        caps = params.capabilities
-        if _client_supports_pull(caps):
-            text_sync.enable_pull(ls)
-        code_actions.configure(ls, caps)
-        commands.register_commands(ls, init.client_commands)
-        info = params.client_info
-        log.info(
-            "initialize: client %s %s, pull diagnostics %s, trusted %s, encoding %s",
-            info.name if info else "?",
-            info.version if info else "",
-            ls.pull_diagnostics,
-            init.trusted,
-            ls.workspace.position_encoding,
-        )
-
-    @server.feature(types.INITIALIZED)
-    async def initialized(ls: OnnxlintServer, params: types.InitializedParams) -> None:
-        ls.get_loop()
-        errors = list(ls.pending_errors)
-        before = (ls.global_settings, dict(ls.folder_settings))
-        if _client_supports_configuration(ls.client_capabilities):
-            errors += await pull_configuration(ls)
-        ls.report_settings_errors(errors)
-        if ls.docs and before != (ls.global_settings, ls.folder_settings):
-            ls.recheck_all()
-        text_sync.watch_files(ls)
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def did_change_configuration(
-        ls: OnnxlintServer, params: types.DidChangeConfigurationParams
-    ) -> None:
-        errors: list[str] = []
-        pushed = params.settings
-        if isinstance(pushed, dict) and isinstance(pushed.get("onnxlint"), dict):
-            # Neovim and friends push the new settings: they replace the global ones
-            # and apply to every folder that has no settings of its own.
-            ls.folder_settings = {
-                k: v for k, v in ls.folder_settings.items() if k in _folder_keys(ls)
-            }
-            errors += ls.update_settings([(None, pushed["onnxlint"])])
-        if _client_supports_configuration(ls.client_capabilities):
-            errors += await pull_configuration(ls)
-        ls.report_settings_errors(errors)
-        ls.recheck_all()
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    async def did_change_folders(
-        ls: OnnxlintServer, params: types.DidChangeWorkspaceFoldersParams
-    ) -> None:
-        for f in params.event.removed:
-            ls.folder_settings.pop(f.uri, None)
-        if _client_supports_configuration(ls.client_capabilities):
-            ls.report_settings_errors(await pull_configuration(ls))
-        ls.recheck_all()
-
-    @server.feature(types.SHUTDOWN)
-    def shutdown(ls: OnnxlintServer, params: Any) -> None:
-        for st in ls.docs.values():
-            if st.timer is not None:
-                st.timer.cancel()
-        ls.cancel_idle_trim()
-        if ls.deep is not None:
-            ls.deep.shutdown()
-        ls.checker.shutdown(wait=False, cancel_futures=True)
+    server.feature(types.INITIALIZE)(initialize)
+    server.feature(types.INITIALIZED)(initialized)
+    server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
+    server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(did_change_folders)
+    server.feature(types.SHUTDOWN)(shutdown)
 
 
 def _folder_keys(ls: OnnxlintServer) -> set[str]:

@@ -209,16 +209,20 @@ class Session(LanguageServer):
             _norm_uri(s.workspace): s for s in init.folder_settings if s.workspace
         }
 
-    def settings_for(self, uri: str) -> Settings:
-        """The settings of the workspace folder holding `uri` (longest match), else global."""
+    def settings_for(
+        self, uri: str, settings: tuple[Settings, dict[str, Settings]] | None = None
+    ) -> Settings:
+        """The settings of the workspace folder holding `uri` (longest match), else global;
+        from `settings` (global, per folder) when given, else the current ones."""
+        global_settings, folder_settings = settings or (self.global_settings, self.folder_settings)
         uri = documents.notebook_of(self, uri) or uri  # a notebook cell: its notebook's
         best: tuple[int, Settings] | None = None
         key = _norm_uri(uri)
-        for folder, s in self.folder_settings.items():
+        for folder, s in folder_settings.items():
             prefix = folder.rstrip("/") + "/"
             if key.startswith(prefix) and (best is None or len(prefix) > best[0]):
                 best = (len(prefix), s)
-        return best[1] if best else self.global_settings
+        return best[1] if best else global_settings
 
     def update_settings(self, values: list[tuple[str | None, Any]]) -> list[str]:
         """Apply settings objects (scope URI or None for global); returns errors."""
