@@ -77,3 +77,25 @@ async def test_the_quick_fix_menu_has_the_full_fix_title_the_rule_page_and_fix_a
     )
     assert out == {"url": url, "shown": True}
     assert lsp.shown_documents[-1].uri == url and lsp.shown_documents[-1].external
+
+
+async def test_every_fix_title_says_all_it_changes(lsp: Client, tmp_path: Path) -> None:
+    """OLX402's fix rewrites the whole call (the inputs into one tuple, keyword inputs into
+    `kwargs=`), not only its name: its title said "Call `torch.onnx.export` instead"."""
+    await start(lsp, "vscode")
+    uri = uri_of(tmp_path / "d.py")
+    open_doc(lsp, uri, "import torch\n\ntorch.onnx.dynamo_export(model, x, y, mask=m)\n")
+    diags = await diagnostics_for(lsp, uri, 1)
+    (removed,) = [d for d in diags if d.code == "OLX402"]
+    actions = await lsp.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            range=removed.range,
+            context=types.CodeActionContext(diagnostics=[removed], only=["quickfix"]),
+        )
+    )
+    titles = [t for t, _, _ in _entries(list(actions or []))]
+    assert (
+        "onnxlint (OLX402): Call `torch.onnx.export` instead, pass the inputs as one tuple "
+        "and the keyword inputs as `kwargs=`"
+    ) in titles, titles

@@ -204,6 +204,10 @@ class RemovedDynamoExport(Rule):
         if any(isinstance(a.value, (cst.Dict, cst.DictComp)) for a in inputs):
             return None, ""  # a trailing dict in `args` would read as keyword inputs
         code = ctx.code_of
+        # The title says everything the rewrite changes, not only the function's name.
+        changes = [f"Call `{new_func}` instead"]
+        if inputs:
+            changes.append("pass the inputs as one tuple")
         if len(inputs) == 1 and inputs[0].star == "*":
             args_text = f"tuple({code(inputs[0].value)})"
         elif len(inputs) == 1:
@@ -221,7 +225,11 @@ class RemovedDynamoExport(Rule):
                 for a in keywords
             ]
             parts.append("kwargs={" + ", ".join(items) + "}")
+        if keywords:
+            changes.append("the keyword inputs as `kwargs=`")
         if ctx.config.torch_version < DYNAMO_DEFAULT_SINCE:
             parts.append("dynamo=True")
+            changes.append("add `dynamo=True`")
         text = f"{new_func}({', '.join(parts)})"
-        return make_fix("Call `torch.onnx.export` instead", ctx.replace(node, text)), ""
+        title = ", ".join(changes[:-1]) + (" and " if len(changes) > 1 else "") + changes[-1]
+        return make_fix(title, ctx.replace(node, text)), ""
