@@ -231,3 +231,25 @@ def test_a_document_tells_the_project_model_of_its_own_edit_after_its_check() ->
     assert len(told) == 1
     server.dependency_changed(uri)  # type: ignore[attr-defined]  # no check due: at once
     assert len(told) == 2
+
+
+def test_features_register_named_module_level_handlers() -> None:
+    """Issue 28: a feature module's handlers are module-level functions (they can be read,
+    imported and tested by name); `register()` only hands them to the server."""
+    import ast
+    from pathlib import Path
+
+    import onnxlint.server as server_package
+
+    nested = []
+    for module in sorted(Path(server_package.__file__).parent.glob("*.py")):
+        tree = ast.parse(module.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("register"):
+                nested += [
+                    f"{module.name}: {inner.name}"
+                    for inner in ast.walk(node)
+                    if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                    and inner is not node
+                ]
+    assert nested == [], nested
