@@ -244,6 +244,40 @@ def scan_rows():
     return ScanRows(), (torch.rand(3, 4), torch.rand(5, 4)), {}, ({0: "rows"}, {0: "cols"})
 
 
+class Euler(torch.nn.Module):
+    # a complex spectrum from magnitudes and phases: `1j * x` has no ONNX translation
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 8)
+
+    def forward(self, x):
+        mag, p = self.lin(x).chunk(2, dim=-1)
+        spec = mag.exp() * (torch.cos(p) + 1j * torch.sin(p))
+        return torch.view_as_real(spec)
+
+
+def euler():
+    return Euler(), (torch.randn(3, 4),), {}, ({0: "batch"},)
+
+
+class EulerIstft(torch.nn.Module):
+    # pytorch#138830 (vocos): the same spectrum into torch.istft, whose ONNX model
+    # onnxruntime refuses: the mul's rewrite exports, and must still not be offered
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 10)
+        self.register_buffer("window", torch.hann_window(8))
+
+    def forward(self, x):
+        mag, p = self.lin(x).transpose(1, 2).chunk(2, dim=1)
+        spec = mag.exp() * (torch.cos(p) + 1j * torch.sin(p))
+        return torch.istft(spec, 8, 2, 8, self.window)
+
+
+def euler_istft():
+    return EulerIstft(), (torch.randn(2, 10, 4),), {}, None
+
+
 def moe_across_tokens():
     torch.manual_seed(0)
     return MoeAcrossTokens(), (torch.randn(6, 8),), {}, ({0: "tokens"},)
@@ -623,3 +657,35 @@ def test_an_item_with_another_use_than_an_index_gets_no_index_rewrite(tmp_path: 
     path.write_text(path.read_text().replace("x[i] * i", "x[i] * 2"))
     (cand,) = sizes.item_index_candidates(Site(v, {"file": str(path), "line": 2}, {}, Sources()))
     assert "z[iv.reshape(1)] = x[iv.reshape(1)].squeeze(0) * 2" in cand.files[str(path)]
+
+
+def test_an_imaginary_number_times_a_tensor_becomes_torch_complex(fixproj: Path, analyzer) -> None:
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "spec = mag.exp() * (torch.cos(p) + 1j * torch.sin(p))")
+    res, report = _prove(analyzer, fixproj, "euler")
+    assert ("OLX805", line) in {(v.code, v.line) for v in res.violations}
+    p = _at(report, line)[0]
+    assert p.proven and p.candidate.kind == "complex-scalar", report.to_json()
+    assert p.exports and p.onnx_match and p.sizes == {"batch": [3, 4]}
+    (edit,) = p.fix.edits
+    assert edit.text.strip() == (
+        "spec = mag.exp() * (torch.cos(p) + torch.complex(torch.zeros_like(torch.sin(p)), "
+        "torch.sin(p)))"
+    )
+
+
+def test_a_complex_rewrite_whose_onnx_model_fails_is_not_offered(fixproj: Path, analyzer) -> None:
+    # the rewrite exports, but torch.istft's ONNX model fails the checker (int32 indices):
+    # the proof sees a new finding, and the finding keeps its words
+    models = fixproj / "fixproj" / "models.py"
+    line = [
+        i
+        for i, text in enumerate(models.read_text().splitlines(), 1)
+        if "spec = mag.exp() * (torch.cos(p) + 1j * torch.sin(p))" in text
+    ][1]
+    res, report = _prove(analyzer, fixproj, "euler_istft")
+    assert ("OLX805", line) in {(v.code, v.line) for v in res.violations}
+    proofs = _at(report, line)
+    assert [p.candidate.kind for p in proofs] == ["complex-scalar"], report.to_json()
+    assert not proofs[0].proven and proofs[0].fix is None, proofs[0].to_json()
+    assert all(v.fix is None for v in report.fixed(res.violations) if v.line == line)

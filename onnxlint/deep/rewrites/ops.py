@@ -8,7 +8,11 @@
 - `base.scatter_reduce(dim, index, src, reduce="mean")`, whose ONNX translation
   (ScatterElements) computes other numbers than eager (OLX810 at the op): the mean as a sum
   and a count made with `scatter_add`, and the base where nothing is scattered
-  (`include_self=False`), or counted once (`include_self=True`, the default).
+  (`include_self=False`), or counted once (`include_self=True`, the default);
+- a real tensor times an imaginary number (`1j * torch.sin(p)`, Euler's formula for a
+  complex spectrogram), which torch 2.13 cannot translate (OLX805: `aten.mul.Scalar`, "No
+  decompositions registered for the complex-valued input"): the complex tensor made from
+  its real and imaginary parts, `torch.complex(torch.zeros_like(x), x)`.
 """
 
 from __future__ import annotations
@@ -225,6 +229,94 @@ def scatter_mean_candidates(site: Site) -> list[Candidate]:
     ]
 
 
+# ------------------------------------------------------------------ 1j * x
+
+
+def _imaginary_factor(node: cst.BinaryOperation) -> tuple[str, cst.BaseExpression] | None:
+    """`cj * x` or `x * cj` (c a number literal): (c as written, "" for 1; x)."""
+    if not isinstance(node.operator, cst.Multiply):
+        return None
+    for lit, other in ((node.left, node.right), (node.right, node.left)):
+        if isinstance(lit, cst.Imaginary) and not lit.lpar and not isinstance(other, cst.Imaginary):
+            c = lit.value[:-1]
+            try:
+                value = float(c)
+            except ValueError:
+                return None
+            return ("" if value == 1 else c), other
+    return None
+
+
+_IMPURE = ("rand", "dropout", "normal", "bernoulli", "multinomial")
+
+
+def _pure(e: cst.BaseExpression) -> bool:
+    """Safe to compute twice: no random draw, no in-place call."""
+    calls = [
+        n.func
+        for n in _walk(e)
+        if isinstance(n, cst.Call) and isinstance(n.func, (cst.Name, cst.Attribute))
+    ]
+    for f in calls:
+        name = f.value if isinstance(f, cst.Name) else f.attr.value
+        if any(k in name.lower() for k in _IMPURE) or (
+            name.endswith("_") and not name.endswith("__")
+        ):
+            return False
+    return True
+
+
+def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    out: list[cst.CSTNode] = []
+
+    class V(cst.CSTVisitor):
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            out.append(n)
+            return True
+
+    node.visit(V())
+    return out
+
+
+def complex_scalar_candidates(site: Site) -> list[Candidate]:
+    if site.violation.code != "OLX805":
+        return []
+    text = f"{site.raw.get('op') or ''} {site.raw.get('message') or site.violation.message}"
+    if "mul" not in text:
+        return []
+    parsed = site.sources.parsed(site.path)
+    if parsed is None:
+        return []
+    found = [
+        (b, f)
+        for b in parsed.covering(site.line, cst.BinaryOperation)
+        if (f := _imaginary_factor(b)) is not None
+    ]
+    if len(found) != 1:
+        return []
+    node, (c, x) = found[0]
+    if not _pure(x):
+        return []
+    torch = torch_alias(parsed) or "torch"
+    bare = x.with_changes(lpar=[], rpar=[]) if x.lpar else x
+    imag: cst.BaseExpression = bare
+    if c:
+        imag = cst.BinaryOperation(
+            left=cst.Float(c) if "." in c or "e" in c.lower() else cst.Integer(c),
+            operator=cst.Multiply(),
+            right=paren(x),
+        )
+    new = call(attr(torch, "complex"), call(attr(torch, "zeros_like"), bare), imag)
+    new = new.with_changes(lpar=node.lpar, rpar=node.rpar)
+    return [
+        Candidate(
+            "complex-scalar",
+            f"Make the complex tensor with torch.complex ({c or '1'}j * x has no ONNX translation)",
+            {site.path: _finish(parsed, parsed.replace(node, new))},
+        )
+    ]
+
+
 REWRITERS = [
     Rewriter(
         "scatter-mean",
@@ -237,5 +329,11 @@ REWRITERS = [
         "3-D scaled_dot_product_attention -> 4-D (a head dim of 1)",
         frozenset({"OLX808"}),
         sdpa_candidates,
+    ),
+    Rewriter(
+        "complex-scalar",
+        "imaginary number times a real tensor -> torch.complex(zeros, x)",
+        frozenset({"OLX805"}),
+        complex_scalar_candidates,
     ),
 ]
