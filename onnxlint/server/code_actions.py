@@ -44,25 +44,6 @@ UNCHECKABLE = ("OLX000", "OLX001")  # syntax / internal errors: no suppression, 
 _IGNORE_RE = re.compile(r"#\s*onnxlint:\s*ignore\[(?P<codes>[^\]]*)\]", re.I)
 
 
-class Capabilities:
-    resolve_edit = False
-    document_changes = False
-    literals = True
-
-
-def configure(server: OnnxlintServer, caps: types.ClientCapabilities) -> None:
-    """Record what the client supports (called from initialize)."""
-    c = Capabilities()
-    ca = caps.text_document.code_action if caps.text_document else None
-    if ca is not None:
-        c.literals = ca.code_action_literal_support is not None
-        rs = ca.resolve_support
-        c.resolve_edit = bool(rs and "edit" in rs.properties)
-    we = caps.workspace.workspace_edit if caps.workspace else None
-    c.document_changes = bool(we and we.document_changes)
-    server.code_action_caps = c
-
-
 def wants(only: Sequence[str] | None, kind: str, default: bool = True) -> bool:
     if not only:
         return default
@@ -72,8 +53,7 @@ def wants(only: Sequence[str] | None, kind: str, default: bool = True) -> bool:
 def workspace_edit(
     server: OnnxlintServer, uri: str, version: int | None, edits: list[types.TextEdit]
 ) -> types.WorkspaceEdit:
-    caps: Capabilities = server.code_action_caps or Capabilities()
-    if caps.document_changes:
+    if server.supports.document_changes:
         return types.WorkspaceEdit(
             document_changes=[
                 types.TextDocumentEdit(
@@ -303,8 +283,7 @@ async def _fix_all_action(
         kind=kind,
         data={"uri": uri, "version": res.version, "kind": "fixAll"},
     )
-    caps: Capabilities = ls.code_action_caps or Capabilities()
-    if not caps.resolve_edit:
+    if not ls.supports.resolve_code_action_edit:
         action.edit = await fix_all_edit(ls, uri)
     return action
 

@@ -161,8 +161,7 @@ async def create_target(ls: OnnxlintServer, *args: Any) -> Any:
                     types.Position(line + i, col), types.Position(line + i, col + 3)
                 )
                 break
-    caps = ls.client_capabilities.window
-    if caps and caps.show_document and caps.show_document.support:
+    if ls.supports.show_document:
         await ls.window_show_document_async(
             types.ShowDocumentParams(uri=uri, take_focus=True, selection=selection)
         )
@@ -255,8 +254,7 @@ async def show_report(ls: OnnxlintServer, *args: Any) -> Any:
     _, options = _uri_and_options(args, required=False)
     if options.get("show") is False:  # the client opens the report itself (VS Code: a webview)
         return paths
-    caps = ls.client_capabilities.window
-    if caps and caps.show_document and caps.show_document.support:
+    if ls.supports.show_document:
         from pygls.uris import from_fs_path
 
         uri = from_fs_path(paths["markdown"])
@@ -310,8 +308,7 @@ async def show_documentation(ls: OnnxlintServer, *args: Any) -> Any:
     url = found if found.startswith("https://") else f"{DOCS_BASE_URL}{found.upper()}/"
     if not url.startswith(DOCS_BASE_URL):
         raise JsonRpcInvalidParams(f"not a page of onnxlint's documentation: {url}")
-    caps = ls.client_capabilities.window
-    if caps and caps.show_document and caps.show_document.support:
+    if ls.supports.show_document:
         shown = await ls.window_show_document_async(
             types.ShowDocumentParams(uri=url, external=True)
         )

@@ -379,10 +379,7 @@ class DeepService:
         return stop
 
     def _can_refresh_lenses(self) -> bool:
-        caps = self.server.client_capabilities
-        workspace = caps.workspace if caps is not None else None
-        lens = workspace.code_lens if workspace is not None else None
-        return bool(lens is not None and lens.refresh_support)
+        return self.server.supports.code_lens_refresh
 
     def _with_editor_timeout(self, uri: str, target: Any) -> Any:
         """`deep.timeout` applies to targets that do not set their own `timeout`."""

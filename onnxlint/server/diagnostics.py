@@ -89,8 +89,7 @@ class Diagnostics(Session):
     def refresh(self, uri: str | None = None) -> None:
         """Tell the client that diagnostics changed outside an edit (settings, deep results)."""
         if self.pull_diagnostics:
-            caps = self.client_capabilities.workspace
-            if caps and caps.diagnostics and caps.diagnostics.refresh_support:
+            if self.supports.diagnostic_refresh:
                 self.workspace_diagnostic_refresh(None)
             return
         for u in [uri] if uri else list(self.docs):

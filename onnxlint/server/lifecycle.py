@@ -7,31 +7,21 @@ from typing import Any
 
 from lsprotocol import types
 
-from onnxlint.server import code_actions, commands, text_sync
+from onnxlint.server import commands, text_sync
 from onnxlint.server.app import OnnxlintServer
+from onnxlint.server.protocol import ClientSupport
 from onnxlint.server.settings import parse_initialization_options
 
 log = logging.getLogger("onnxlint.server")
-
-
-def _client_supports_pull(caps: types.ClientCapabilities) -> bool:
-    td = caps.text_document
-    return td is not None and td.diagnostic is not None
-
-
-def _client_supports_configuration(caps: types.ClientCapabilities) -> bool:
-    ws = caps.workspace
-    return bool(ws and ws.configuration)
 
 
 def initialize(ls: OnnxlintServer, params: types.InitializeParams) -> None:
     init, errors = parse_initialization_options(params.initialization_options)
     ls.apply_init_options(init)
     ls.pending_errors = errors
-    caps = params.capabilities
-    if _client_supports_pull(caps):
+    ls.supports = ClientSupport.of(params.capabilities)
+    if ls.supports.pull_diagnostics:
         text_sync.enable_pull(ls)
-    code_actions.configure(ls, caps)
     commands.register_commands(ls, init.client_commands)
     info = params.client_info
     log.info(
@@ -48,7 +38,7 @@ async def initialized(ls: OnnxlintServer, params: types.InitializedParams) -> No
     ls.get_loop()
     errors = list(ls.pending_errors)
     before = (ls.global_settings, dict(ls.folder_settings))
-    if _client_supports_configuration(ls.client_capabilities):
+    if ls.supports.configuration:
         errors += await pull_configuration(ls)
     ls.report_settings_errors(errors)
     # Only when a document opened meanwhile (VS Code sends didOpen with `initialized`)
@@ -71,7 +61,7 @@ async def did_change_configuration(
         # and apply to every folder that has no settings of its own.
         ls.folder_settings = {k: v for k, v in ls.folder_settings.items() if k in _folder_keys(ls)}
         errors += ls.update_settings([(None, pushed["onnxlint"])])
-    if _client_supports_configuration(ls.client_capabilities):
+    if ls.supports.configuration:
         errors += await pull_configuration(ls)
     ls.report_settings_errors(errors)
     ls.recheck_all()
@@ -82,7 +72,7 @@ async def did_change_folders(
 ) -> None:
     for f in params.event.removed:
         ls.folder_settings.pop(f.uri, None)
-    if _client_supports_configuration(ls.client_capabilities):
+    if ls.supports.configuration:
         ls.report_settings_errors(await pull_configuration(ls))
     ls.recheck_all()
 

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from lsprotocol import types
 
+from onnxlint.server.protocol import ClientSupport
+
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
 
@@ -43,8 +45,9 @@ class Progress:
     ) -> Progress:
         """Create and begin a progress item; with `cancel`, the user may cancel it and
         the event is set when they do."""
-        caps = ls.client_capabilities.window
-        if not (caps and caps.work_done_progress):
+        # (the session's ClientSupport; any other LanguageServer gets no progress)
+        supports = getattr(ls, "supports", None)
+        if not (isinstance(supports, ClientSupport) and supports.work_done_progress):
             return cls(ls, None)
         token = f"onnxlint-{uuid.uuid4()}"
         try:

@@ -1,4 +1,5 @@
-"""The wire: onnxlint's command and notification names (defined once), and the JSON-RPC
+"""The wire: onnxlint's command and notification names (defined once), what the client
+supports (`ClientSupport`, read once from its capabilities at initialize), and the JSON-RPC
 layer, made strict about bad input: every broken message gets an LSP error.
 
 pygls logs a message it cannot parse or structure and moves on; a client that sent a
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from lsprotocol import types
@@ -21,6 +23,41 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol
 
 log = logging.getLogger("onnxlint.server")
+
+
+@dataclass(frozen=True)
+class ClientSupport:
+    """What the client can do, read once from its capabilities at `initialize`: the
+    features ask `Session.supports`, never the nested `ClientCapabilities` themselves."""
+
+    pull_diagnostics: bool = False  # textDocument/diagnostic (else publishDiagnostics)
+    diagnostic_refresh: bool = False  # workspace/diagnostic/refresh
+    code_lens_refresh: bool = False  # workspace/codeLens/refresh
+    configuration: bool = False  # workspace/configuration
+    show_document: bool = False  # window/showDocument
+    work_done_progress: bool = False  # window/workDoneProgress/create
+    watch_files: bool = False  # workspace/didChangeWatchedFiles, registered by the server
+    document_changes: bool = False  # versioned TextDocumentEdits in a WorkspaceEdit
+    resolve_code_action_edit: bool = False  # codeAction/resolve may fill in the edit
+
+    @classmethod
+    def of(cls, caps: types.ClientCapabilities) -> ClientSupport:
+        td, ws, win = caps.text_document, caps.workspace, caps.window
+        action = td.code_action if td else None
+        watched = ws.did_change_watched_files if ws else None
+        resolve = action.resolve_support if action else None
+        return cls(
+            pull_diagnostics=td is not None and td.diagnostic is not None,
+            diagnostic_refresh=bool(ws and ws.diagnostics and ws.diagnostics.refresh_support),
+            code_lens_refresh=bool(ws and ws.code_lens and ws.code_lens.refresh_support),
+            configuration=bool(ws and ws.configuration),
+            show_document=bool(win and win.show_document and win.show_document.support),
+            work_done_progress=bool(win and win.work_done_progress),
+            watch_files=bool(watched and watched.dynamic_registration),
+            document_changes=bool(ws and ws.workspace_edit and ws.workspace_edit.document_changes),
+            resolve_code_action_edit=bool(resolve and "edit" in resolve.properties),
+        )
+
 
 # workspace/executeCommand commands the server handles (the extension's package.json too).
 ANALYZE_EXPORT = "onnxlint.analyzeExport"

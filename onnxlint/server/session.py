@@ -32,7 +32,7 @@ from onnxlint.core.config import Config, ConfigError, load_config
 from onnxlint.core.violation import Violation
 from onnxlint.server import documents
 from onnxlint.server.convert import Lines
-from onnxlint.server.protocol import OnnxlintProtocol
+from onnxlint.server.protocol import ClientSupport, OnnxlintProtocol
 from onnxlint.server.settings import InitOptions, Settings, parse_settings
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ class Session(LanguageServer):
         self.check_count = 0
         self.generation = 0  # bumped by every settings/configuration change
         self.pending_errors: list[str] = []
-        self.code_action_caps: Any = None
+        self.supports = ClientSupport()  # set from the client's capabilities at initialize
 
     @property
     def engine(self) -> Engine:

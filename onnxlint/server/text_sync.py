@@ -101,9 +101,7 @@ def register(server: OnnxlintServer) -> None:
 def watch_files(ls: OnnxlintServer) -> None:
     """Ask the client to report changes to Python files and `pyproject.toml` (called once
     the session is initialized, when the client can register watchers dynamically)."""
-    ws = ls.client_capabilities.workspace
-    watched = ws.did_change_watched_files if ws else None
-    if not (watched and watched.dynamic_registration):
+    if not ls.supports.watch_files:
         return
     options = types.DidChangeWatchedFilesRegistrationOptions(
         watchers=[

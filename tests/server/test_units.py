@@ -253,3 +253,31 @@ def test_features_register_named_module_level_handlers() -> None:
                     and inner is not node
                 ]
     assert nested == [], nested
+
+
+def test_client_support_is_read_once_from_the_capabilities() -> None:
+    """Issue 28: what the client can do is resolved once at initialize (Session.supports);
+    no feature walks the nested ClientCapabilities itself."""
+    import ast
+    from pathlib import Path
+
+    from pytest_lsp import client_capabilities
+
+    import onnxlint.server as server_package
+    from onnxlint.server.protocol import ClientSupport
+
+    vscode = ClientSupport.of(client_capabilities("visual_studio_code"))
+    assert vscode.show_document and vscode.work_done_progress and vscode.configuration
+    assert vscode.document_changes and vscode.resolve_code_action_edit and vscode.watch_files
+    assert vscode.code_lens_refresh and not vscode.pull_diagnostics  # (VS Code 1.65's)
+    nvim11 = ClientSupport.of(client_capabilities("neovim@v0.11.0"))
+    assert nvim11.pull_diagnostics
+    bare = ClientSupport.of(types.ClientCapabilities())
+    assert bare == ClientSupport() and not any(vars(bare).values())
+
+    readers = []
+    for module in sorted(Path(server_package.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "client_capabilities":
+                readers.append(f"{module.name}:{node.lineno}")
+    assert readers == [], readers
