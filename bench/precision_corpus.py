@@ -208,8 +208,10 @@ def _line_count(folder: Path) -> tuple[int, int]:
     return files, lines
 
 
-def run(args: argparse.Namespace) -> None:
-    onnxlint_root = Path(args.onnxlint).resolve() if args.onnxlint else ROOT
+def onnxlint_env(onnxlint: str | None) -> tuple[Path, dict[str, str], str]:
+    """The checkout to import onnxlint from (default: this one), the environment that makes it
+    the one imported, and the module file it imports from (checked)."""
+    onnxlint_root = Path(onnxlint).resolve() if onnxlint else ROOT
     env = dict(os.environ, PYTHONPATH=str(onnxlint_root))
     probe = subprocess.run(
         [sys.executable, "-c", "import onnxlint; print(onnxlint.__file__)"],
@@ -221,6 +223,70 @@ def run(args: argparse.Namespace) -> None:
     ).stdout.strip()
     if not Path(probe).resolve().is_relative_to(onnxlint_root):
         sys.exit(f"onnxlint imports from {probe}, not from {onnxlint_root}")
+    return onnxlint_root, env, probe
+
+
+def lint_folder(
+    folder: Path,
+    env: dict[str, str],
+    jobs: int,
+    package: str,
+    version: str,
+    source: _Source,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """`onnxlint check --format json --no-cache` on one folder (its own root): the folder's
+    stats, and every finding with its source line, enclosing function and the other files its
+    related locations are in."""
+    t = time.perf_counter()
+    cmd = ["nice", "-n", "10", sys.executable, "-m", "onnxlint", "check"]
+    cmd += ["--format", "json", "--no-cache", "--exit-zero", "--jobs", str(jobs), "."]
+    proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(proc.stderr[-2000:], file=sys.stderr)
+        sys.exit(f"{folder.name}: onnxlint exited {proc.returncode}")
+    found = json.loads(proc.stdout or "[]")
+    files, lines = _line_count(folder)
+    info = {
+        "version": version,
+        "files": files,
+        "lines": lines,
+        "findings": len(found),
+        "seconds": round(time.perf_counter() - t, 1),
+    }
+    out = []
+    for v in found:
+        rel = Path(v["path"])
+        path = rel if rel.is_absolute() else folder / rel
+        rel_path = path.resolve().relative_to(folder.resolve()).as_posix()
+        text, scope = source.describe(path, v["line"])
+        others = sorted(
+            {
+                _relative(folder, r["path"])
+                for r in v.get("related") or ()
+                if _relative(folder, r["path"]) != rel_path
+            }
+        )
+        out.append(
+            {
+                "package": package,
+                "version": version,
+                "path": rel_path,
+                "line": v["line"],
+                "column": v["column"],
+                "code": v["code"],
+                "severity": v.get("severity"),
+                "message": v["message"],
+                "text": text,
+                "scope": scope,
+                # other files its related locations are in (a cross-file finding)
+                "other_files": others,
+            }
+        )
+    return info, out
+
+
+def run(args: argparse.Namespace) -> None:
+    onnxlint_root, env, probe = onnxlint_env(args.onnxlint)
     result: dict[str, Any] = {
         "label": args.label,
         "commit": _git_commit(onnxlint_root),
@@ -238,54 +304,12 @@ def run(args: argparse.Namespace) -> None:
         if not folder.is_dir():
             print(f"{folder.name}: missing (run `fetch` first)", file=sys.stderr)
             continue
-        t = time.perf_counter()
-        cmd = ["nice", "-n", "10", sys.executable, "-m", "onnxlint", "check"]
-        cmd += ["--format", "json", "--no-cache", "--exit-zero", "--jobs", str(args.jobs), "."]
-        proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(proc.stderr[-2000:], file=sys.stderr)
-            sys.exit(f"{folder.name}: onnxlint exited {proc.returncode}")
-        found = json.loads(proc.stdout or "[]")
-        files, lines = _line_count(folder)
-        result["packages"][folder.name] = {
-            "dist": dist,
-            "version": version,
-            "files": files,
-            "lines": lines,
-            "findings": len(found),
-            "seconds": round(time.perf_counter() - t, 1),
-        }
-        for v in found:
-            rel = Path(v["path"])
-            path = rel if rel.is_absolute() else folder / rel
-            rel_path = path.resolve().relative_to(folder.resolve()).as_posix()
-            text, scope = source.describe(path, v["line"])
-            others = sorted(
-                {
-                    _relative(folder, r["path"])
-                    for r in v.get("related") or ()
-                    if _relative(folder, r["path"]) != rel_path
-                }
-            )
-            result["findings"].append(
-                {
-                    "package": _norm(dist),
-                    "version": version,
-                    "path": rel_path,
-                    "line": v["line"],
-                    "column": v["column"],
-                    "code": v["code"],
-                    "severity": v.get("severity"),
-                    "message": v["message"],
-                    "text": text,
-                    "scope": scope,
-                    # other files its related locations are in (a cross-file finding)
-                    "other_files": others,
-                }
-            )
+        info, found = lint_folder(folder, env, args.jobs, _norm(dist), version, source)
+        result["packages"][folder.name] = {"dist": dist, **info}
+        result["findings"] += found
         print(
-            f"{folder.name}: {files} files, {lines:,} lines, {len(found)} findings, "
-            f"{result['packages'][folder.name]['seconds']} s",
+            f"{folder.name}: {info['files']} files, {info['lines']:,} lines, "
+            f"{len(found)} findings, {info['seconds']} s",
             flush=True,
         )
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -310,17 +334,17 @@ def key_of(d: dict[str, Any]) -> Key:
     return (d["package"], d["path"], d["code"], d["text"], d["scope"])
 
 
-def load_labels() -> dict[Key, dict[str, Any]]:
+def load_labels(path: Path = LABELS) -> dict[Key, dict[str, Any]]:
     labels: dict[Key, dict[str, Any]] = {}
-    if LABELS.exists():
-        for n, raw in enumerate(LABELS.read_text().splitlines(), 1):
+    if path.exists():
+        for n, raw in enumerate(path.read_text().splitlines(), 1):
             if raw.strip():
                 try:
                     d = json.loads(raw)
                 except json.JSONDecodeError as exc:
-                    sys.exit(f"{LABELS.name}:{n}: {exc}")
+                    sys.exit(f"{path.name}:{n}: {exc}")
                 if d.get("verdict") not in ("true", "false"):
-                    sys.exit(f"{LABELS.name}:{n}: verdict must be 'true' or 'false'")
+                    sys.exit(f"{path.name}:{n}: verdict must be 'true' or 'false'")
                 labels[key_of(d)] = d
     return labels
 
