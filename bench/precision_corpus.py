@@ -202,6 +202,8 @@ class _Source:
 def _line_count(folder: Path) -> tuple[int, int]:
     files = lines = 0
     for path in folder.rglob("*.py"):
+        if not path.is_file():  # a dangling link
+            continue
         files += 1
         with path.open("rb") as f:
             lines += sum(1 for _ in f)

@@ -101,9 +101,14 @@ def run(args: argparse.Namespace) -> None:
             f"{info['seconds']} s",
             flush=True,
         )
+        _write(out, result)  # after each repository: a stopped run keeps what it did
+    _write(out, result)
+    print(f"wrote {out} ({len(result['findings'])} findings, onnxlint {result['commit']})")
+
+
+def _write(out: Path, result: dict[str, Any]) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {out} ({len(result['findings'])} findings, onnxlint {result['commit']})")
 
 
 def _load(label: str) -> dict[str, Any]:
