@@ -181,7 +181,10 @@ class _Source:
 
     def get(self, path: Path) -> tuple[list[str], list[tuple[int, int, str]]]:
         if path not in self.cache:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:  # a dangling link
+                text = ""
             try:
                 scopes = _scopes(ast.parse(text))
             except (SyntaxError, ValueError):
@@ -259,7 +262,7 @@ def lint_folder(
     for v in found:
         rel = Path(v["path"])
         path = rel if rel.is_absolute() else folder / rel
-        rel_path = path.resolve().relative_to(folder.resolve()).as_posix()
+        rel_path = _relative(folder, str(path))
         text, scope = source.describe(path, v["line"])
         others = sorted(
             {
@@ -321,10 +324,10 @@ def run(args: argparse.Namespace) -> None:
 
 
 def _relative(folder: Path, path: str) -> str:
-    p = Path(path)
-    p = p if p.is_absolute() else folder / p
+    # absolute, not resolved: a link (icefall's recipes link each other's files) keeps its path
+    p = Path(os.path.abspath(folder / path))
     try:
-        return p.resolve().relative_to(folder.resolve()).as_posix()
+        return p.relative_to(os.path.abspath(folder)).as_posix()
     except ValueError:
         return p.as_posix()
 
