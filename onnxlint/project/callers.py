@@ -162,6 +162,11 @@ FuncKey = tuple["str | None", str]
 # `apply_transform`, torchmetrics' `compute`), in classes or folders named so.
 _NOT_MODEL_CLASS = re.compile(r"(Random|Augment|Aug[A-Z]|Metric|Loss|Criterion)")
 _NOT_MODEL_PATH = re.compile(r"/(augment\w*|transforms?|metrics?|losses?)/", re.IGNORECASE)
+# Nor training-only methods a base's `forward` dispatches to (mmdet 2.x's `BaseDetector.forward`
+# calls `self.forward_train` when `return_loss` is set; only the test path is exported).
+_TRAINING_ONLY = re.compile(
+    r"(forward_train|train_step|training_step|losses?|\w+_loss(es)?|loss_\w+)"
+)
 # Summaries of subclasses' modules by content hash (re-read on every check of the base's
 # file: a keystroke there must not parse them again).
 _SUMMARIES: dict[str, ModuleSummary | None] = {}
@@ -189,7 +194,9 @@ def inherited_callers(
         loose = {
             n: m
             for n, m in cls.methods.items()
-            if not n.startswith("__") and not model.is_reachable(m)
+            if not n.startswith("__")
+            and not _TRAINING_ONLY.fullmatch(n)
+            and not model.is_reachable(m)
         }
         if not loose:
             continue

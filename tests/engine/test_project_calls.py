@@ -978,3 +978,50 @@ def test_sizes_baked_in_model_code_no_export_reaches(tmp_path) -> None:
     (tmp_path / "quiet").mkdir()
     root = project(tmp_path / "quiet", files, config='unreached = "ignore"\n')
     assert not [f for f in check(root) if f["code"] == "OLX104"]
+
+
+def test_training_only_methods_a_base_forward_dispatches_to_are_not_forward_code(
+    tmp_path,
+) -> None:
+    """mmdet 2.x's `BaseDetector.forward` dispatches to `self.forward_train(...)` when
+    `return_loss` is set, else to the test path; a detector in another package defines both
+    (YOLOX counts iterations in `forward_train`, YOLACT asserts on its losses there). Only
+    the test path is ever exported (mmdet's pytorch2onnx passes `return_loss=False`), so the
+    training-only methods (`forward_train`, `loss`, `*_loss`, `train_step`) are not made
+    forward code by inheritance; the test path still is."""
+    root = project(
+        tmp_path,
+        {
+            "det/__init__.py": "",
+            "det/base.py": """
+                from torch import nn
+
+
+                class BaseDetector(nn.Module):
+                    def forward(self, x, return_loss=True):
+                        if return_loss:
+                            return self.forward_train(x)
+                        return self.simple_test(x)
+            """,
+            "det/models/__init__.py": "",
+            "det/models/yolox.py": """
+                from det.base import BaseDetector
+
+
+                class YOLOX(BaseDetector):
+                    def forward_train(self, x):
+                        self._progress_in_iter += 1
+                        return self.compute_loss(x)
+
+                    def compute_loss(self, x):
+                        self.seen += 1
+                        return x.sum()
+
+                    def simple_test(self, x):
+                        self.calls += 1
+                        return x
+            """,
+        },
+    )
+    found = [f for f in check(root) if f["code"] == "OLX107"]
+    assert [(f["path"], f["line"]) for f in found] == [("det/models/yolox.py", 14)], found
