@@ -78,6 +78,30 @@ export async function resolveInterpreter(inputs: ResolveInputs): Promise<Interpr
     return undefined;
 }
 
+/** The Python extension's environments API, as far as `environmentExecutable` uses it. */
+export interface EnvironmentLookup<E extends { readonly path: string }> {
+    getActiveEnvironmentPath(): E;
+    resolveEnvironment(env: E): Promise<{ readonly executable: { readonly uri?: { readonly fsPath: string } } } | undefined>;
+}
+
+/**
+ * The executable of the active environment. Its path is the executable itself for most
+ * environments (a venv, a system Python): that is used as it is, since resolveEnvironment may start
+ * the interpreter to ask it about itself, on the way to the first diagnostics. Only a path that is
+ * not an executable file (a conda environment's folder, say) is resolved.
+ */
+export async function environmentExecutable<E extends { readonly path: string }>(
+    lookup: EnvironmentLookup<E>,
+    isExecutable: (file: string) => boolean = defaultIsExecutable,
+): Promise<string | undefined> {
+    const active = lookup.getActiveEnvironmentPath();
+    if (active.path !== '' && isExecutable(active.path)) {
+        return active.path;
+    }
+    const env = await lookup.resolveEnvironment(active);
+    return env?.executable.uri?.fsPath;
+}
+
 /** Looks `name` up on `PATH` like a shell would. */
 export function which(
     name: string,

@@ -1,5 +1,6 @@
 // The Python extension's environment API (ms-python.python), used only when it is installed.
 import * as vscode from 'vscode';
+import { environmentExecutable } from './interpreter';
 
 interface EnvironmentPath {
     readonly id: string;
@@ -43,8 +44,10 @@ export async function activeInterpreter(resource?: vscode.Uri): Promise<string |
     if (api === undefined) {
         return undefined;
     }
-    const env = await api.resolveEnvironment(api.getActiveEnvironmentPath(resource));
-    return env?.executable.uri?.fsPath;
+    return environmentExecutable({
+        getActiveEnvironmentPath: () => api.getActiveEnvironmentPath(resource),
+        resolveEnvironment: (env) => api.resolveEnvironment(env),
+    });
 }
 
 /** Calls `listener` when the user picks another interpreter in the Python extension. */

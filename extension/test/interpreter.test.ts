@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import {
     checkArgs,
+    environmentExecutable,
     expandVariables,
     type CheckOutcome,
     installCommandLine,
@@ -183,5 +184,34 @@ describe('the interpreter check (real processes)', () => {
         const missing = await check('/nonexistent/python3', []);
         assert.ok(missing.kind === 'not-python', JSON.stringify(missing));
         assert.match(missing.reason, /ENOENT/);
+    });
+});
+
+describe('environmentExecutable', () => {
+    it("uses the active environment's path as it is when it is an executable (no resolve, which may start Python)", async () => {
+        let resolved = 0;
+        const found = await environmentExecutable({
+            getActiveEnvironmentPath: () => ({ id: 'venv', path: process.execPath }),
+            resolveEnvironment: () => {
+                resolved += 1;
+                return Promise.resolve({ executable: { uri: { fsPath: '/elsewhere/python' } } });
+            },
+        });
+        assert.equal(found, process.execPath);
+        assert.equal(resolved, 0);
+    });
+
+    it("resolves a path that is not an executable file (a conda environment's folder)", async () => {
+        const folder = path.dirname(process.execPath);
+        const asked: string[] = [];
+        const found = await environmentExecutable({
+            getActiveEnvironmentPath: () => ({ id: 'conda', path: folder }),
+            resolveEnvironment: (env) => {
+                asked.push(env.path);
+                return Promise.resolve({ executable: { uri: { fsPath: '/opt/conda/envs/ml/bin/python' } } });
+            },
+        });
+        assert.equal(found, '/opt/conda/envs/ml/bin/python');
+        assert.deepEqual(asked, [folder]);
     });
 });
