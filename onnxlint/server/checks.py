@@ -417,8 +417,10 @@ class Checks(Diagnostics):
 
 
 def _malloc_trim() -> None:
-    """Collect cyclic garbage (evicted parse trees), then return free memory to the system."""
+    """Collect cyclic garbage (evicted parse trees, and the start-up's, frozen until the
+    first trim: see `serve`), then return free memory to the system."""
     global _LIBC
+    gc.unfreeze()
     gc.collect()
     if _LIBC is None:
         try:
