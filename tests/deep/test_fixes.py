@@ -209,6 +209,30 @@ def moe():
     return Moe(), (torch.randn(6, 8),), {}, ({0: "tokens"},)
 
 
+class SwitchExperts(torch.nn.ModuleDict):
+    # Switch Transformers' experts: each looked up by name with the nonzero() row's [0]
+    def __init__(self, n=3):
+        super().__init__()
+        for idx in range(n):
+            self[f"expert_{idx}"] = torch.nn.Linear(8, 8)
+
+    def forward(self, x, selected, weights):
+        out = torch.zeros_like(x)
+        expert_mask = selected.permute(2, 1, 0)
+        expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+        for expert_idx in expert_hit:
+            idx, top_x = torch.where(expert_mask[expert_idx].squeeze(0))
+            y = self[f"expert_{expert_idx[0]}"](x[None, top_x].reshape(-1, 8))
+            out.index_add_(0, top_x, y * weights[top_x, idx, None])
+        return out
+
+
+def switch_experts():
+    torch.manual_seed(0)
+    selected = torch.nn.functional.one_hot(torch.tensor([[0], [2], [2], [1], [0]]), 3)
+    return SwitchExperts(), (torch.randn(5, 8), selected, torch.rand(5, 1)), {}, None
+
+
 class MoeAcrossTokens(Moe):
     # an expert that centres its tokens on their mean: not token by token
     def forward(self, x):
@@ -689,3 +713,16 @@ def test_a_complex_rewrite_whose_onnx_model_fails_is_not_offered(fixproj: Path, 
     assert [p.candidate.kind for p in proofs] == ["complex-scalar"], report.to_json()
     assert not proofs[0].proven and proofs[0].fix is None, proofs[0].to_json()
     assert all(v.fix is None for v in report.fixed(res.violations) if v.line == line)
+
+
+def test_an_expert_looked_up_by_its_nonzero_row_is_made_dense(fixproj: Path, analyzer) -> None:
+    # `expert_idx[0]` of nonzero()'s row becomes the int of range()
+    models = fixproj / "fixproj" / "models.py"
+    line = line_of(models, "for expert_idx in expert_hit:")
+    _res, report = _prove(analyzer, fixproj, "switch_experts")
+    p = _at(report, line)[0]
+    assert p.proven and p.candidate.kind == "moe-dense", report.to_json()
+    assert p.exports and p.onnx_match
+    text = "".join(e.text for e in p.fix.edits)
+    assert 'self[f"expert_{expert_idx}"](x[None].reshape(-1, 8))' in text
+    assert "expert_hit" not in text

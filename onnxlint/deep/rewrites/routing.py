@@ -21,7 +21,9 @@ weight `w` here is written in place of `routing_weights[top_x, idx, None]`):
 
 (`torch.where(mask)` gives the top-k slot `idx` and the token `top_x` of each of the
 expert's entries; `x[top_x]` becomes every token's `x`, `w[top_x, idx]` the weight summed
-over the slots with the mask, `index_add_(0, top_x, v)` an add.) It computes more (each
+over the slots with the mask, `index_add_(0, top_x, v)` an add; a row of `nonzero()` read
+as `expert_idx[0]`, as Switch Transformers' experts are looked up, the int itself, and
+`expert_idx = expert_idx[0]`, transformers 5's form, goes.) It computes more (each
 expert on each token), and exports with no data-dependent size. That the experts act
 token by token, so that the dense form computes the same outputs, is for the proof to say.
 """
@@ -192,6 +194,32 @@ def _eq() -> cst.AssignEqual:
     )
 
 
+def _is_range(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.Call) and isinstance(e.func, cst.Name) and e.func.value == "range"
+
+
+class _FirstOf(cst.CSTTransformer):
+    """`expert[0]` -> `expert`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def leave_Subscript(
+        self, original: cst.Subscript, updated: cst.Subscript
+    ) -> cst.BaseExpression:
+        v, sl = updated.value, updated.slice
+        if (
+            isinstance(v, cst.Name)
+            and v.value == self.name
+            and len(sl) == 1
+            and isinstance(sl[0].slice, cst.Index)
+            and isinstance(sl[0].slice.value, cst.Integer)
+            and sl[0].slice.value.value == "0"
+        ):
+            return v.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+        return updated
+
+
 def _unwrap_first(st: cst.BaseStatement, expert: str) -> bool:
     """`expert_idx = expert_idx[0]` (the index taken out of nonzero()'s row)."""
     if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
@@ -221,6 +249,13 @@ def _dense(parsed: Parsed, for_: cst.For, torch: str) -> str | None:
     body = list(for_.body.body)
     if body and _unwrap_first(body[0], expert):
         body = body[1:]
+    elif not _is_range(for_.iter):
+        # a row of nonzero() read as `expert_idx[0]` (Switch's `self[f"expert_{expert_idx[0]}"]`):
+        # the int itself once the loop is over range()
+        unwrapped = [st.visit(_FirstOf(expert)) for st in body]
+        if not all(isinstance(st, cst.BaseStatement) for st in unwrapped):
+            return None
+        body = [st for st in unwrapped if isinstance(st, cst.BaseStatement)]
     found = [(i, g) for i, st in enumerate(body) if (g := _gather(st, torch)) is not None]
     if len(found) != 1:
         return None
