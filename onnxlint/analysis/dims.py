@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from onnxlint.analysis.exportflow import (
+from onnxlint.analysis.modes import (
     example_inputs,
     exported_model,
     input_positions,

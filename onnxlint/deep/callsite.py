@@ -95,7 +95,7 @@ def _project_files(root: Path) -> list[Path]:
 def _in_file(
     path: str, text: str, class_qualname: str, same_file: bool, kinds: Collection[ExportKind]
 ) -> list[tuple[int, ExportKind]]:
-    from onnxlint.analysis.exportflow import exported_model
+    from onnxlint.analysis.modes import exported_model
     from onnxlint.project.facts import file_analysis
     from onnxlint.source.positions import node_span
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from onnxlint.analysis.exportflow import effective_kind, exported_model
+from onnxlint.analysis.modes import effective_kind, exported_model
 from onnxlint.core.config import Config
 from onnxlint.project.facts import FileFacts
 from onnxlint.project.index import ProjectIndex

@@ -13,8 +13,8 @@ from functools import partial
 
 import libcst as cst
 
-from onnxlint.analysis.exportflow import STATEMENT_WORDS, block_words
 from onnxlint.analysis.file import FileAnalysis, ProjectLookup
+from onnxlint.analysis.modes import STATEMENT_WORDS, block_words
 from onnxlint.core.config import Config
 from onnxlint.semantic.index import FunctionInfo, block_index
 from onnxlint.semantic.model import SemanticModel

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from onnxlint.analysis.exportflow import (
+from onnxlint.analysis.modes import (
     ModelRef,
     example_inputs,
     exported_model,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.analysis.exportflow import (
+from onnxlint.analysis.modes import (
     effective_kind,
     exported_model,
     exporter_known,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.analysis.exportflow import exported_model, resolve_value
+from onnxlint.analysis.modes import exported_model, resolve_value
 from onnxlint.core.violation import Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import keyword_arg

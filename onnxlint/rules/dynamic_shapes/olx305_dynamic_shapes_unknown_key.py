@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.analysis.exportflow import (
+from onnxlint.analysis.modes import (
     example_inputs,
     exported_model,
     model_forward_file,

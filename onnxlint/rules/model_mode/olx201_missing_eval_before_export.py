@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.analysis.chains import Link, analysis_of
-from onnxlint.analysis.exportflow import (
+from onnxlint.analysis.modes import (
     Mode,
     ModelRef,
     WrapperCall,

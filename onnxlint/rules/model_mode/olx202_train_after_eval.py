@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.analysis.exportflow import Mode, captures_model_mode, exported_model, mode_insensitive
+from onnxlint.analysis.modes import Mode, captures_model_mode, exported_model, mode_insensitive
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.rules.model_mode.olx201_missing_eval_before_export import (
