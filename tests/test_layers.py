@@ -9,6 +9,7 @@ else of `pkg`. There are no exceptions; a new edge that breaks the order fails h
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "onnxlint"
@@ -157,6 +158,24 @@ def test_each_package_says_in_its_first_line_what_it_is_and_may_import() -> None
         doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
         first = doc.splitlines()[0] if doc else ""
         assert "import" in first.lower() and len(first) <= 100, f"{init}: {first!r}"
+
+
+def test_the_analysis_modules_import_only_those_listed_before_them() -> None:
+    """`onnxlint/analysis/__init__.py` lists its modules bottom up: the list is complete,
+    and no module imports one listed after it (so the list is also the reading order)."""
+    init = PACKAGE / "analysis" / "__init__.py"
+    doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+    order = [f"onnxlint.analysis.{m}" for m in re.findall(r"^- `(\w+)`:", doc, re.M)]
+    graph = imports(PACKAGE)
+    inside = sorted(m for m in graph if m.startswith("onnxlint.analysis."))
+    assert sorted(order) == inside, "list every module of onnxlint/analysis once"
+    bad = [
+        f"{m} -> {t}"
+        for i, m in enumerate(order)
+        for t in sorted(graph[m])
+        if t in order and order.index(t) > i
+    ]
+    assert bad == [], "imports of a module listed later:\n" + "\n".join(bad)
 
 
 def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:

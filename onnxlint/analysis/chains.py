@@ -2,7 +2,7 @@
 
 A `Link` is one step of it: a node of a file (`validate(net, loader)` in export.py, then
 `net.train()` in loop.py) and what happens there. The analyses that follow a model or a
-value through the project's own functions (`exportflow`) record the links they cross;
+value through the project's own functions (`modes`, `values`) record the links they cross;
 a rule names the chain in its message ("`validate()` in engine/loop.py:9 calls
 `net.train()`") and gives each link as a related location (LSP `relatedInformation`,
 JSON `related`). Positions are looked up only when a finding is reported (`locate`).

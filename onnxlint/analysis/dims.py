@@ -24,13 +24,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from onnxlint.analysis.modes import (
-    example_inputs,
-    exported_model,
-    input_positions,
-    resolve_value,
-    tensor_rank,
-)
+from onnxlint.analysis.exported_model import exported_model
+from onnxlint.analysis.inputs import example_inputs, input_positions, resolve_value, tensor_rank
 from onnxlint.semantic.calls import ExportCall, keyword_arg, literal_int
 from onnxlint.semantic.index import ClassInfo, FunctionInfo
 from onnxlint.source.walker import dotted, iter_children, iter_descendants

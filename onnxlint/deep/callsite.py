@@ -4,7 +4,7 @@ Verification (OLX810/OLX811) re-runs the export the user would run; its findings
 line in the model's code, so they belong on the user's export call. This scans the project's
 Python files with the static engine's semantic model (`onnxlint.semantic` over
 `onnxlint.source.blocks`), resolves each export call's model
-(`onnxlint.analysis.exportflow.exported_model`) and keeps the first one whose model is an
+(`onnxlint.analysis.exported_model`) and keeps the first one whose model is an
 instance of the target's class: built inline (`Net()`), or assigned from `Net(...)`
 (possibly `.eval()`-chained) in the call's scope, with the class imported or defined in that
 file. When there is none, the caller keeps the target's declaration.
@@ -95,7 +95,7 @@ def _project_files(root: Path) -> list[Path]:
 def _in_file(
     path: str, text: str, class_qualname: str, same_file: bool, kinds: Collection[ExportKind]
 ) -> list[tuple[int, ExportKind]]:
-    from onnxlint.analysis.modes import exported_model
+    from onnxlint.analysis.exported_model import exported_model
     from onnxlint.project.facts import file_analysis
     from onnxlint.source.positions import node_span
 

@@ -3,7 +3,7 @@
 An export site is a `torch.onnx.export` / `torch.onnx.utils.export` / `torch.onnx._export`
 / `torch.export.export` / `torch.jit.trace` / `torch.jit.script` call (or a declared
 deep-analysis target). For each: the model class(es) it exports, found through the
-file's data flow (`exportflow.exported_model`: variables, `Net().eval()`, builder
+file's data flow (`analysis.exported_model`: variables, `Net().eval()`, builder
 functions), imported project classes and builder functions, and one level of project
 wrapper functions whose parameter goes to the export (`def export(model): torch.onnx
 .export(model, ...)` called as `export(Net())`); its exporter path; whether it declares
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from onnxlint.analysis.modes import effective_kind, exported_model
+from onnxlint.analysis.exported_model import exported_model
+from onnxlint.analysis.exporter import effective_kind
 from onnxlint.core.config import Config
 from onnxlint.project.facts import FileFacts
 from onnxlint.project.index import ProjectIndex

@@ -1,5 +1,5 @@
 """One file's facts as the rules and the project model see them: its parsed blocks, its
-semantic model (`SemanticModel`) and the `FileAnalysis` the per-file analyses (`exportflow`) read.
+semantic model (`SemanticModel`) and the `FileAnalysis` the per-file analyses read.
 
 `file_analysis` builds them from parsed blocks; the engine uses it for the file it checks,
 the project index for the project's other files (read as text, never imported).
@@ -14,7 +14,7 @@ from functools import partial
 import libcst as cst
 
 from onnxlint.analysis.file import FileAnalysis, ProjectLookup
-from onnxlint.analysis.modes import STATEMENT_WORDS, block_words
+from onnxlint.analysis.scope import STATEMENT_WORDS, block_words
 from onnxlint.core.config import Config
 from onnxlint.semantic.index import FunctionInfo, block_index
 from onnxlint.semantic.model import SemanticModel
@@ -33,7 +33,7 @@ def file_analysis(
     indexes = [block_index(b) for b in parsed]
     body: list[cst.BaseStatement] = [s for b in parsed if b.module for s in b.module.body]
     model = SemanticModel.build(indexes, body, config.exporter, resolve_base)
-    # Built when the export data-flow first asks (`exportflow`): most files have no
+    # Built when the export data-flow first asks (`analysis.scope`): most files have no
     # export call, and the words of every block cost ~3% of a cold check.
     model.memo[STATEMENT_WORDS] = partial(statement_words, parsed)
     functions: dict[int, FunctionInfo] = {}

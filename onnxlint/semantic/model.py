@@ -44,7 +44,7 @@ class SemanticModel:
     reachable: set[tuple[str | None, str]] = field(default_factory=set)
     module_body: list[cst.BaseStatement] = field(default_factory=list)
     default_exporter: str = "auto"  # from config: auto|dynamo|torchscript
-    # Per-check memo for file-level analyses (e.g. `onnxlint.analysis.exportflow`); never cached.
+    # Per-check memo for file-level analyses (e.g. `onnxlint.analysis.modes`); never cached.
     memo: dict[object, object] = field(default_factory=dict)
     # Whether an imported base class (qualified name) is a torch module, as the project
     # model resolves it across files (None: unknown). Set by the engine.

@@ -1,7 +1,8 @@
 """Rewriting `dynamic_axes=` as `dynamic_shapes=` (the fixes of OLX304 and OLX401).
 
 The only edit builder of the export data-flow: it reads the call through
-`onnxlint.analysis.exportflow` and writes the edits with the rule's `Context`.
+`onnxlint.analysis.exported_model` and `onnxlint.analysis.inputs`, and writes the edits with
+the rule's `Context`.
 """
 
 from __future__ import annotations
@@ -10,14 +11,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from onnxlint.analysis.modes import (
-    ModelRef,
-    example_inputs,
-    exported_model,
-    model_forward_params,
-    names_arg_of,
-    resolve_value,
-)
+from onnxlint.analysis.exported_model import ModelRef, exported_model, model_forward_params
+from onnxlint.analysis.inputs import example_inputs, names_arg_of, resolve_value
 from onnxlint.core.violation import Edit, Span
 from onnxlint.semantic.calls import ExportCall, keyword_arg, literal_int
 

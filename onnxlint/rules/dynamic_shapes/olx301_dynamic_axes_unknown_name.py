@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.analysis.modes import (
-    effective_kind,
-    exported_model,
-    exporter_known,
-    model_forward_params,
-    names_arg,
-    resolve_value,
-)
+from onnxlint.analysis.exported_model import exported_model, model_forward_params
+from onnxlint.analysis.exporter import effective_kind, exporter_known
+from onnxlint.analysis.inputs import names_arg, resolve_value
 from onnxlint.core.violation import Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import ExportKind, keyword_arg

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.analysis.modes import (
-    example_inputs,
-    exported_model,
-    input_positions,
-    model_forward_params,
-    resolve_value,
-    tensor_rank,
-)
+from onnxlint.analysis.exported_model import exported_model, model_forward_params
+from onnxlint.analysis.inputs import example_inputs, input_positions, resolve_value, tensor_rank
 from onnxlint.core.violation import Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import keyword_arg, literal_int

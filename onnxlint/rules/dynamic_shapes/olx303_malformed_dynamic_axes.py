@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.analysis.modes import exported_model, resolve_value
+from onnxlint.analysis.exported_model import exported_model
+from onnxlint.analysis.inputs import resolve_value
 from onnxlint.core.violation import Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import keyword_arg

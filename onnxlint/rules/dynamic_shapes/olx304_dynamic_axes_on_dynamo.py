@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.analysis.modes import effective_kind, exporter_known
+from onnxlint.analysis.exporter import effective_kind, exporter_known
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.dynamic_shapes._convert import convert_dynamic_axes

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.analysis.modes import (
-    example_inputs,
+from onnxlint.analysis.exported_model import (
     exported_model,
     model_forward_file,
     model_forward_params,
-    names_arg,
-    resolve_value,
 )
+from onnxlint.analysis.inputs import example_inputs, names_arg, resolve_value
 from onnxlint.core.violation import Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import ExportCall, ExportKind, keyword_arg

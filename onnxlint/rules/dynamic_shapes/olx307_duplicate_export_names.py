@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.analysis.modes import effective_kind, exporter_known
+from onnxlint.analysis.exporter import effective_kind, exporter_known
 from onnxlint.core.violation import Severity
 from onnxlint.rules.base import Invalid, Rule, Valid
 from onnxlint.semantic.calls import ExportKind, keyword_arg

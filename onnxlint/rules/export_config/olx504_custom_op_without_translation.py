@@ -229,7 +229,7 @@ class CustomOpWithoutTranslation(Rule):
     def _uses(self, call: ExportCall) -> list[OpUse]:
         keys = None
         try:
-            from onnxlint.analysis.modes import exported_model
+            from onnxlint.analysis.exported_model import exported_model
         except ImportError:  # pragma: no cover
             exported_model = None  # type: ignore[assignment]
         if exported_model is not None:

@@ -198,7 +198,7 @@ class ExternalDataDisabledLargeModel(Rule):
 
     def _estimate(self, call: ExportCall) -> Estimate | None:
         try:
-            from onnxlint.analysis.modes import exported_model
+            from onnxlint.analysis.exported_model import exported_model
         except ImportError:  # pragma: no cover
             return None
         ref = exported_model(self.ctx, call)

@@ -4,5 +4,5 @@ A module is in training mode when it is built; the dynamo exporter, `torch.expor
 tracing all capture whatever mode the model is in (the `training=` keyword of
 `torch.onnx.export` is ignored by the dynamo exporter), so a missing `.eval()` silently
 exports Dropout and training-mode BatchNorm. The rules follow the model variable through
-the scope of the export call with `onnxlint.analysis.exportflow`.
+the scope of the export call with `onnxlint.analysis.modes`.
 """

@@ -5,18 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.analysis.chains import Link, analysis_of
-from onnxlint.analysis.modes import (
-    Mode,
-    ModelRef,
-    WrapperCall,
-    captures_model_mode,
-    class_mode_insensitive,
-    export_wrapper_call,
-    exported_model,
-    mode_insensitive,
-    model_class,
-    nested_class,
-)
+from onnxlint.analysis.exported_model import ModelRef, exported_model, model_class, nested_class
+from onnxlint.analysis.exporter import WrapperCall, captures_model_mode, export_wrapper_call
+from onnxlint.analysis.mode_sensitivity import class_mode_insensitive, mode_insensitive
+from onnxlint.analysis.modes import Mode
 from onnxlint.core.violation import Fix, FixSafety, Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.semantic.calls import ExportCall, ExportKind

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.analysis.modes import Mode, captures_model_mode, exported_model, mode_insensitive
+from onnxlint.analysis.exported_model import exported_model
+from onnxlint.analysis.exporter import captures_model_mode
+from onnxlint.analysis.mode_sensitivity import mode_insensitive
+from onnxlint.analysis.modes import Mode
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.rules.model_mode.olx201_missing_eval_before_export import (

@@ -17,7 +17,7 @@ from onnxlint.analysis.dims import (
     layer_attrs,
     passed_taints,
 )
-from onnxlint.analysis.modes import exported_model, forward_params
+from onnxlint.analysis.exported_model import exported_model, forward_params
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Context, Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.semantic.calls import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from onnxlint.analysis.modes import statements_naming
+from onnxlint.analysis.scope import statements_naming
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.trace_hostile._common import assigned_values
