@@ -119,10 +119,15 @@ def _load(label: str) -> dict[str, Any]:
     return data
 
 
+# The static rules (OLX000, a file that does not parse, says nothing about an export).
+RULE_PREFIXES = ("OLX1", "OLX2", "OLX3", "OLX4", "OLX5")
+
+
 def _by_rule(findings: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for f in findings:
-        out[f["code"]].append(f)
+        if f["code"].startswith(RULE_PREFIXES):
+            out[f["code"]].append(f)
     return out
 
 
@@ -149,6 +154,7 @@ def report(args: argparse.Namespace) -> None:
     )
     print(head)
     todo: dict[Key, dict[str, Any]] = {}
+    totals = [0] * 5
     for code in sorted(set(a_rules) | set(b_rules)):
         a_keys = {key_of(f) for f in a_rules.get(code, [])}
         b_keys = {key_of(f) for f in b_rules.get(code, [])}
@@ -164,14 +170,20 @@ def report(args: argparse.Namespace) -> None:
             f"{len(judged):>6} {share:>6} {_true(new, labels):>9} {_true(gone, labels):>9} "
             f"{_true(cross, labels):>10}"
         )
+        counts = (len(b_rules.get(code, [])), len(a_rules.get(code, [])), len(new), len(gone))
+        totals = [t + n for t, n in zip(totals, (*counts, len(cross)), strict=True)]
         wanted = {key_of(f) for f in picked} | new | gone | cross
         for f in [*a_rules.get(code, []), *b_rules.get(code, [])]:
             if key_of(f) in wanted and key_of(f) not in labels:
                 todo.setdefault(key_of(f), f)
+    print(f"{'all':8} {totals[0]:>6} {totals[1]:>6} {totals[2]:>4} {totals[3]:>5} {totals[4]:>10}")
     b_true = {
-        key_of(f) for f in before["findings"] if labels.get(key_of(f), {}).get("verdict") == "true"
+        key_of(f)
+        for fs in b_rules.values()
+        for f in fs
+        if labels.get(key_of(f), {}).get("verdict") == "true"
     }
-    a_all = {key_of(f) for f in after["findings"]}
+    a_all = {key_of(f) for fs in a_rules.values() for f in fs}
     if b_true:
         kept = len(b_true & a_all)
         share = f"{kept / len(b_true):.0%}"
