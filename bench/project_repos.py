@@ -84,12 +84,15 @@ def run(args: argparse.Namespace) -> None:
         "onnxlint": probe,
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
         "corpus": str(corpus),
+        "checkout": args.checkout,
     }
     source = _Source()
     for name, commit in repositories().items():
         if only and name not in only:
             continue
         folder = corpus / name
+        if args.checkout and (Path(args.checkout) / name).is_dir():
+            folder = Path(args.checkout).resolve() / name
         if not folder.is_dir():
             print(f"{name}: missing (run `export_scripts.py fetch` first)", file=sys.stderr)
             continue
@@ -216,6 +219,11 @@ def main() -> None:
     p_run.add_argument("--label", default="after")
     p_run.add_argument("--onnxlint", help="checkout to import onnxlint from (default: this one)")
     p_run.add_argument("--corpus", help=f"folder of the repositories (default: {CORPUS})")
+    p_run.add_argument(
+        "--checkout",
+        help="folder of checkout-like copies (`cp -al` + an empty .git) of the repositories "
+        "without a project marker, used instead of the corpus's",
+    )
     p_run.add_argument("--jobs", type=int, default=2)
     p_run.add_argument("--only", action="append", help="only this owner+name (repeatable)")
     p_rep = sub.add_parser("report", help="per rule: before/after, new, gone, cross-file, true")
