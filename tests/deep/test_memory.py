@@ -370,3 +370,25 @@ def test_analyze_json_has_the_memory_fields(memproj: Path) -> None:
     assert mem["run_peak_op"]["op"] == "aten.relu.default"
     assert mem["analysis_peak_bytes"] > 0
     assert [v["code"] for v in data["violations"]] == ["OLX819"]
+
+
+def test_a_dim_object_is_named_by_its_name_not_its_repr() -> None:
+    """A `Dim("height", min=320, max=7680)` in dynamic_shapes is "height" in every message
+    (OLX820's sweep read "Dim('height', min=320, max=7680)=320 .. "), and its bounds are
+    kept for the sweep; a string stays as it is, `Dim.DYNAMIC` reads as torch prints it."""
+    import torch
+
+    from onnxlint.deep.worker.record import Analysis
+
+    rec = Analysis({"name": "t"}, lambda _s, _p: None)
+    rec.model = torch.nn.Identity()
+    rec.args = (torch.zeros(2, 3, 320, 8),)
+    height = torch.export.Dim("height", min=320, max=7680)
+    rec.dynamic_shapes = ({0: "batch", 2: height, 3: torch.export.Dim.DYNAMIC},)
+    dims = rec.requested_dims()
+    assert [(d, name) for _f, d, name, _label in dims] == [
+        (0, "batch"),
+        (2, "height"),
+        (3, str(torch.export.Dim.DYNAMIC)),
+    ]
+    assert rec.dim_bounds[(0, 2)] == (320, 7680)

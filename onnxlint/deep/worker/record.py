@@ -225,7 +225,7 @@ class Analysis:
                     if n is None or isinstance(n, int):
                         continue
                     self.dim_bounds[(flat, int(d))] = _bounds(n)
-                    out.append((flat, int(d), n if isinstance(n, str) else str(n), label))
+                    out.append((flat, int(d), _dim_name(n), label))
             flat += len(leaves)
         return out
 
@@ -241,6 +241,16 @@ def json_dynamic_shapes(spec: Any) -> Any:
     if isinstance(spec, list):
         return tuple(json_dynamic_shapes(v) for v in spec)
     return spec
+
+
+def _dim_name(dim: Any) -> str:
+    """A requested dim's name: the string, or a `Dim`'s own name (`Dim("height", min=320)`
+    -> "height", as torch names its symbol; its repr with the bounds was shown in messages),
+    else its text (`Dim.DYNAMIC`)."""
+    if isinstance(dim, str):
+        return dim
+    name = getattr(dim, "__name__", None)
+    return name if isinstance(name, str) and name else str(dim)
 
 
 def _bounds(dim: Any) -> tuple[int | None, int | None]:
