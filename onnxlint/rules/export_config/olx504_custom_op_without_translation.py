@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.analysis.exported_model import exported_model
 from onnxlint.core.violation import Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.rules.export_config._custom_ops import (
@@ -228,14 +229,9 @@ class CustomOpWithoutTranslation(Rule):
 
     def _uses(self, call: ExportCall) -> list[OpUse]:
         keys = None
-        try:
-            from onnxlint.analysis.exported_model import exported_model
-        except ImportError:  # pragma: no cover
-            exported_model = None  # type: ignore[assignment]
-        if exported_model is not None:
-            ref = exported_model(self.ctx, call)
-            if ref is not None and ref.class_info is not None:
-                keys = reachable_from(self.ctx.semantic, ref.class_info.name)
+        ref = exported_model(self.ctx, call)
+        if ref is not None and ref.class_info is not None:
+            keys = reachable_from(self.ctx.semantic, ref.class_info.name)
         return op_uses(self.ctx, keys)
 
     def _table_keys(self, expr: cst.BaseExpression) -> set[str] | None:

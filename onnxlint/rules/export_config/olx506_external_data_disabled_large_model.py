@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from onnxlint.analysis.exported_model import exported_model
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.export_config._size import (
@@ -197,10 +198,6 @@ class ExternalDataDisabledLargeModel(Rule):
             )
 
     def _estimate(self, call: ExportCall) -> Estimate | None:
-        try:
-            from onnxlint.analysis.exported_model import exported_model
-        except ImportError:  # pragma: no cover
-            return None
         ref = exported_model(self.ctx, call)
         if ref is None:
             return None

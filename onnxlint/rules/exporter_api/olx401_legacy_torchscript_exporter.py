@@ -6,6 +6,7 @@ import libcst as cst
 
 from onnxlint.core.violation import Edit, FixSafety, Severity
 from onnxlint.rules.base import Context, Invalid, Rule, Valid, dedent, make_fix
+from onnxlint.rules.dynamic_shapes._convert import convert_dynamic_axes
 from onnxlint.rules.exporter_api.api_table import (
     DYNAMO_DEFAULT_SINCE,
     IGNORED_BY_DYNAMO,
@@ -19,10 +20,6 @@ def convert_dynamic_axes_edits(ctx: Context, call: ExportCall) -> list[Edit] | N
     """Edits turning the call's `dynamic_axes=` into `dynamic_shapes=`, when that is known
     to be right (`onnxlint.rules.dynamic_shapes._convert`, shared with OLX304);
     None means "leave `dynamic_axes` as it is" (the dynamo exporter converts it with a warning)."""
-    try:
-        from onnxlint.rules.dynamic_shapes._convert import convert_dynamic_axes
-    except ImportError:  # pragma: no cover - the shared module is optional for this rule
-        return None
     edits = convert_dynamic_axes(ctx, call)
     return list(edits) if edits else None
 
