@@ -430,14 +430,38 @@ def _value_classes(
     name = dotted(value)
     if name is None:
         return []
+    assigns = [
+        node
+        for node in _walk_body(facts)
+        if isinstance(node, cst.Assign)
+        and isinstance(node.value, cst.Call)
+        and any(dotted(t.target) == name for t in node.targets)
+    ]
+    # In a function, the assignments before the call, the last that names a class first:
+    # `model = AsrModel()` then `model = OnnxModel(model.encoder)` passes an OnnxModel.
+    # (The file's nodes are listed in source order.)
+    scope = next(
+        (
+            stmt
+            for stmt in facts.semantic.module_body
+            if isinstance(stmt, cst.FunctionDef) and any(n is at for n in iter_descendants(stmt))
+        ),
+        None,
+    )
+    if scope is not None:
+        order = {id(n): i for i, n in enumerate(_walk_body(facts))}
+        inside = {id(n) for n in iter_descendants(scope)}
+        here = order.get(id(at), -1)
+        before = [a for a in assigns if id(a) in inside and order.get(id(a), here) < here]
+        for a in sorted(before, key=lambda a: -order[id(a)]):
+            assert isinstance(a.value, cst.Call)
+            found = called_classes(index, facts, a.value, depth=2)
+            if found:
+                return found
     out: list[ClassRef] = []
-    for node in _walk_body(facts):
-        if (
-            isinstance(node, cst.Assign)
-            and isinstance(node.value, cst.Call)
-            and any(dotted(t.target) == name for t in node.targets)
-        ):
-            out += called_classes(index, facts, node.value, depth=2)
+    for node in assigns:
+        assert isinstance(node.value, cst.Call)
+        out += called_classes(index, facts, node.value, depth=2)
     return out
 
 

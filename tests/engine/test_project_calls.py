@@ -1025,3 +1025,69 @@ def test_training_only_methods_a_base_forward_dispatches_to_are_not_forward_code
     )
     found = [f for f in check(root) if f["code"] == "OLX107"]
     assert [(f["path"], f["line"]) for f in found] == [("det/models/yolox.py", 14)], found
+
+
+def test_a_wrapper_exports_the_model_its_caller_assigned_last(tmp_path) -> None:
+    """icefall's export-onnx scripts: `main()` builds the training model (`model =
+    get_model(params)`, whose `forward` is the training forward), then reassigns `model =
+    OnnxModel(model.encoder)` and passes that to its export wrapper. Only the wrapper class is
+    exported: the training forward is not reached (its findings say so)."""
+    root = project(
+        tmp_path,
+        {
+            "asr/__init__.py": "",
+            "asr/model.py": """
+                import torch
+                from torch import nn
+
+
+                class AsrModel(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.encoder = nn.Linear(4, 4)
+
+                    def forward(self, x):
+                        if x.sum() > 0:
+                            x = x * 2
+                        return self.encoder(x)
+
+
+                class OnnxModel(nn.Module):
+                    def __init__(self, encoder):
+                        super().__init__()
+                        self.encoder = encoder
+
+                    def forward(self, x):
+                        if x.mean() > 0:
+                            x = x + 1
+                        return self.encoder(x)
+            """,
+            "export_onnx.py": """
+                import torch
+
+                from asr.model import AsrModel, OnnxModel
+
+
+                def export_model_onnx(model, filename):
+                    torch.onnx.export(model.eval(), (torch.randn(2, 4),), filename)
+
+
+                def main():
+                    model = AsrModel()
+                    model.eval()
+                    model = OnnxModel(model.encoder)
+                    export_model_onnx(model, "m.onnx")
+
+
+                main()
+            """,
+        },
+    )
+    found = {
+        f["line"]: f["message"]
+        for f in check(root)
+        if f["code"] == "OLX101" and f["path"] == "asr/model.py"
+    }
+    assert sorted(found) == [11, 22], found
+    assert found[11].endswith("no export in this project reaches it"), found[11]
+    assert not found[22].endswith("no export in this project reaches it"), found[22]
