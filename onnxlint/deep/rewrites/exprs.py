@@ -248,6 +248,18 @@ def ensure_import(module: cst.Module, name: str, statement: str) -> cst.Module:
     return module.with_changes(body=body)
 
 
+def name_assignment(st: cst.BaseStatement) -> tuple[str, cst.BaseExpression] | None:
+    """(name, value) of a line that is only `name = value`; None for anything else."""
+    if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
+        return None
+    a = st.body[0]
+    if isinstance(a, cst.Assign) and len(a.targets) == 1:
+        target = a.targets[0].target
+        if isinstance(target, cst.Name):
+            return target.value, a.value
+    return None
+
+
 def statements_of(block: cst.BaseSuite) -> list[cst.BaseStatement]:
     if isinstance(block, cst.IndentedBlock):
         return list(block.body)

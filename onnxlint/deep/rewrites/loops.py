@@ -15,7 +15,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.deep.rewrites.base import Candidate, Parsed, Rewriter, Site, torch_alias
-from onnxlint.deep.rewrites.exprs import attr, call, ensure_import, loaded_names
+from onnxlint.deep.rewrites.exprs import attr, call, ensure_import, loaded_names, name_assignment
 
 TITLE = "Map over the first dim with torch.vmap"
 
@@ -97,15 +97,12 @@ def loop_candidates(site: Site) -> list[Candidate]:
     if i == 0:
         return []
     init = body[i - 1]
+    assigned = name_assignment(init)
     if not (
-        isinstance(init, cst.SimpleStatementLine)
-        and len(init.body) == 1
-        and isinstance(init.body[0], cst.Assign)
-        and len(init.body[0].targets) == 1
-        and isinstance(init.body[0].targets[0].target, cst.Name)
-        and init.body[0].targets[0].target.value == list_name
-        and isinstance(init.body[0].value, cst.List)
-        and not init.body[0].value.elements
+        assigned is not None
+        and assigned[0] == list_name
+        and isinstance(assigned[1], cst.List)
+        and not assigned[1].elements
     ):
         return []
     # the list is read once after the loop, by torch.stack, and nowhere else in the function

@@ -33,7 +33,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.deep.rewrites.base import Candidate, Parsed, Rewriter, Site, torch_alias
-from onnxlint.deep.rewrites.exprs import call, ensure_import, loaded_names, paren
+from onnxlint.deep.rewrites.exprs import call, ensure_import, loaded_names, name_assignment, paren
 
 TITLE = "Run every expert on every token, weighted by its routing mask (no data-dependent gather)"
 
@@ -222,21 +222,18 @@ class _FirstOf(cst.CSTTransformer):
 
 def _unwrap_first(st: cst.BaseStatement, expert: str) -> bool:
     """`expert_idx = expert_idx[0]` (the index taken out of nonzero()'s row)."""
-    if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
+    assigned = name_assignment(st)
+    if assigned is None or assigned[0] != expert:
         return False
-    a = st.body[0]
+    value = assigned[1]
     return (
-        isinstance(a, cst.Assign)
-        and len(a.targets) == 1
-        and isinstance(a.targets[0].target, cst.Name)
-        and a.targets[0].target.value == expert
-        and isinstance(a.value, cst.Subscript)
-        and isinstance(a.value.value, cst.Name)
-        and a.value.value.value == expert
-        and len(a.value.slice) == 1
-        and isinstance(a.value.slice[0].slice, cst.Index)
-        and isinstance(a.value.slice[0].slice.value, cst.Integer)
-        and a.value.slice[0].slice.value.value == "0"
+        isinstance(value, cst.Subscript)
+        and isinstance(value.value, cst.Name)
+        and value.value.value == expert
+        and len(value.slice) == 1
+        and isinstance(value.slice[0].slice, cst.Index)
+        and isinstance(value.slice[0].slice.value, cst.Integer)
+        and value.slice[0].slice.value.value == "0"
     )
 
 
@@ -332,14 +329,8 @@ def _made_only_for(
     if len(uses) != 2:  # its assignment and the loop's iterable
         return None
     for st in reversed(before):
-        if (
-            isinstance(st, cst.SimpleStatementLine)
-            and len(st.body) == 1
-            and isinstance(st.body[0], cst.Assign)
-            and len(st.body[0].targets) == 1
-            and isinstance(st.body[0].targets[0].target, cst.Name)
-            and st.body[0].targets[0].target.value == name
-        ):
+        assigned = name_assignment(st)
+        if assigned is not None and assigned[0] == name and isinstance(st, cst.SimpleStatementLine):
             return st
     return None
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.deep.rewrites.base import Candidate, Parsed, Rewriter, Site, torch_alias
-from onnxlint.deep.rewrites.exprs import attr, call, ensure_import, paren
+from onnxlint.deep.rewrites.exprs import attr, call, ensure_import, name_assignment, paren
 
 _SHAPE_CALLS = frozenset(
     {
@@ -328,21 +328,19 @@ def _names_in(node: cst.CSTNode) -> list[cst.Name]:
 
 def _item_of(st: cst.BaseStatement) -> tuple[str, cst.Name] | None:
     """`i = t.item()` (t a name): ("i", t)."""
-    if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
+    assigned = name_assignment(st)
+    if assigned is None:
         return None
-    a = st.body[0]
+    name, value = assigned
     if not (
-        isinstance(a, cst.Assign)
-        and len(a.targets) == 1
-        and isinstance(a.targets[0].target, cst.Name)
-        and isinstance(a.value, cst.Call)
-        and not a.value.args
-        and isinstance(a.value.func, cst.Attribute)
-        and a.value.func.attr.value == "item"
-        and isinstance(a.value.func.value, cst.Name)
+        isinstance(value, cst.Call)
+        and not value.args
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "item"
+        and isinstance(value.func.value, cst.Name)
     ):
         return None
-    return a.targets[0].target.value, a.value.func.value
+    return name, value.func.value
 
 
 class _IndexWith(cst.CSTTransformer):
