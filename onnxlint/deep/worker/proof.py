@@ -29,8 +29,9 @@ from typing import Any
 
 import torch
 
-from . import load, script, torch_internals, wire
-from .record import Analysis, Emit, cause, first_line, resize_inputs
+from . import torch_internals
+from .real_build import build_real
+from .record import Analysis, Emit, cause, resize_inputs
 
 ATOL = 1e-4
 RTOL = 1e-3
@@ -41,20 +42,12 @@ MAX_PARAMS = 50_000_000
 def run(target: dict[str, Any], progress: Emit) -> dict[str, Any]:
     spec = dict(target.get("real_run") or {})
     mode = str(spec.get("mode") or "")
-    # the phases build the model with real tensors (load.py / script.py read this key)
-    rec = Analysis({**target, wire.RETRY_REAL_TENSORS: {"why": "proof"}}, progress)
     out: dict[str, Any] = {"target": target.get("name"), "findings": [], "proof": {"mode": mode}}
     report = out["proof"]
     progress("build", 10)
-    torch.manual_seed(0)
-    try:
-        ok = script.run(rec) if target.get("script") else load.run(rec)
-    except Exception as e:
-        report["error"] = f"the model could not be built with real tensors: {cause(e)}"
-        return out
-    if not ok:
-        why = "; ".join(f["message"] for f in rec.findings[:2]) or "it stopped"
-        report["error"] = f"the model could not be built with real tensors: {first_line(why)}"
+    rec = build_real(target, progress, "proof")
+    if isinstance(rec, str):
+        report["error"] = rec
         return out
     model = rec.model
     if isinstance(model, torch.nn.Module):

@@ -14,8 +14,9 @@ from typing import Any
 
 import torch
 
-from . import frames, ort_memory, script, wire
+from . import frames, ort_memory, wire
 from .inputs import storage_id
+from .real_build import build_real
 from .record import Analysis, cause, finding, first_line, resize_inputs
 
 ATOL = 1e-4
@@ -58,14 +59,9 @@ def _real_build(a: Analysis) -> tuple[Any, ...] | str:
     if not a.target.get("script"):
         mod_name, _, func_name = str(a.target["factory"]).partition(":")
         return tuple(getattr(importlib.import_module(mod_name), func_name)())
-    real = Analysis({**a.target, wire.RETRY_REAL_TENSORS: {"why": "verify"}}, a.progress)
-    try:
-        ok = script.run(real)
-    except Exception as e:
-        return f"the script could not be run with real tensors: {cause(e)}"
-    if not ok:
-        why = "; ".join(f["message"] for f in real.findings[:1]) or "it stopped"
-        return f"the script could not be run with real tensors: {first_line(why)}"
+    real = build_real(a.target, a.progress, "verify")
+    if isinstance(real, str):
+        return real
     return real.model, real.args, real.kwargs
 
 
