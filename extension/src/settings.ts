@@ -13,7 +13,7 @@ export interface ServerSettings {
     ignore: string[];
     severity: Record<string, Severity>;
     debounceMs: number;
-    deep: { onSave: boolean; timeout: number; interpreter: string | null; prestart: boolean };
+    deep: { onSave: boolean; timeout: number; interpreter: string | null; prestart: boolean; proveFixes: boolean };
     interpreter: string[];
     importStrategy: ImportStrategy;
     args: string[];
@@ -31,7 +31,7 @@ export const DEFAULTS: ServerSettings = {
     ignore: [],
     severity: {},
     debounceMs: 150,
-    deep: { onSave: false, timeout: 300, interpreter: null, prestart: true },
+    deep: { onSave: false, timeout: 300, interpreter: null, prestart: true, proveFixes: true },
     interpreter: [],
     importStrategy: 'fromEnvironment',
     args: [],
@@ -75,6 +75,7 @@ export function readSettings(config: ConfigReader): ServerSettings {
     const enable = config.get('enable');
     const onSave = config.get('deep.onSave');
     const prestart = config.get('deep.prestart');
+    const proveFixes = config.get('deep.proveFixes');
     return {
         enable: typeof enable === 'boolean' ? enable : DEFAULTS.enable,
         select: stringList(config.get('select')),
@@ -87,6 +88,7 @@ export function readSettings(config: ConfigReader): ServerSettings {
             interpreter:
                 typeof deepInterpreter === 'string' && deepInterpreter.trim() !== '' ? deepInterpreter : null,
             prestart: typeof prestart === 'boolean' ? prestart : DEFAULTS.deep.prestart,
+            proveFixes: typeof proveFixes === 'boolean' ? proveFixes : DEFAULTS.deep.proveFixes,
         },
         interpreter: stringList(config.get('interpreter')),
         importStrategy: config.get('importStrategy') === 'useBundled' ? 'useBundled' : 'fromEnvironment',

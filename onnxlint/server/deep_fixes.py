@@ -8,9 +8,11 @@ then appears on the deep finding's squiggle (code_actions.py offers a finding's 
 checking that it applies and parses), titled with what was proven.
 
 A fix is kept only for a file whose editor buffer is the text the proof read (the proof
-reads the files on disk): an unsaved edit would move the lines the fix replaces. An
-analysis command with `"proveFixes": false` skips the proofs; a new analysis stops them
-(the worker is its).
+reads the files on disk): an unsaved edit would move the lines the fix replaces. The
+proofs run only when fixes are asked for: the `deep.proveFixes` setting (on by default: the
+analysis itself is a request the user made, and the proofs start only once its findings are
+shown), or the analysis command's `"proveFixes"` (true or false), which overrides it. A new
+analysis stops them (the worker is its).
 """
 
 from __future__ import annotations
@@ -38,9 +40,12 @@ def is_proven(fix: Any) -> bool:
     return fix is not None and fix in _PROVEN
 
 
-def wanted(spec: dict[str, Any], result: Any) -> bool:
+def wanted(spec: dict[str, Any], result: Any, setting: bool) -> bool:
+    """Whether to prove `result`'s fixes: the command's `proveFixes` if it says, else the
+    `deep.proveFixes` setting (`setting`); only for an analysis with deep findings."""
+    asked = spec.get("proveFixes")
     return (
-        spec.get("proveFixes", True) is not False
+        (asked if isinstance(asked, bool) else setting)
         and result.status == "ok"
         and any(v.source == "deep" for v in result.violations)
     )

@@ -352,7 +352,8 @@ class DeepService:
             ls.window_show_message(types.ShowMessageParams(type=kind, message=finished["message"]))
         self._file(result, versions)
         self.results = [r for r in self.results if r.target.name != target.name] + [result]
-        if deep_fixes.wanted(spec, result):  # in the background; the next analysis stops it
+        # the proofs run in the background; the next analysis stops them
+        if deep_fixes.wanted(spec, result, ls.settings_for(uri).deep.prove_fixes):
             deep_fixes.start(self, analyzer, target, result, lambda: self._file(result, versions))
         if result.status == "ok" and self._can_refresh_lenses():  # tooltips: memory figures
             ls.workspace_code_lens_refresh(None)

@@ -4,7 +4,8 @@ The settings object is the `onnxlint.*` configuration of the VS Code manifest (p
 camelCase and without the prefix::
 
     {"enable": true, "select": [], "ignore": [], "severity": {}, "debounceMs": 150,
-     "deep": {"onSave": false, "timeout": 300, "interpreter": null, "prestart": true},
+     "deep": {"onSave": false, "timeout": 300, "interpreter": null, "prestart": true,
+              "proveFixes": true},
      "interpreter": [], "importStrategy": "fromEnvironment", "args": [],
      "trace": {"server": "off"}}
 
@@ -37,6 +38,9 @@ class DeepSettings:
     interpreter: str | None = None
     # start the worker in the background when a file with an export call is first opened
     prestart: bool = True
+    # after an analysis, prove the rewrites of its findings (the worker runs them for real)
+    # so that they are offered as quick fixes (issue 29); off: no proof, no rewrite offered
+    prove_fixes: bool = True
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,7 @@ _DEEP_KEYS = {
     "timeout": "timeout",
     "interpreter": "interpreter",
     "prestart": "prestart",
+    "proveFixes": "prove_fixes",
 }
 _TRACE_KEYS = {"server": "server"}
 
@@ -182,7 +187,7 @@ def _parse_deep(obj: Any, errors: list[str]) -> DeepSettings:
         if key not in _DEEP_KEYS:
             errors.append(_unknown(key, _DEEP_KEYS, "deep."))
             continue
-        if key in ("onSave", "prestart"):
+        if key in ("onSave", "prestart", "proveFixes"):
             b = _bool(value, f"deep.{key}", errors)
             if b is not None:
                 kw[_DEEP_KEYS[key]] = b
@@ -299,6 +304,7 @@ def settings_to_json(s: Settings) -> dict[str, Any]:
             "timeout": s.deep.timeout,
             "interpreter": s.deep.interpreter,
             "prestart": s.deep.prestart,
+            "proveFixes": s.deep.prove_fixes,
         },
         "interpreter": list(s.interpreter),
         "importStrategy": s.import_strategy,

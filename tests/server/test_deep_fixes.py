@@ -165,3 +165,49 @@ async def test_no_fix_without_the_proof(lsp: Client, tmp_path: Path) -> None:
     titles = [a.title for a in await _actions(lsp, uri, finding)]
     assert not any("torch.where" in t for t in titles), titles
     assert "onnxlint (OLX101): Suppress OLX101 on this line" in titles
+
+
+def _proofs_begun(lsp: Client) -> list[str]:
+    """The titles of the "proving fixes" progress items the server began."""
+    return [
+        r.title
+        for reports in lsp.progress_reports.values()
+        for r in reports
+        if isinstance(r, types.WorkDoneProgressBegin) and "proving fixes" in r.title
+    ]
+
+
+async def test_the_setting_off_runs_no_proof_until_a_command_asks(
+    lsp: Client, tmp_path: Path
+) -> None:
+    """`deep.proveFixes: false` (the VS Code setting, in the settings the client sends): the
+    analysis runs no proof and offers no rewrite; an analysis command that asks for the proofs
+    (`"proveFixes": true`) still gets them, so the first half watches a proof that would show."""
+    pytest.importorskip("torch")
+    path = tmp_path / "m.py"
+    path.write_text(SCRIPT)
+    await start(lsp, "vscode", {"deep": {"proveFixes": False}}, folders=[tmp_path])
+    uri = uri_of(path)
+    open_doc(lsp, uri, SCRIPT)
+    await diagnostics_for(lsp, uri, 1)
+    await _analyze(lsp, uri, path, EXPORT_LINE)
+    finding = await _pushed_finding(lsp, uri, 60)
+    await asyncio.sleep(3)  # a proof begins its progress at once after the analysis
+    assert _proofs_begun(lsp) == []
+    titles = [a.title for a in await _actions(lsp, uri, finding)]
+    assert not any("torch.where" in t for t in titles), titles
+
+    out = await asyncio.wait_for(
+        lsp.workspace_execute_command_async(
+            types.ExecuteCommandParams(
+                command="onnxlint.analyzeExport",
+                arguments=[uri, {"script": str(path), "line": EXPORT_LINE, "proveFixes": True}],
+            )
+        ),
+        600,
+    )
+    assert out["status"] == "ok", out
+    finding = await _pushed_finding(lsp, uri, 300, fixed=True)
+    assert _proofs_begun(lsp) == ["onnxlint: proving fixes for m.py:19"]
+    titles = [a.title for a in await _actions(lsp, uri, finding)]
+    assert any("torch.where" in t for t in titles), titles
