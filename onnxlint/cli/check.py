@@ -588,6 +588,9 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
     global _ENGINE
     if _ENGINE is None:
         _ENGINE = Engine(cache_entries=0)
+    if config.root is not None:
+        # Every file checked is in the model, whichever process checks it (--jobs).
+        _ENGINE.project_model.include([str(f) for f in files if not config.is_excluded(str(f))])
     table = _ENGINE.project_model.table(config) if config.root is not None else None
     cache = None
     if use_cache:

@@ -846,3 +846,26 @@ def test_an_acronym_class_built_in_the_export_call_is_the_exported_model(tmp_pat
     )
     [finding] = [f for f in check(root) if f["code"] == "OLX101"]
     assert "exported by tools/export.py:4" in finding["message"], finding["message"]
+
+
+def test_a_loose_folder_gives_the_same_findings_with_one_job_and_with_two(tmp_path) -> None:
+    # No project marker: the project model of a loose folder. The export script is in a
+    # subfolder; it must count for every file checked, whether the files are checked in
+    # this process (--jobs 1) or by pool workers (--jobs 2, more than 8 files).
+    files = {
+        "models/__init__.py": "",
+        "models/head.py": HEAD,
+        "models/utils.py": UTILS,
+        "export/run.py": EXPORT,  # checked first with --jobs 1 (sorted paths)
+        **{f"misc/m{i}.py": f"X{i} = {i}\n" for i in range(8)},
+    }
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    one = check(tmp_path, "--jobs", "1")
+    two = check(tmp_path, "--jobs", "2")
+    assert one == two
+    # export/run.py declares the batch dynamic: the frozen batch size in head.py is named.
+    head = {(f["line"], f["code"]): f["message"] for f in one if f["path"] == "models/head.py"}
+    assert "export/run.py:9 declares dynamic (dynamo exporter)" in head[(27, "OLX104")]
