@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from onnxlint.deep.targets import Target
-
-from .conftest import line_of
 
 pytestmark = [pytest.mark.deep, pytest.mark.slow, pytest.mark.xdist_group("deep")]
 
@@ -305,6 +304,95 @@ def euler_istft():
 def moe_across_tokens():
     torch.manual_seed(0)
     return MoeAcrossTokens(), (torch.randn(6, 8),), {}, ({0: "tokens"},)
+
+
+class StridedAttention(torch.nn.Module):
+    # T5's and Swin's attention: a relative position bias as the mask; export keeps the
+    # reshape of the transposed output as a view, which the ONNX decomposition cannot run
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.q = torch.nn.Linear(32, 32)
+        self.bias = torch.nn.Embedding(16, 4)
+        self.inplace = inplace
+
+    def forward(self, x):
+        shape = x.shape[:-1]
+        h = self.q(x).view(*shape, -1, 8).transpose(1, 2)
+        pos = torch.arange(h.shape[2])
+        rel = (pos[:, None] - pos[None, :] + 8).clamp(0, 15)
+        bias = self.bias(rel).permute(2, 0, 1).unsqueeze(0)
+        a = torch.nn.functional.scaled_dot_product_attention(h, h, h, attn_mask=bias)
+        a = a.transpose(1, 2).contiguous()
+        if not self.inplace:
+            return a.reshape(*shape, -1)
+        o = a.reshape(*shape, -1)  # a view of `a`: scaling it scales `a`
+        o.mul_(2)
+        return a
+
+
+def strided_attention():
+    return StridedAttention(), (torch.randn(2, 8, 32),), {}, ({0: "batch", 1: "seq"},)
+
+
+def strided_attention_inplace():
+    return StridedAttention(inplace=True), (torch.randn(2, 8, 32),), {}, ({0: "batch", 1: "seq"},)
+
+
+@torch.library.custom_op("fixproj::grouped_mm", mutates_args=())
+def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    # a CPU grouped matmul: each row times its group's matrix, the groups ending at offs
+    out = a.new_zeros(a.shape[0], b.shape[2])
+    start = 0
+    for g, end in enumerate(offs.tolist()):
+        out[start:end] = a[start:end] @ b[g]
+        start = end
+    return out
+
+
+@grouped_mm.register_fake
+def _(a, b, offs):
+    return a.new_empty(a.shape[0], b.shape[2])
+
+
+@torch.library.custom_op("fixproj::grouped_mm_by_size", mutates_args=())
+def grouped_mm_by_size(a: torch.Tensor, b: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+    # the same, the groups given by their sizes
+    return grouped_mm(a, b, torch.cumsum(sizes, dim=0))
+
+
+@grouped_mm_by_size.register_fake
+def _(a, b, sizes):
+    return a.new_empty(a.shape[0], b.shape[2])
+
+
+class GroupedExperts(torch.nn.Module):
+    # transformers' grouped experts: tokens sorted by expert, one grouped matmul
+    def __init__(self, by_size=False):
+        super().__init__()
+        self.gate = torch.nn.Linear(8, 3)
+        self.weight = torch.nn.Parameter(torch.randn(3, 8, 8) / 3)
+        self.by_size = by_size
+
+    def forward(self, x):
+        expert = self.gate(x).argmax(dim=-1)
+        _, order = torch.sort(expert)
+        per_expert = torch.nn.functional.one_hot(expert, 3).sum(dim=0)
+        if self.by_size:
+            y = torch.ops.fixproj.grouped_mm_by_size(x[order], self.weight, per_expert)
+        else:
+            offs = torch.cumsum(per_expert, dim=0).to(torch.int32)
+            y = torch.ops.fixproj.grouped_mm(x[order], self.weight, offs=offs)
+        return y[torch.argsort(order)]
+
+
+def grouped_experts():
+    torch.manual_seed(0)
+    return GroupedExperts(), (torch.randn(7, 8),), {}, ({0: "tokens"},)
+
+
+def grouped_experts_by_size():
+    torch.manual_seed(0)
+    return GroupedExperts(by_size=True), (torch.randn(7, 8),), {}, ({0: "tokens"},)
 """
 
 
@@ -333,11 +421,40 @@ def _at(report: object, line: int) -> list[object]:
     return [p for p in report.proofs if p.violation.line == line]  # type: ignore[attr-defined]
 
 
+def _line(fixproj: Path, text: str, nth: int = 0) -> int:
+    """The line of the `nth` occurrence of `text` in the test project's models.py."""
+    lines = (fixproj / "fixproj" / "models.py").read_text().splitlines()
+    found = [i for i, t in enumerate(lines, 1) if text in t]
+    assert len(found) > nth, (text, found)
+    return found[nth]
+
+
+def _found(res: object, code: str, line: int) -> None:
+    """The analysis reports `code` at `line`."""
+    findings = {(v.code, v.line) for v in res.violations}  # type: ignore[attr-defined]
+    assert (code, line) in findings, findings
+
+
+def _proven(report: object, line: int, kind: str) -> Any:
+    """The first proof of the finding at `line`: proven, by a rewrite of `kind`."""
+    proofs = _at(report, line)
+    assert proofs, report.to_json()  # type: ignore[attr-defined]
+    p = proofs[0]
+    assert p.proven and p.candidate.kind == kind, report.to_json()  # type: ignore[attr-defined]
+    return p
+
+
+def _not_offered(res: object, report: object, line: int) -> None:
+    """No proof of the finding at `line` became a fix, and the finding keeps its words."""
+    assert not any(p.fix for p in _at(report, line)), report.to_json()  # type: ignore[attr-defined]
+    fixed = report.fixed(res.violations)  # type: ignore[attr-defined]
+    assert all(v.fix is None for v in fixed if v.line == line)
+
+
 def test_tensor_if_of_two_assignments_is_rewritten_with_where(fixproj: Path, analyzer) -> None:
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "if y.sum() > 0:")
+    line = _line(fixproj, "if y.sum() > 0:")
     res, report = _prove(analyzer, fixproj, "where")
-    assert ("OLX802", line) in {(v.code, v.line) for v in res.violations}
+    _found(res, "OLX802", line)
     proofs = _at(report, line)
     assert proofs and proofs[0].proven, [(p.candidate.title, p.why) for p in proofs]
     p = proofs[0]
@@ -354,26 +471,20 @@ def test_tensor_if_of_two_assignments_is_rewritten_with_where(fixproj: Path, ana
 
 
 def test_a_rewrite_that_would_change_the_outputs_is_not_offered(fixproj: Path, analyzer) -> None:
-    models = fixproj / "fixproj" / "models.py"
-    line = [  # the second model's
-        i for i, text in enumerate(models.read_text().splitlines(), 1) if "if y.sum() > 0:" in text
-    ][1]
+    line = _line(fixproj, "if y.sum() > 0:", 1)  # the second model's
     res, report = _prove(analyzer, fixproj, "shape_changes")
     proofs = _at(report, line)
     assert proofs, report.to_json()
-    assert not any(p.fix for p in proofs)
     where = next(p for p in proofs if p.candidate.kind == "where")
     # torch.where broadcasts the (1, 4) branch to (B, 4): it exports, but its outputs are not
     # the original's, and the proof says so
     assert where.stage == "eager" and not where.proven, where.to_json()
     assert "differ" in where.why and "shape" in where.why
-    # the finding keeps its words and gets no fix
-    assert all(v.fix is None for v in report.fixed(res.violations) if v.line == line)
+    _not_offered(res, report, line)  # the finding keeps its words and gets no fix
 
 
 def test_a_branch_with_a_loop_is_rewritten_with_cond(fixproj: Path, analyzer) -> None:
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "if y.mean() > 0:")
+    line = _line(fixproj, "if y.mean() > 0:")
     _res, report = _prove(analyzer, fixproj, "cond")
     proofs = _at(report, line)
     assert [p.candidate.kind for p in proofs] == ["cond"], report.to_json()
@@ -385,8 +496,7 @@ def test_a_branch_with_a_loop_is_rewritten_with_cond(fixproj: Path, analyzer) ->
 
 
 def test_a_check_that_raises_is_skipped_while_exporting(fixproj: Path, analyzer) -> None:
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "if torch.isnan(x).any():")
+    line = _line(fixproj, "if torch.isnan(x).any():")
     _res, report = _prove(analyzer, fixproj, "check")
     proofs = _at(report, line)
     assert proofs and proofs[0].proven, report.to_json()
@@ -445,23 +555,19 @@ def test_check_fix_writes_the_proven_rewrite_of_a_script(cli, tmp_path: Path) ->
 
 
 def test_int_of_a_dynamic_size_is_kept_symbolic(fixproj: Path, analyzer) -> None:
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "b = int(x.shape[0])")
+    line = _line(fixproj, "b = int(x.shape[0])")
     res, report = _prove(analyzer, fixproj, "int_shape")
-    assert ("OLX804", line) in {(v.code, v.line) for v in res.violations}
-    p = _at(report, line)[0]
-    assert p.proven and p.candidate.kind == "int-size", p.to_json()
+    _found(res, "OLX804", line)
+    p = _proven(report, line, "int-size")
     assert p.title.endswith("(exports; outputs match at 2 sizes)")
     (edit,) = p.fix.edits
     assert edit.text.strip() == "b = x.shape[0]"
 
 
 def test_a_literal_size_becomes_the_inputs_size(fixproj: Path, analyzer) -> None:
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "return x.view(2, 12) * 2")
+    line = _line(fixproj, "return x.view(2, 12) * 2")
     _res, report = _prove(analyzer, fixproj, "literal")
-    p = _at(report, line)[0]
-    assert p.proven and p.candidate.kind == "literal-size", p.to_json()
+    p = _proven(report, line, "literal-size")
     # the original runs at batch 2 only: the rewrite's ONNX model is checked against its own
     # eager at a second batch size (the dim it pinned now works)
     assert p.sizes == {"batch": [2]} and p.onnx_sizes == {"batch": "batch=3 (the rewrite's own)"}
@@ -475,33 +581,26 @@ def test_a_literal_size_becomes_the_inputs_size(fixproj: Path, analyzer) -> None
 def test_a_size_check_that_would_change_the_outputs_is_not_offered(fixproj: Path, analyzer) -> None:
     # k = int(n) with n = -2 at the example: `x[:, k:]` takes the last two columns; telling
     # export that k is a size (>= 0) would make the model raise there instead
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "k = int(n)")  # the first: NegativeIndex's
+    line = _line(fixproj, "k = int(n)")  # the first: NegativeIndex's
     res, report = _prove(analyzer, fixproj, "negative_index")
-    assert ("OLX802", line) in {(v.code, v.line) for v in res.violations}
+    _found(res, "OLX802", line)
     proofs = _at(report, line)
     assert [p.candidate.kind for p in proofs] == ["size-check", "size-check"], report.to_json()
-    assert not any(p.fix for p in proofs), report.to_json()
     for p in proofs:
         assert p.stage == "eager" and "example inputs" in p.why, p.to_json()
-    assert all(v.fix is None for v in report.fixed(res.violations) if v.line == line)
+    _not_offered(res, report, line)
 
 
 def test_an_int_read_from_data_is_told_to_be_a_size(fixproj: Path, analyzer) -> None:
-    models = fixproj / "fixproj" / "models.py"
-    line = [  # the second: ItemSize's
-        i for i, text in enumerate(models.read_text().splitlines(), 1) if "k = int(n)" in text
-    ][1]
+    line = _line(fixproj, "k = int(n)", 1)  # the second: ItemSize's
     _res, report = _prove(analyzer, fixproj, "item_size")
-    p = _at(report, line)[0]
-    assert p.proven and p.candidate.kind == "size-check", p.to_json()
+    p = _proven(report, line, "size-check")
     (edit,) = p.fix.edits
     assert edit.text == "        k = n.item()\n        torch._check_is_size(k)\n"
 
 
 def test_aliased_and_scalar_examples_get_their_own_tensors(fixproj: Path, analyzer) -> None:
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "return AddBias(), (x, x, 0.1)")
+    line = _line(fixproj, "return AddBias(), (x, x, 0.1)")
     res, report = _prove(analyzer, fixproj, "aliased")
     assert {("OLX822", line), ("OLX823", line)} <= {(v.code, v.line) for v in res.violations}
     by_code = {p.violation.code: p for p in _at(report, line)}
@@ -517,12 +616,10 @@ def test_aliased_and_scalar_examples_get_their_own_tensors(fixproj: Path, analyz
 
 def test_3d_attention_gets_a_head_dim(fixproj: Path, analyzer) -> None:
     # torch 2.13's ONNX translation of SDPA takes only 4-D inputs (pytorch#152018, #135615)
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "scaled_dot_product_attention(self.q(x), kv, kv * 2)")
+    line = _line(fixproj, "scaled_dot_product_attention(self.q(x), kv, kv * 2)")
     res, report = _prove(analyzer, fixproj, "attention_3d")
-    assert ("OLX808", line) in {(v.code, v.line) for v in res.violations}
-    p = _at(report, line)[0]
-    assert p.proven and p.candidate.kind == "sdpa-4d", p.to_json()
+    _found(res, "OLX808", line)
+    p = _proven(report, line, "sdpa-4d")
     assert p.exports and p.onnx_match
     (edit,) = p.fix.edits
     assert edit.text.strip() == (
@@ -534,12 +631,10 @@ def test_3d_attention_gets_a_head_dim(fixproj: Path, analyzer) -> None:
 def test_a_scatter_mean_onnxruntime_gets_wrong_is_a_sum_and_a_count(
     fixproj: Path, analyzer
 ) -> None:
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, 'base.scatter_reduce(0, index, x, reduce="mean"')
+    line = _line(fixproj, 'base.scatter_reduce(0, index, x, reduce="mean"')
     res, report = _prove(analyzer, fixproj, "scatter_mean", verify=True)
-    assert ("OLX810", line) in {(v.code, v.line) for v in res.violations}
-    p = _at(report, line)[0]
-    assert p.proven and p.candidate.kind == "scatter-mean", p.to_json()
+    _found(res, "OLX810", line)
+    p = _proven(report, line, "scatter-mean")
     assert p.exports and p.onnx_match
     (edit,) = p.fix.edits
     assert edit.text.splitlines() == [
@@ -581,12 +676,10 @@ def test_proofs_run_only_when_unsafe_fixes_are_asked_for() -> None:
 
 
 def test_a_loop_that_maps_the_rows_becomes_vmap(fixproj: Path, analyzer) -> None:
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "for row in x:")
+    line = _line(fixproj, "for row in x:")
     res, report = _prove(analyzer, fixproj, "row_loop")
-    assert ("OLX804", line) in {(v.code, v.line) for v in res.violations}
-    p = _at(report, line)[0]
-    assert p.proven and p.candidate.kind == "vmap", p.to_json()
+    _found(res, "OLX804", line)
+    p = _proven(report, line, "vmap")
     assert p.title == "Map over the first dim with torch.vmap (exports; outputs match at 2 sizes)"
     (edit,) = p.fix.edits
     # from `out = []` to the stack; the comment above `out = []` stays
@@ -595,19 +688,16 @@ def test_a_loop_that_maps_the_rows_becomes_vmap(fixproj: Path, analyzer) -> None
 
 
 def test_a_loop_vmap_cannot_run_is_not_offered(fixproj: Path, analyzer) -> None:
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "torch.stack([r * r.max().item() for r in x])")
+    line = _line(fixproj, "torch.stack([r * r.max().item() for r in x])")
     res, report = _prove(analyzer, fixproj, "row_loop_item")
-    vmap = [p for p in _at(report, line) if p.candidate.kind == "vmap"]
-    assert vmap and not any(p.fix for p in vmap), report.to_json()
-    assert all(v.fix is None for v in report.fixed(res.violations) if v.line == line)
+    assert [p for p in _at(report, line) if p.candidate.kind == "vmap"], report.to_json()
+    _not_offered(res, report, line)
 
 
 def test_an_expert_routing_loop_becomes_dense(fixproj: Path, analyzer) -> None:
     # transformers#38518: the loop over `nonzero()` and `torch.where(mask)` gathers a
     # data-dependent number of tokens; every expert on every token, weighted, exports
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "for expert_idx in hit:")
+    line = _line(fixproj, "for expert_idx in hit:")
     res, report = _prove(analyzer, fixproj, "moe")
     findings = {(v.code, v.line) for v in res.violations}
     proofs = [p for p in report.proofs if p.candidate.kind == "moe-dense"]
@@ -629,26 +719,23 @@ def test_an_expert_routing_loop_becomes_dense(fixproj: Path, analyzer) -> None:
 def test_an_expert_that_mixes_its_tokens_is_not_made_dense(fixproj: Path, analyzer) -> None:
     # the dense form would centre every token on the mean of all of them, not of the
     # expert's own: its outputs differ, and the proof says so
-    models = fixproj / "fixproj" / "models.py"
     res, report = _prove(analyzer, fixproj, "moe_across_tokens")
     proofs = [p for p in report.proofs if p.candidate.kind == "moe-dense"]
     assert proofs, ({(v.code, v.line) for v in res.violations}, report.to_json())
     assert not any(p.proven or p.fix for p in proofs), report.to_json()
     assert all(p.stage == "eager" and "differ" in p.why for p in proofs), report.to_json()
-    line = line_of(models, "h = x[token]")
+    line = _line(fixproj, "h = x[token]")
     assert all(v.fix is None for v in report.fixed(res.violations) if abs(v.line - line) < 4)
 
 
 def test_an_item_used_as_an_index_in_a_scan_body_indexes_with_the_tensor(
     fixproj: Path, analyzer
 ) -> None:
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "z[i] = (x[i, :] * y)")  # where torch fails: an index of SymInt
+    line = _line(fixproj, "z[i] = (x[i, :] * y)")  # where torch fails: an index of SymInt
     res, report = _prove(analyzer, fixproj, "scan_rows")
     findings = {(v.code, v.line) for v in res.violations}
     assert ("OLX803", line) in findings, findings
-    p = _at(report, line)[0]
-    assert p.proven and p.candidate.kind == "item-index", report.to_json()
+    p = _proven(report, line, "item-index")
     assert p.exports and p.onnx_match
     assert p.title == (
         "Index with the tensor iv itself, not iv.item() (the scan body returns a copy of iv) "
@@ -684,12 +771,10 @@ def test_an_item_with_another_use_than_an_index_gets_no_index_rewrite(tmp_path: 
 
 
 def test_an_imaginary_number_times_a_tensor_becomes_torch_complex(fixproj: Path, analyzer) -> None:
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "spec = mag.exp() * (torch.cos(p) + 1j * torch.sin(p))")
+    line = _line(fixproj, "spec = mag.exp() * (torch.cos(p) + 1j * torch.sin(p))")
     res, report = _prove(analyzer, fixproj, "euler")
-    assert ("OLX805", line) in {(v.code, v.line) for v in res.violations}
-    p = _at(report, line)[0]
-    assert p.proven and p.candidate.kind == "complex-scalar", report.to_json()
+    _found(res, "OLX805", line)
+    p = _proven(report, line, "complex-scalar")
     assert p.exports and p.onnx_match and p.sizes == {"batch": [3, 4]}
     (edit,) = p.fix.edits
     assert edit.text.strip() == (
@@ -701,28 +786,80 @@ def test_an_imaginary_number_times_a_tensor_becomes_torch_complex(fixproj: Path,
 def test_a_complex_rewrite_whose_onnx_model_fails_is_not_offered(fixproj: Path, analyzer) -> None:
     # the rewrite exports, but torch.istft's ONNX model fails the checker (int32 indices):
     # the proof sees a new finding, and the finding keeps its words
-    models = fixproj / "fixproj" / "models.py"
-    line = [
-        i
-        for i, text in enumerate(models.read_text().splitlines(), 1)
-        if "spec = mag.exp() * (torch.cos(p) + 1j * torch.sin(p))" in text
-    ][1]
+    line = _line(fixproj, "spec = mag.exp() * (torch.cos(p) + 1j * torch.sin(p))", 1)
     res, report = _prove(analyzer, fixproj, "euler_istft")
-    assert ("OLX805", line) in {(v.code, v.line) for v in res.violations}
+    _found(res, "OLX805", line)
     proofs = _at(report, line)
     assert [p.candidate.kind for p in proofs] == ["complex-scalar"], report.to_json()
-    assert not proofs[0].proven and proofs[0].fix is None, proofs[0].to_json()
-    assert all(v.fix is None for v in report.fixed(res.violations) if v.line == line)
+    assert not proofs[0].proven, proofs[0].to_json()
+    _not_offered(res, report, line)
 
 
 def test_an_expert_looked_up_by_its_nonzero_row_is_made_dense(fixproj: Path, analyzer) -> None:
     # `expert_idx[0]` of nonzero()'s row becomes the int of range()
-    models = fixproj / "fixproj" / "models.py"
-    line = line_of(models, "for expert_idx in expert_hit:")
+    line = _line(fixproj, "for expert_idx in expert_hit:")
     _res, report = _prove(analyzer, fixproj, "switch_experts")
-    p = _at(report, line)[0]
-    assert p.proven and p.candidate.kind == "moe-dense", report.to_json()
+    p = _proven(report, line, "moe-dense")
     assert p.exports and p.onnx_match
     text = "".join(e.text for e in p.fix.edits)
     assert 'self[f"expert_{expert_idx}"](x[None].reshape(-1, 8))' in text
     assert "expert_hit" not in text
+
+
+def test_a_reshape_onnx_decomposes_to_a_view_copies_the_tensor_first(
+    fixproj: Path, analyzer
+) -> None:
+    # T5's and Swin's attention (transformers): export keeps `a.reshape(...)` of the
+    # transposed attention output as a view, which the ONNX decomposition cannot run
+    line = _line(fixproj, "return a.reshape(*shape, -1)")
+    res, report = _prove(analyzer, fixproj, "strided_attention")
+    _found(res, "OLX808", line)
+    p = _proven(report, line, "contiguous-copy")
+    assert p.exports and p.onnx_match and p.sizes == {"batch": [2, 3], "seq": [8, 9]}
+    (edit,) = p.fix.edits
+    assert edit.text.strip() == (
+        "return a.clone(memory_format=torch.contiguous_format).reshape(*shape, -1)"
+    )
+
+
+def test_a_view_written_in_place_is_not_copied(fixproj: Path, analyzer) -> None:
+    # `o` is a view of `a`, scaled in place: a copy would leave `a` unscaled
+    line = _line(fixproj, "o = a.reshape(*shape, -1)")
+    res, report = _prove(analyzer, fixproj, "strided_attention_inplace")
+    _found(res, "OLX808", line)
+    proofs = _at(report, line)
+    assert [p.candidate.kind for p in proofs] == ["contiguous-copy"], report.to_json()
+    assert proofs[0].stage == "eager" and "differ" in proofs[0].why, proofs[0].to_json()
+    _not_offered(res, report, line)
+
+
+def test_a_grouped_matmul_with_no_translation_becomes_one_batched_matmul(
+    fixproj: Path, analyzer
+) -> None:
+    # transformers' MoE experts on the CPU: a grouped_mm custom op with no ONNX translation
+    line = _line(fixproj, "y = torch.ops.fixproj.grouped_mm(x[order], self.weight, offs=offs)")
+    res, report = _prove(analyzer, fixproj, "grouped_experts")
+    _found(res, "OLX807", line)
+    p = _proven(report, line, "grouped-mm")
+    assert p.exports and p.onnx_match and p.sizes == {"tokens": [7, 8]}
+    assert p.title == (
+        "Compute `grouped_mm` as one batched matmul (each row times its group's matrix) "
+        "(exports; outputs match at 2 sizes)"
+    )
+    text = "".join(e.text for e in p.fix.edits)
+    assert "y = grouped_mm_dense(x[order], self.weight, offs)" in text
+    assert "def grouped_mm_dense(mat_a, mat_b, offs):" in text
+    assert not [v for v in p.found_after if v.code == "OLX807"]
+
+
+def test_a_grouped_matmul_of_group_sizes_is_not_rewritten(fixproj: Path, analyzer) -> None:
+    # its third argument holds the groups' sizes, not their ends: the outputs would differ
+    line = _line(
+        fixproj, "y = torch.ops.fixproj.grouped_mm_by_size(x[order], self.weight, per_expert)"
+    )
+    res, report = _prove(analyzer, fixproj, "grouped_experts_by_size")
+    _found(res, "OLX807", line)
+    proofs = _at(report, line)
+    assert [p.candidate.kind for p in proofs] == ["grouped-mm"], report.to_json()
+    assert proofs[0].stage == "eager" and "differ" in proofs[0].why, proofs[0].to_json()
+    _not_offered(res, report, line)

@@ -7,13 +7,24 @@ candidates and has the worker prove them; none is offered unproven.
 
 from __future__ import annotations
 
-from onnxlint.deep.rewrites import conditions, examples, loops, ops, routing, sizes
+from onnxlint.deep.rewrites import (
+    conditions,
+    examples,
+    grouped,
+    loops,
+    ops,
+    routing,
+    sizes,
+    views,
+)
 from onnxlint.deep.rewrites.base import Candidate, Rewriter, Site, Sources, edits_between, line_map
 
 REWRITERS: list[Rewriter] = [
     *examples.REWRITERS,
     *sizes.REWRITERS,
     *ops.REWRITERS,
+    *views.REWRITERS,
+    *grouped.REWRITERS,
     *loops.REWRITERS,
     *routing.REWRITERS,
     *conditions.REWRITERS,
