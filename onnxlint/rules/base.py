@@ -85,6 +85,11 @@ class Rule:
     # True when the rule only reports in code reachable from an nn.Module's forward: the
     # engine then does not walk other functions for it.
     forward_only: ClassVar[bool] = False
+    # True when the problem is one of capturing Python (loops unrolled, values frozen,
+    # data-dependent branches) that `torch.jit.script` does not have: scripting compiles
+    # the loop, the branch and `.item()` into the TorchScript program. A finding in code
+    # that only scripting exports reach is not reported.
+    scripting_keeps_python: ClassVar[bool] = False
 
     VALID: ClassVar[list[Valid]] = []
     INVALID: ClassVar[list[Invalid]] = []
@@ -459,6 +464,8 @@ class Context:
         if self._in_dead_version_branch(node):
             return  # code for another torch than `target-torch`: never runs there
         if rule.forward_only and self.reach is not None:
+            if rule.scripting_keeps_python and self._only_scripted():
+                return
             placed = self._export_reach(message, severity)
             if placed is None:
                 return
@@ -483,6 +490,13 @@ class Context:
         from onnxlint.semantic.versions import dead_branch
 
         return dead_branch(self.ancestors, node, self.config.torch_version)
+
+    def _only_scripted(self) -> bool:
+        """Whether every export that reaches the current function is `torch.jit.script`."""
+        from onnxlint.semantic.calls import ExportKind
+
+        sites = self.reaching_exports()
+        return bool(sites) and all(s.kind is ExportKind.JIT_SCRIPT for s in sites)
 
     def _export_reach(
         self, message: str, severity: Severity

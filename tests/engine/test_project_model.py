@@ -869,3 +869,35 @@ def test_a_loose_folder_gives_the_same_findings_with_one_job_and_with_two(tmp_pa
     # export/run.py declares the batch dynamic: the frozen batch size in head.py is named.
     head = {(f["line"], f["code"]): f["message"] for f in one if f["path"] == "models/head.py"}
     assert "export/run.py:9 declares dynamic (dynamo exporter)" in head[(27, "OLX104")]
+
+
+SCRIPTED_MODEL = """
+import torch
+from torch import nn
+
+
+class Encoder(nn.Module):
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor):
+        assert x.size(0) == lengths.max().item()
+        rows = [row.sum() for row in x]
+        if x.sum() > 0:
+            x = x * 2
+        return torch.stack(rows) + x.mean()
+"""
+
+
+def test_code_only_scripting_reaches_keeps_its_loops_and_branches(tmp_path) -> None:
+    # torch.jit.script compiles the loop, the branch and `.item()` (torch 2.13: the scripted
+    # module runs any batch); an ONNX export of the same class unrolls and fails on them.
+    def exported(*calls: str) -> list[tuple[int, str]]:
+        root = tmp_path / str(len(list(tmp_path.iterdir())))
+        root.mkdir()
+        text = "import torch\nfrom model import Encoder\n\nm = Encoder().eval()\n"
+        project(root, {"model.py": SCRIPTED_MODEL, "export.py": text + "\n".join(calls) + "\n"})
+        return codes(check(root), "model.py")
+
+    assert exported("torch.jit.script(m)") == []
+    onnx = exported('torch.onnx.export(m, (torch.ones(2, 3), torch.ones(2)), "m.onnx")')
+    assert {c for _, c in onnx} >= {"OLX101", "OLX102", "OLX108"}
+    both = exported("torch.jit.script(m)", "torch.jit.trace(m, (torch.ones(2, 3), torch.ones(2)))")
+    assert {c for _, c in both} >= {"OLX108"}

@@ -59,6 +59,7 @@ class TensorCondition(Rule):
 
     code = "OLX101"
     forward_only = True
+    scripting_keeps_python = True
     name = "tensor-condition"
     severity = Severity.ERROR
 

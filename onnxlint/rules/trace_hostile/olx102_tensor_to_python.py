@@ -59,6 +59,7 @@ class TensorToPython(Rule):
 
     code = "OLX102"
     forward_only = True
+    scripting_keeps_python = True
     name = "tensor-to-python"
     severity = Severity.ERROR
 

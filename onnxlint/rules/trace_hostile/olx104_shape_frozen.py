@@ -67,6 +67,7 @@ class ShapeFrozen(Rule):
 
     code = "OLX104"
     forward_only = True
+    scripting_keeps_python = True
     name = "shape-frozen-to-constant"
     severity = Severity.WARNING
     requires = ("shape", "size", "len(")

@@ -54,6 +54,7 @@ class SideEffectInForward(Rule):
 
     code = "OLX106"
     forward_only = True
+    scripting_keeps_python = True
     name = "side-effect-in-forward"
     severity = Severity.WARNING
     requires = ("print", "global")

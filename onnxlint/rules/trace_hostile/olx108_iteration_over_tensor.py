@@ -58,6 +58,7 @@ class IterationOverTensor(Rule):
 
     code = "OLX108"
     forward_only = True
+    scripting_keeps_python = True
     name = "iteration-over-tensor"
     severity = Severity.WARNING
     requires = ("for ",)
