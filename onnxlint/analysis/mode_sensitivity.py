@@ -1,7 +1,7 @@
 """Whether a module class behaves the same in train and eval mode. Imports modes.
 
 `mode_insensitive(ctx, class_name)`: a local module class with no mode-dependent layer
-(Dropout, BatchNorm, RNNs, ...) and no `self.training` anywhere in it, its local bases or
+(Dropout, BatchNorm, stacked RNNs with dropout, ...) and no `self.training` anywhere in it, its local bases or
 the submodules it builds; `class_mode_insensitive` for a class given by its definition
 (one nested in a function). The model-mode rules (OLX2xx) do not report a model whose
 mode cannot change what it exports. False whenever unsure.
@@ -31,14 +31,14 @@ _MODE_WORDS = (
     "InstanceNorm",
     "instance_norm",
     "training",
-    "RNN",
-    "LSTM",
-    "GRU",
     "drop_path",
     "DropPath",
     "StochasticDepth",
     "SyncBatchNorm",
 )
+# Recurrent layers: mode-dependent only through `dropout` between stacked layers.
+_RNN_WORDS = ("RNN", "LSTM", "GRU")
+_RNN_CLASSES = frozenset(f"torch.nn.{n}" for n in _RNN_WORDS)
 
 
 def mode_insensitive(ctx: FileView, class_name: str) -> bool:
@@ -73,7 +73,16 @@ def class_mode_insensitive(
                 return False
         elif q not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
             return False
+    judged: set[int] = set()  # the `dropout=` keyword of a recurrent layer that drops nothing
     for node in iter_descendants(node_):
+        if isinstance(node, cst.Assign) and _stores_a_recurrent_layer(node):
+            return False
+        if isinstance(node, cst.Call) and ctx.semantic.qualname(node.func) in _RNN_CLASSES:
+            if not _rnn_without_dropout(node):
+                return False
+            judged |= {id(a.keyword) for a in node.args if a.keyword is not None}
+        if id(node) in judged:
+            continue
         if isinstance(node, cst.Name) and any(w in node.value for w in _MODE_WORDS):
             return False
         if isinstance(node, cst.Attribute) and any(w in node.attr.value for w in _MODE_WORDS):
@@ -96,3 +105,28 @@ def class_mode_insensitive(
         if not q.startswith("torch.nn.") and q not in ("builtins.super",):
             return False
     return True
+
+
+def _rnn_without_dropout(call: cst.Call) -> bool:
+    """`nn.LSTM(...)` (GRU, RNN) that drops nothing in training mode: one layer (the
+    dropout acts only between layers) or no `dropout`, or a literal 0. Positional
+    arguments past the sizes: unsure."""
+    if len([a for a in call.args if a.keyword is None]) > 2:
+        return False
+    kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    layers, dropout = kw.get("num_layers"), kw.get("dropout")
+    one_layer = layers is None or (isinstance(layers, cst.Integer) and layers.value == "1")
+    no_dropout = dropout is None or (
+        isinstance(dropout, (cst.Integer, cst.Float)) and float(dropout.value) == 0
+    )
+    return one_layer or no_dropout
+
+
+def _stores_a_recurrent_layer(node: cst.Assign) -> bool:
+    """`self.lstm = lstm`, `self.rnn = encoder.rnn`: a recurrent layer from elsewhere,
+    whose dropout is unknown (a constructor call is judged by `_rnn_without_dropout`)."""
+    value = node.value
+    last = value.value if isinstance(value, cst.Name) else None
+    if isinstance(value, cst.Attribute):
+        last = value.attr.value
+    return last is not None and any(w.lower() in last.lower() for w in _RNN_WORDS)

@@ -122,6 +122,23 @@ class MissingEvalBeforeExport(Rule):
                 """
             )
         ),
+        Valid(  # a one-layer LSTM drops nothing in training mode (dropout acts between layers)
+            dedent(
+                """
+                import torch
+                class Enc(torch.nn.Module):
+                    def __init__(self, lstm: torch.nn.LSTM):
+                        super().__init__()
+                        assert lstm.num_layers == 1
+                        self.w = lstm.weight_ih_l0
+                        self.rnn = torch.nn.LSTM(4, 4, dropout=0.2)
+                    def forward(self, x):
+                        return self.rnn(x @ self.w.T)[0]
+                enc = Enc(torch.nn.LSTM(4, 4))
+                torch.jit.trace(enc, (torch.ones(2, 1, 4),))
+                """
+            )
+        ),
         Valid(  # a local helper that returns `m.eval()`
             dedent(
                 """
@@ -232,6 +249,23 @@ class MissingEvalBeforeExport(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # stacked LSTM layers with dropout between them
+            dedent(
+                """
+                import torch
+                class Enc(torch.nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.rnn = torch.nn.LSTM(4, 4, num_layers=2, dropout=0.2)
+                    def forward(self, x):
+                        return self.rnn(x)[0]
+                enc = Enc()
+                torch.jit.trace(enc, (torch.ones(2, 1, 4),))
+                """
+            ),
+            line=9,
+            message="training mode",
+        ),
         Invalid(
             dedent(
                 """
