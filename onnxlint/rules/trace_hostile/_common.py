@@ -11,7 +11,7 @@ from onnxlint.rules.base import Context
 from onnxlint.semantic.calls import ExportKind
 from onnxlint.semantic.kinds import Kind
 from onnxlint.semantic.model import SemanticModel
-from onnxlint.source.walker import dotted
+from onnxlint.source.walker import dotted, iter_descendants
 
 # Calls that tell the code is being exported or compiled: code guarded by them was written
 # with export in mind, so the tensor-condition rules leave it alone.
@@ -114,12 +114,31 @@ def under_export_guard(ctx: Context, node: cst.CSTNode) -> bool:
             continue
         if guard is not None and mentions_export_guard(ctx, guard):
             return True
+        if isinstance(a, cst.If) and child is a.body and _selects_flash_attention(a.test):
+            return True
     return False
 
 
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    from onnxlint.source.walker import iter_descendants
+def _selects_flash_attention(test: cst.BaseExpression) -> bool:
+    """`if config._attn_implementation == "flash_attention_2":` (or `in (...)` of such
+    names): the flash-attention path, CUDA kernels of the `flash_attn` package that no
+    ONNX export runs (an exported model takes the eager or SDPA path)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    op = test.comparisons[0].operator
+    if not isinstance(op, (cst.Equal, cst.In)):
+        return False
+    strings = [
+        n.value.lower()
+        for n in (test.left, *iter_descendants(test.comparisons[0].comparator))
+        if isinstance(n, cst.SimpleString)
+    ]
+    if isinstance(test.comparisons[0].comparator, cst.SimpleString):
+        strings.append(test.comparisons[0].comparator.value.lower())
+    return bool(strings) and all("flash" in v for v in strings)
 
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     yield node
     yield from iter_descendants(node)
 

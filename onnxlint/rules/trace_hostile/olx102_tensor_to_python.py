@@ -64,6 +64,20 @@ class TensorToPython(Rule):
     severity = Severity.ERROR
 
     VALID = [
+        Valid(  # the flash-attention path: CUDA kernels no ONNX export runs
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x: torch.Tensor, mask: torch.Tensor):
+                        if self.config._attn_implementation == "flash_attention_2":
+                            if mask is not None:
+                                if mask[:, -1].sum().item() != x.size(0):
+                                    raise ValueError("padding right")
+                        return x
+                """
+            )
+        ),
         Valid(  # arithmetic only: fine under the dynamo exporter
             dedent(
                 """
@@ -113,6 +127,23 @@ class TensorToPython(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # the other side of the flash-attention test is the exported path
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x: torch.Tensor, mask: torch.Tensor):
+                        if self.config._attn_implementation == "flash_attention_2":
+                            return x
+                        else:
+                            if mask[:, -1].sum().item() != x.size(0):
+                                raise ValueError("padding right")
+                        return x
+                """
+            ),
+            line=7,
+            message="`.item()`",
+        ),
         Invalid(
             dedent(
                 """
