@@ -64,6 +64,17 @@ class TensorToPython(Rule):
     severity = Severity.ERROR
 
     VALID = [
+        Valid(  # an assert without a message: a runtime assertion in the exported program
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x: torch.Tensor, lengths: torch.Tensor):
+                        assert x.size(0) == lengths.max().item()
+                        return x * 2
+                """
+            )
+        ),
         Valid(  # the flash-attention path: CUDA kernels no ONNX export runs
             dedent(
                 """
@@ -127,6 +138,19 @@ class TensorToPython(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # with a message, torch.export (2.13) guards on the value and fails
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x: torch.Tensor, lengths: torch.Tensor):
+                        assert x.size(0) == lengths.max().item(), (x.shape, lengths)
+                        return x * 2
+                """
+            ),
+            line=4,
+            message="feeds a Python branch",
+        ),
         Invalid(  # the other side of the flash-attention test is the exported path
             dedent(
                 """
@@ -213,6 +237,8 @@ class TensorToPython(Rule):
         uses = value_uses(self.ctx, node, self._uses)
         if not uses or under_export_guard(self.ctx, node):
             return
+        if uses == {BRANCH} and self._in_bare_assert():
+            return
         if BRANCH in uses:
             self.report(
                 node,
@@ -228,6 +254,17 @@ class TensorToPython(Rule):
                 "shapes or keep it a tensor",
                 severity=Severity.WARNING,
             )
+
+    def _in_bare_assert(self) -> bool:
+        """The value is tested by an `assert` without a message: torch.export (2.13)
+        turns it into a runtime assertion (`_assert_scalar`) and the export works; with a
+        message it fails (GuardOnDataDependentSymNode), as an `if` does."""
+        for a in reversed(self.ctx.ancestors):
+            if isinstance(a, cst.Assert):
+                return a.msg is None
+            if isinstance(a, cst.BaseStatement | cst.BaseSmallStatement):
+                return False
+        return False
 
     def _conversion(self, node: cst.Call) -> str | None:
         func = node.func
