@@ -3,8 +3,8 @@
 `mode_insensitive(ctx, class_name)`: a local module class with no mode-dependent layer
 (Dropout, BatchNorm, stacked RNNs with dropout, ...) and no `self.training` anywhere in
 it, its local bases or the submodules it builds; `class_mode_insensitive` for a class
-given by its definition (one nested in a function). The model-mode rules (OLX2xx) do not report a model whose
-mode cannot change what it exports. False whenever unsure.
+given by its definition (one nested in a function). The model-mode rules (OLX2xx) do
+not report a model whose mode cannot change what it exports. False whenever unsure.
 """
 
 from __future__ import annotations
