@@ -878,7 +878,7 @@ from torch import nn
 
 class Encoder(nn.Module):
     def forward(self, x: torch.Tensor, lengths: torch.Tensor):
-        assert x.size(0) == lengths.max().item()
+        assert x.size(0) == lengths.max().item(), "lengths"
         rows = [row.sum() for row in x]
         if x.sum() > 0:
             x = x * 2
