@@ -393,6 +393,49 @@ def grouped_experts():
 def grouped_experts_by_size():
     torch.manual_seed(0)
     return GroupedExperts(by_size=True), (torch.randn(7, 8),), {}, ({0: "tokens"},)
+
+
+def attend(q, k, v, mask):
+    # attention as transformers' interfaces return it: (batch, query, heads, dim)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return out.transpose(1, 2), None
+
+
+def attend_padded(q, k, v, pad_mask):
+    # the other convention: True where a key is padding
+    return attend(q, k, v, ~pad_mask)
+
+
+class PaddedAttention(torch.nn.Module):
+    # a padded batch row: the padded queries' mask rows allow no key
+    def __init__(self, convention="keep"):
+        super().__init__()
+        self.qkv = torch.nn.Linear(8, 24)
+        self.convention = convention
+
+    def forward(self, x, keep):
+        q, k, v = self.qkv(x).view(x.shape[0], x.shape[1], 3, 4, 2).permute(2, 0, 3, 1, 4)
+        attn_mask = keep[:, None, :, None] & keep[:, None, None, :]
+        if self.convention == "keep":
+            out, _ = attend(q, k, v, attn_mask)
+        else:
+            pad_mask = ~attn_mask
+            out, _ = attend_padded(q, k, v, pad_mask)
+        return out
+
+
+def _padded(convention):
+    torch.manual_seed(0)
+    keep = torch.tensor([[True, True, True, True], [True, True, False, False]])
+    return PaddedAttention(convention), (torch.randn(2, 4, 8), keep), {}, None
+
+
+def padded_attention():
+    return _padded("keep")
+
+
+def padded_attention_other_convention():
+    return _padded("pad")
 """
 
 
@@ -862,4 +905,36 @@ def test_a_grouped_matmul_of_group_sizes_is_not_rewritten(fixproj: Path, analyze
     proofs = _at(report, line)
     assert [p.candidate.kind for p in proofs] == ["grouped-mm"], report.to_json()
     assert proofs[0].stage == "eager" and "differ" in proofs[0].why, proofs[0].to_json()
+    _not_offered(res, report, line)
+
+
+def test_fully_masked_attention_rows_are_set_to_zero(fixproj: Path, analyzer) -> None:
+    # BERT with a padded batch row: eager PyTorch gives zeros for a mask row that allows no
+    # key, the ONNX model the mean of the values; the rewrite zeroes the rows itself
+    line = _line(fixproj, "out, _ = attend(q, k, v, attn_mask)")
+    res, report = _prove(analyzer, fixproj, "padded_attention", verify=True)
+    _found(res, "OLX810", line)
+    proofs = _at(report, line)
+    assert [p.candidate.kind for p in proofs] == ["masked-rows", "masked-rows"], report.to_json()
+    # the first candidate takes the output's dim -2 for the queries: here it is the heads',
+    # so the finding stays (a wrong rewrite, refused); the second moves the mask's rows to dim 1
+    assert not proofs[0].proven and "still there" in proofs[0].why, proofs[0].to_json()
+    p = proofs[1]
+    assert p.proven and p.exports and p.onnx_match and p.fix is not None, p.to_json()
+    (edit,) = p.fix.edits
+    assert edit.text.splitlines() == [  # two lines after the call, the call unchanged
+        "            if attn_mask is not None and attn_mask.dtype == torch.bool:"
+        "  # rows with no key: zeros",
+        "                out = out.masked_fill("
+        "~attn_mask.any(-1, keepdim=True).transpose(1, 2), 0)",
+    ]
+
+
+def test_a_mask_of_the_other_convention_gets_no_zeroed_rows(fixproj: Path, analyzer) -> None:
+    # True marks padding here: zeroing the rows it does not mask would change the outputs
+    line = _line(fixproj, "out, _ = attend_padded(q, k, v, pad_mask)")
+    res, report = _prove(analyzer, fixproj, "padded_attention_other_convention", verify=True)
+    _found(res, "OLX810", line)
+    proofs = _at(report, line)
+    assert [p.candidate.kind for p in proofs] == ["masked-rows", "masked-rows"], report.to_json()
     _not_offered(res, report, line)
