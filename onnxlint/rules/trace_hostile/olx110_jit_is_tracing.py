@@ -70,6 +70,18 @@ class JitIsTracing(Rule):
     requires = ("is_tracing",)
 
     VALID = [
+        Valid(  # true in eval mode whatever is_tracing() says: both exporters return x
+            dedent(
+                """
+                import torch
+                class RandomGrad(torch.nn.Module):
+                    def forward(self, x):
+                        if torch.jit.is_scripting() or not self.training or torch.jit.is_tracing():
+                            return x
+                        return RandomGradFunction.apply(x, self.min_abs)
+                """
+            )
+        ),
         Valid("import torch\nif torch.onnx.is_in_onnx_export():\n    pass\n"),
         Valid("def is_tracing():\n    return False\nif is_tracing():\n    pass\n"),
         Valid(  # the dynamo path is handled by the other half of the condition
@@ -254,6 +266,8 @@ class JitIsTracing(Rule):
         guard = self._guard(call)
         if guard is None:
             return None  # a flag handed on (`return ... and not is_tracing()`): judged where used
+        if _or_not_training(guard.test):
+            return None  # `... or not self.training or is_tracing()`: true in eval mode anyway
         value = _without_tracing(guard.test, call)
         if value is not False:
             compared = _size_comparison(guard.test, call)
@@ -343,6 +357,22 @@ _DYNAMO_GUARDS = frozenset(
 
 
 _TO_PYTHON = frozenset({"item", "tolist", "numpy"})
+
+
+def _or_not_training(expr: cst.BaseExpression) -> bool:
+    """`a or not self.training or b`: an `or` with `not self.training` among its operands.
+    An exported model is in eval mode (OLX201 reports one that is not), where the test is
+    true whatever `is_tracing()` says, so both exporters take the same branch."""
+    while isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, cst.Or):
+        for side in (expr.left, expr.right):
+            if (
+                isinstance(side, cst.UnaryOperation)
+                and isinstance(side.operator, cst.Not)
+                and dotted(side.expression) == "self.training"
+            ):
+                return True
+        expr = expr.left
+    return False
 
 
 def _without_tracing(expr: cst.BaseExpression, call: cst.Call) -> bool | None:
