@@ -8,8 +8,12 @@ from onnxlint.core.violation import Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import kind_here, traced, under_export_guard
 from onnxlint.semantic.kinds import Kind
+from onnxlint.source.walker import iter_descendants
 
 _MODULES = ("numpy.", "math.", "random.")
+# Writing arrays to files: a function that does is a dump of values for debugging or for
+# another tool (`np.savez(f"layer_{i}.npz", query=query.cpu().numpy())`), run when asked.
+_DUMPS = frozenset({"numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt"})
 
 
 class NumpyOnTensor(Rule):
@@ -52,6 +56,21 @@ class NumpyOnTensor(Rule):
     requires = ("numpy", "np.", "math", "random")
 
     VALID = [
+        Valid(  # a dump of the layer's inputs to a file (a debugging aid, run when asked)
+            dedent(
+                """
+                import numpy as np
+                import torch
+                class Layer(torch.nn.Module):
+                    def dump(self, i: int, query: torch.Tensor):
+                        np.savez(f"layer_{i}.npz", query=query.to("cpu").numpy())
+                    def forward(self, query: torch.Tensor):
+                        if self.dump_inputs:
+                            self.dump(0, query)
+                        return query * 2
+                """
+            )
+        ),
         Valid(
             dedent(
                 """
@@ -121,6 +140,19 @@ class NumpyOnTensor(Rule):
         ),
     ]
 
+    def _in_a_dump(self) -> bool:
+        """The enclosing function writes arrays to files (`np.savez`, `np.save`)."""
+        func = self.ctx.function
+        if func is None:
+            return False
+        memo = func.memo
+        if "numpy-dump" not in memo:
+            memo["numpy-dump"] = any(
+                isinstance(n, cst.Call) and self.ctx.qualname(n.func) in _DUMPS
+                for n in iter_descendants(func.node.body)
+            )
+        return bool(memo["numpy-dump"])
+
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and not node.args:
@@ -134,7 +166,7 @@ class NumpyOnTensor(Rule):
             if not any(kind_here(self.ctx, a.value, node) is Kind.TENSOR for a in node.args):
                 return
             what = f"`{q}` on a tensor"
-        if under_export_guard(self.ctx, node):
+        if under_export_guard(self.ctx, node) or self._in_a_dump():
             return
         frozen = traced(self.ctx)
         self.report(
