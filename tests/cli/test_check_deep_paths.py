@@ -58,9 +58,10 @@ def test_check_deep_paths_are_relative_sorted_and_only_under_the_paths(cli, tmp_
     assert {row["path"] for row in rows} == {"net_a.py"}  # net_b's target was not analysed
     keys = [(row["path"], row["line"], row["column"], row["code"]) for row in rows]
     assert keys == sorted(keys)
-    # The `print` in forward: found statically (OLX106) and by the deep analysis (OLX801,
-    # a graph break that torch._dynamo.explain lists: the print follows an op).
-    assert {row["code"] for row in rows if row["line"] == 7} >= {"OLX106", "OLX801"}
+    # The `print` in forward: a graph break that torch._dynamo.explain lists (OLX801, the
+    # print follows an op); the static rules do not report a print (OLX106: the export
+    # runs it once and the graph is the same).
+    assert "OLX801" in {row["code"] for row in rows if row["line"] == 7}
     assert not (tmp_path / ".onnxlint_cache").exists()
     github = cli("check", "--deep", "--no-cache", "--format", "github", "net_a.py", cwd=tmp_path)
     assert "file=net_a.py,line=7" in github.stdout and str(tmp_path) not in github.stdout
