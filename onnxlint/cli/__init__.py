@@ -120,6 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"onnxlint: error: {mistyped}", file=sys.stderr)
             return EXIT_ERROR
         args_list.insert(0, "check")
+    script_argv: list[str] | None = None
+    if args_list[0] == "analyze":
+        args_list, script_argv = _split_script_argv(args_list)
     parser = build_parser()
     try:
         args = parser.parse_args(args_list)
@@ -131,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "rules":
             return cmd_rules()
         if args.command == "analyze":
-            return cmd_analyze(args)
+            return cmd_analyze(args, script_argv)
         from onnxlint.core.codecache import generated_code_cache
 
         with generated_code_cache():  # libcst's dataclasses: a third of its import
@@ -207,10 +210,24 @@ def cmd_rules() -> int:
     return EXIT_CLEAN
 
 
-def cmd_analyze(args: argparse.Namespace) -> int:
+def _split_script_argv(args_list: list[str]) -> tuple[list[str], list[str] | None]:
+    """`onnxlint analyze export.py -- --weights w.pt`: the scripts' own command line."""
     try:
-        from onnxlint.deep.run import run_analyze
+        from onnxlint.deep.run import split_script_argv
+    except ImportError:  # `analyze` then says the deep analysis is not available
+        return args_list, None
+    return split_script_argv(args_list)
+
+
+def cmd_analyze(args: argparse.Namespace, script_argv: list[str] | None = None) -> int:
+    try:
+        from onnxlint.deep.run import run_analyze, use_script_argv
+        from onnxlint.deep.targets import TargetError
     except ImportError as exc:
         raise UsageError(f"deep analysis is not available: {exc}") from None
+    try:
+        use_script_argv(args, script_argv)
+    except TargetError as exc:
+        raise UsageError(str(exc)) from None
     config = load_config(Path.cwd())
     return int(run_analyze(args, config))

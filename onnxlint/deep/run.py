@@ -48,7 +48,8 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
         "--argv",
         metavar="ARGS",
         help="command-line arguments for the export scripts analysed (one string, split "
-        "like a shell; default: [[tool.onnxlint.scripts]] `argv`, else none)",
+        "like a shell; or everything after `--`: `onnxlint analyze export.py -- --opset 17`; "
+        "default: [[tool.onnxlint.scripts]] `argv`, else none)",
     )
     parser.add_argument(
         "--report", metavar="FILE", type=Path, help="write a report (.html, else Markdown)"
@@ -395,11 +396,36 @@ def _line(v: Violation, root: Path) -> str:
     return f"{path}:{v.line}:{v.column}: {v.code} [{v.severity.value}] {v.message}"
 
 
+def split_script_argv(args: Sequence[str]) -> tuple[list[str], list[str] | None]:
+    """`analyze export.py -- --weights w.pt`: what follows the first `--` is the scripts'
+    command line, as a user copies it from a README (argparse would take it for targets)."""
+    args = list(args)
+    if "--" not in args:
+        return args, None
+    at = args.index("--")
+    return args[:at], args[at + 1 :]
+
+
+def use_script_argv(args: argparse.Namespace, script_argv: list[str] | None) -> None:
+    """Put the arguments given after `--` where `--argv` puts them; both at once is an error."""
+    if script_argv is None:
+        return
+    if getattr(args, "argv", None) is not None:
+        raise TargetError("give the script's arguments either after `--` or with --argv, not both")
+    args.argv = shlex.join(script_argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`python -m onnxlint.deep.run [TARGET ...]` = `onnxlint analyze`."""
     parser = argparse.ArgumentParser(prog="onnxlint analyze")
     add_analyze_arguments(parser)
-    args = parser.parse_args(argv)
+    own, script_argv = split_script_argv(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(own)
+    try:
+        use_script_argv(args, script_argv)
+    except TargetError as e:
+        print(f"onnxlint: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         from onnxlint.core.config import load_config
 

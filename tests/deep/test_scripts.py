@@ -830,3 +830,31 @@ def test_a_click_command_gets_placeholders_for_output_and_checkpoint(
         "required argument --output": main_line,
     }, data["script_skipped"]
     assert sorted(data["script_filled"]) == ["--checkpoint", "--output"]
+
+
+@pytest.mark.slow
+def test_cli_analyze_takes_the_scripts_arguments_after_double_dash(
+    cli: Any, tmp_path: Path
+) -> None:
+    # The form a README's command is copied into: `onnxlint analyze export.py -- ARGS`.
+    root = _project(tmp_path, {"export.py": REQUIRED_ARG})
+    (root / "pyproject.toml").write_text('[project]\nname = "proj"\n')
+    r = cli("analyze", "export.py", "--format", "json", "--no-cache", cwd=root)
+    stops = json.loads(r.stdout)["violations"]
+    assert [v["code"] for v in stops] == ["OLX812"], r.stdout
+    assert "onnxlint analyze export.py -- " in " ".join(stops[0]["notes"])
+    r = cli(
+        "analyze",
+        "export.py",
+        "--format",
+        "json",
+        "--no-cache",
+        "--",
+        "--config",
+        "net.yaml",
+        cwd=root,
+    )
+    codes = [v["code"] for v in json.loads(r.stdout)["violations"]]
+    assert "OLX812" not in codes and "OLX802" in codes, r.stdout
+    r = cli("analyze", "export.py", "--argv", "--config a", "--", "--config", "b", cwd=root)
+    assert r.returncode == 2 and "either after `--` or with --argv" in r.stderr, r.stderr

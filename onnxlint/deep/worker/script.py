@@ -466,7 +466,8 @@ def _stopped(
             notes.append(
                 "The script needs command-line arguments: set them as `argv` in a "
                 f'[[tool.onnxlint.scripts]] entry (path = "{_rel(state.script, rec.root)}"), '
-                "or declare a factory (`# onnxlint: target`)."
+                f"give them after `--` (`onnxlint analyze {_rel(state.script, rec.root)} -- "
+                "ARGS`), or declare a factory (`# onnxlint: target`)."
             )
         f = finding(wire.KIND_TARGET_ERROR, f"target {name!r}: {msg}", notes=notes)
         fr, chain = rec.locate(rec.exception_frames(exit_code))
