@@ -132,6 +132,30 @@ def test_cache_hits_until_an_imported_project_file_changes(project: Path, tmp_pa
         assert third.data["onnx"]["outputs"][0]["shape"] == [1, 5]
 
 
+def test_fixing_a_module_whose_import_failed_re_analyses(project: Path, tmp_path: Path) -> None:
+    # A module whose import raised is no longer in sys.modules; the cached "cannot be
+    # analysed" must still give way once the user fixes that module.
+    (project / "deepproj" / "broken.py").write_text("from torch.nn import NoSuchLayer\n")
+    mod = project / "deepproj" / "uses_broken.py"
+    mod.write_text(
+        "import torch\n\n"
+        "def make():\n"
+        "    from deepproj.broken import NoSuchLayer\n"
+        "    return NoSuchLayer(), (torch.randn(1, 2),)\n"
+    )
+    target = Target("uses_broken", "deepproj.uses_broken:make", project)
+    with DeepAnalyzer(targets=[target], cache_dir=tmp_path / "cache") as a:
+        first = a.analyze(target)
+        assert [v.code for v in first.violations] == ["OLX812"]
+        assert a.analyze(target).cached is True
+        (project / "deepproj" / "broken.py").write_text(
+            "from torch.nn import Identity as NoSuchLayer\n"
+        )
+        fixed = a.analyze(target)
+        assert fixed.cached is False
+        assert fixed.violations == []
+
+
 def test_run_analyze_with_a_config_object(project: Path, tmp_path: Path, capsys) -> None:
     from onnxlint.deep.run import run_analyze
 

@@ -116,6 +116,14 @@ def _finish(rec: Analysis) -> dict[str, Any]:
         }
         # a script target's own file is no module, and its edits change the analysis
         | ({os.path.realpath(rec.target["script"])} if rec.target.get("script") else set())
+        # a module whose import failed is gone from sys.modules, but fixing it changes the
+        # analysis: the files the findings and their chains point at count too
+        | {
+            os.path.realpath(f)
+            for found in rec.findings
+            for f in (found.get("file"), *(c.get("file") for c in found.get("chain") or ()))
+            if isinstance(f, str) and os.path.isabs(f) and frames.is_project_file(f, rec.root)
+        }
     )
     for name in (
         "load",
