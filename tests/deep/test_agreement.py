@@ -741,3 +741,36 @@ def test_a_scripts_dry_run_with_data_dependent_sizes_is_no_stop(
     res = analyzer.analyze(script_target(script, call, tmp_path, ()), use_cache=False)
     assert "OLX816" not in {v.code for v in res.violations}, res.violations
     assert res.outcome == "ok"
+
+
+SCALE_TENSOR = """
+import torch
+import torch.nn.functional as F
+
+
+class Resize(torch.nn.Module):
+    def forward(self, x, ratio):
+        y = x * 2
+        return F.interpolate(y, scale_factor=ratio, mode="bilinear", align_corners=False)
+
+
+def make():
+    return Resize().eval(), (torch.randn(1, 3, 8, 8), torch.tensor([0.5])), {}, None
+"""
+
+
+def test_an_argument_of_the_wrong_kind_is_the_models_error_not_a_fake_tensor_limit(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # `F.interpolate(scale_factor=<tensor>)` raises a TypeError that names the argument
+    # types it got ("got (FakeTensor, NoneType, bool, list)"); real tensors fail the same
+    # way (RobustVideoMatting's `_interpolate`), so it is no OLX816 "cannot run on fake
+    # tensors": torch's own explain raises there too.
+    mod = _module(tmp_path, "scale_tensor", SCALE_TENSOR)
+    model, args, _, _ = _factory(tmp_path, "scale_tensor:make")
+    with pytest.raises(TypeError):
+        model(*args)
+    res = _analyze(analyzer, tmp_path, "scale_tensor:make")
+    assert not _torch_exports(tmp_path, "scale_tensor:make")
+    assert _at(res, "OLX816") == [], res.violations
+    assert _at(res, "OLX803") == [line_of(mod, "F.interpolate(")], res.violations

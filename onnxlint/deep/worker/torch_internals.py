@@ -947,6 +947,11 @@ def is_fake(t: Any) -> bool:
     return isinstance(t, FakeTensor)
 
 
+_ARGUMENT_TYPES = re.compile(
+    r"received an invalid combination of arguments|argument '\w+' must be .+, but found"
+)
+
+
 def is_fake_limitation(exc: BaseException) -> bool:
     """Whether an error is fake tensors' (no data), not the user's code's."""
     names = {type(e).__name__ for e in _exc_chain(exc)}
@@ -960,7 +965,12 @@ def is_fake_limitation(exc: BaseException) -> bool:
         return True
     # The innermost error says what happened; torch wraps the model's own error raised
     # under fake tensors ("RuntimeError when making fake tensor call") around it.
-    text = str(list(_exc_chain(exc))[-1])
+    innermost = list(_exc_chain(exc))[-1]
+    text = str(innermost)
+    if isinstance(innermost, TypeError) and _ARGUMENT_TYPES.search(text):
+        # an op's argument check names the types it got ("got (FakeTensor, NoneType, ...)"):
+        # the code passes the wrong kind of argument, and real tensors fail the same way
+        return False
     return any(
         s in text
         for s in (
