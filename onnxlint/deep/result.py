@@ -101,9 +101,10 @@ def outcome_of(r: DeepResult) -> str:
     failed = (r.data or {}).get("failed") or {}  # the worker's phases that did not succeed
     if "load" in failed:
         return f"cannot be analysed: {failed['load']}"
-    if (r.data or {}).get("script_call_removed"):
+    if (r.data or {}).get("script_call_removed") or (r.data or {}).get("script_call_fails"):
         # the script's own call fails where the model does not: an export function this
-        # torch lacks, or the exporter's library shadowed by a package of the project
+        # torch lacks, the exporter's library shadowed by a package of the project, or
+        # `dynamic_axes` torch cannot convert
         return "fails at the script's own call"
     # torch.onnx.export falls back to strict capture when the non-strict one fails: the
     # first capture's findings are then information, and step 1/3 succeeded
@@ -116,6 +117,8 @@ def outcome_of(r: DeepResult) -> str:
         return "fails at step 3/3 (ONNX translation)"
     if "OLX809" in codes_found:
         return "fails the ONNX checker"
+    if "OLX826" in codes_found:
+        return "exports, but other dims are dynamic than dynamic_axes name"
     if "OLX824" in codes_found:
         return "exports, but onnxruntime refuses the file (duplicate names)"
     if "OLX822" in codes_found:

@@ -858,3 +858,86 @@ def test_cli_analyze_takes_the_scripts_arguments_after_double_dash(
     assert "OLX812" not in codes and "OLX802" in codes, r.stdout
     r = cli("analyze", "export.py", "--argv", "--config a", "--", "--config", "b", cwd=root)
     assert r.returncode == 2 and "either after `--` or with --argv" in r.stderr, r.stderr
+
+
+PROMPT = """
+import torch
+
+
+class Prompt(torch.nn.Module):
+    def forward(self, image, points, labels):
+        p = points + labels.unsqueeze(-1).expand_as(points)
+        return image.mean() + p.sum(1)
+
+
+model = Prompt().eval()
+args = (torch.randn(1, 8, 4, 4), torch.randn(1, 5, 2), torch.randn(1, 5))
+torch.onnx.export(
+    model,
+    args,
+    "prompt.onnx",
+    input_names=["image", "points", "labels"],
+    dynamic_axes={AXES},
+)
+"""
+
+
+def _torch_exports_script(path: Path) -> str | None:
+    """Run the script for real; torch's error, or None when it exported."""
+    import runpy
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            runpy.run_path(str(path), run_name="__main__")
+    except Exception as e:
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+@pytest.mark.parametrize(
+    ("axes", "moved"),
+    [
+        # segment-anything's order: the axes of points land on image, labels' on points
+        ('{"points": {1: "n"}, "labels": {1: "n"}}', ["'points' go to 'image'"]),
+        ('{"image": None, "points": {1: "n"}, "labels": {1: "n"}}', []),  # in the inputs' order
+    ],
+)
+def test_dynamic_axes_the_exporter_gives_to_other_inputs(
+    analyzer: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, axes: str, moved: list[str]
+) -> None:
+    root = _project(tmp_path, {"prompt.py": PROMPT.replace("{AXES}", axes)})
+    script = root / "prompt.py"
+    monkeypatch.chdir(root)
+    torch_error = _torch_exports_script(script)
+    res = _analyze(analyzer, root, "prompt.py", None)
+    found = [v for v in res.violations if v.code == "OLX826"]
+    if not moved:
+        assert torch_error is None and not found and res.outcome == "ok", res.violations
+        return
+    assert torch_error is not None and "static shape" in torch_error  # torch fails on it
+    [v] = found
+    assert v.line == line_of(script, "torch.onnx.export(")
+    assert all(m in v.message for m in moved), v.message
+    assert res.outcome == "fails at step 1/3 (torch.export)", res.violations
+
+
+def test_dynamic_axes_torch_cannot_convert_fail_at_the_call(
+    analyzer: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No input_names: two entries for three inputs leave torch's conversion two leaves
+    # short, and torch.onnx.export raises before it traces anything.
+    text = PROMPT.replace("{AXES}", '{"points": {1: "n"}}').replace(
+        '    input_names=["image", "points", "labels"],\n', ""
+    )
+    root = _project(tmp_path, {"prompt.py": text})
+    script = root / "prompt.py"
+    monkeypatch.chdir(root)
+    torch_error = _torch_exports_script(script)
+    assert torch_error is not None and "Failed to convert" in torch_error, torch_error
+    res = _analyze(analyzer, root, "prompt.py", None)
+    [v] = [v for v in res.violations if v.code == "OLX803"]
+    assert v.line == line_of(script, "torch.onnx.export(")
+    assert "cannot convert `dynamic_axes`" in v.message
+    assert res.outcome == "fails at the script's own call", res.violations

@@ -27,12 +27,11 @@ import os
 import socket
 import sys
 import types
-import warnings
 from typing import Any
 
 import torch
 
-from . import load, overlay, torch_internals, wire
+from . import load, overlay, script_axes, torch_internals, wire
 from .record import Analysis, finding, first_line, place
 from .script_args import required_arguments
 from .script_explain import (
@@ -404,34 +403,24 @@ def _unpack_call(rec: Analysis, call: Captured) -> str | None:
         args, kwargs = args[:-1], dict(args[-1])
     axes = a.get("dynamic_axes")
     if shapes is None and axes and call.kind == "onnx" and isinstance(args, tuple):
-        shapes, args, kwargs = _from_axes(model, args, kwargs, axes, a)
+        converted = script_axes.convert(model, args, kwargs, axes, a)
+        shapes, args, kwargs = converted.shapes, converted.args, converted.kwargs
+        if a.get("dynamo") is not False:  # the TorchScript exporter reads them by name
+            _axes_findings(rec, call, converted)
     if model is None or not callable(model):
         return f"the export call at line {call.line} exports no model the analysis can run"
     return load.unpack(rec, (model, args, kwargs, shapes))
 
 
-def _from_axes(
-    model: Any, args: tuple[Any, ...], kwargs: dict[str, Any], axes: Any, a: dict[str, Any]
-) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
-    """`dynamic_axes` as the dynamo exporter reads them (torch's own conversion)."""
-    try:
-        from torch.onnx._internal.exporter._dynamic_shapes import (
-            from_dynamic_axes_to_dynamic_shapes,
-        )
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            shapes, args2, kwargs2 = from_dynamic_axes_to_dynamic_shapes(
-                model,
-                args,
-                kwargs,
-                dynamic_axes=axes,
-                output_names=set(a.get("output_names") or ()),
-                input_names=a.get("input_names"),
-            )
-        return shapes, tuple(args2), dict(kwargs2 or {})
-    except Exception:
-        return None, args, kwargs
+def _axes_findings(rec: Analysis, call: Captured, converted: script_axes.Axes) -> None:
+    """What torch's conversion of the call's `dynamic_axes` does wrong, at the call."""
+    at = {"file": call.file, "line": call.line}
+    if converted.fails:
+        rec.add(place(finding(wire.KIND_EXPORT_FAILURE, converted.fails), at))
+        rec.result["script_call_fails"] = converted.fails
+    elif converted.moved:
+        message = script_axes.moved_message(converted.moved)
+        rec.add(place(finding(wire.KIND_AXES_MOVED, message, notes=script_axes.MOVED_NOTES), at))
 
 
 def _stopped(

@@ -71,6 +71,7 @@ KIND_ALIASED_INPUTS = "aliased-example-inputs"
 KIND_SCALAR_INPUT = "python-scalar-example-input"
 KIND_NAME_COLLISION = "onnx-name-collision"
 KIND_DIM_RELATION = "dynamic-dim-relation"
+KIND_AXES_MOVED = "dynamic-axes-moved"
 
 PHASES = ("load", "memory", "explain", "export", "decompose", "translate", "verify")
 
