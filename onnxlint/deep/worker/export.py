@@ -466,7 +466,7 @@ def _report_specialized(
             "torch's suggested fix), so the ONNX model would only accept this size."
         ]
         if torch_error:
-            notes.append("torch.export said: " + first_line(torch_error.split("\n", 1)[-1]))
+            notes.append("torch.export said: " + _said_of(torch_error, label, dim))
         f = finding(
             wire.KIND_DIM_SPECIALIZED,
             f"dim {name!r} ({label}.shape[{dim}]) was requested dynamic, but the "
@@ -484,6 +484,14 @@ def _report_specialized(
         rec.add(f)
         reported = True
     return reported
+
+
+def _said_of(torch_error: str, label: str, dim: int) -> str:
+    """torch's line about this input's dim (its message lists one line per dim), else its
+    first line."""
+    lines = torch_error.split("\n")[1:]
+    mine = next((ln.strip() for ln in lines if f"['{label}'].shape[{dim}]" in ln), None)
+    return mine or first_line(torch_error.split("\n", 1)[-1])
 
 
 def _specialization_event(
