@@ -108,6 +108,40 @@ def convert_dynamic_axes(ctx: Context, call: ExportCall) -> list[Edit] | None:
     return [ctx.replace(arg.keyword, "dynamic_shapes"), ctx.replace(arg.value, text)]
 
 
+def moved_axes(ctx: Context, call: ExportCall) -> list[tuple[str, str]]:
+    """The `dynamic_axes` keys whose axes torch's conversion gives to an input of another
+    name, as (key, input): it lists the dict's entries (outputs left out) in the dict's
+    order, then the other `input_names`, and gives them to the inputs by position. Judged
+    only where the dict, `input_names`, `output_names` and flat inputs are all literal."""
+    arg = keyword_arg(call.node, "dynamic_axes")
+    if arg is None:
+        return []
+    ref = exported_model(ctx, call)
+    value = resolve_value(ctx, arg.value, ref)
+    input_names = names_arg_of(ctx, call, "input_names", ref)
+    output_names = names_arg_of(ctx, call, "output_names", ref)
+    inputs = example_inputs(ctx, call, ref)
+    if not isinstance(value, cst.Dict) or not input_names or output_names is None:
+        return []
+    if inputs is None or call.arg("kwargs") is not None or len(input_names) != len(inputs):
+        return []
+    if any(isinstance(i, (cst.Tuple, cst.List, cst.Dict, cst.Set)) for i in inputs):
+        return []
+    keys: list[str] = []
+    dynamic: set[str] = set()
+    for el in value.elements:
+        key = _str_value(el.key) if isinstance(el, cst.DictElement) else None
+        if key is None or (key not in input_names and key not in output_names):
+            return []  # torch cannot convert it at all (the rule says so)
+        if key in output_names and key not in input_names:
+            continue
+        keys.append(key)
+        if not (isinstance(el.value, cst.Name) and el.value.value == "None"):
+            dynamic.add(key)
+    order = keys + [n for n in input_names if n not in keys]
+    return [(k, n) for k, n in zip(order, input_names, strict=False) if k != n and k in dynamic]
+
+
 def _kwargs_names(ctx: Context, call: ExportCall, ref: ModelRef | None) -> list[str] | None:
     arg = call.arg("kwargs")
     if arg is None:

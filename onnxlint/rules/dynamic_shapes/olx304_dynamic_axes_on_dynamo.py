@@ -7,7 +7,7 @@ import libcst as cst
 from onnxlint.analysis.exporter import effective_kind, exporter_known
 from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
-from onnxlint.rules.dynamic_shapes._convert import convert_dynamic_axes
+from onnxlint.rules.dynamic_shapes._convert import convert_dynamic_axes, moved_axes
 from onnxlint.semantic.calls import ExportKind, keyword_arg
 
 
@@ -180,6 +180,36 @@ class DynamicAxesOnDynamo(Rule):
                 """
             ),
         ),
+        Invalid(  # written in another order than the inputs: torch gives them by position
+            dedent(
+                """
+                import torch
+                torch.onnx.export(
+                    model,
+                    (image, points, labels),
+                    "m.onnx",
+                    input_names=["image", "points", "labels"],
+                    output_names=["masks"],
+                    dynamic_axes={"points": {1: "n"}, "labels": {1: "n"}},
+                )
+                """
+            ),
+            line=8,
+            message="the axes of 'points' go to 'image', the axes of 'labels' go to 'points'",
+            fixed=dedent(
+                """
+                import torch
+                torch.onnx.export(
+                    model,
+                    (image, points, labels),
+                    "m.onnx",
+                    input_names=["image", "points", "labels"],
+                    output_names=["masks"],
+                    dynamic_shapes=(None, {1: "n"}, {1: "n"}),
+                )
+                """
+            ),
+        ),
         Invalid(  # dynamic_shapes given as well: dynamic_axes is ignored
             "import torch\n"
             "torch.onnx.export(m, (x,), dynamic_shapes=({0: 'b'},), dynamic_axes={'x': [0]})\n",
@@ -213,6 +243,18 @@ class DynamicAxesOnDynamo(Rule):
         fix = None
         if edits is not None:
             fix = make_fix("Convert to `dynamic_shapes`", *edits, safety=FixSafety.UNSAFE)
+        moved = moved_axes(self.ctx, call)
+        if moved:
+            pairs = ", ".join(f"the axes of {k!r} go to {to!r}" for k, to in moved)
+            self.report(
+                arg.keyword or arg,
+                "`dynamic_axes` make other inputs dynamic than their names say: the dynamo "
+                f"exporter converts them in the dict's order, not by name ({pairs}); pass "
+                "`dynamic_shapes` keyed by the `forward` parameter names",
+                fix=fix,
+                severity=Severity.ERROR,
+            )
+            return
         deprecated = self.ctx.config.torch_version >= (2, 10)
         self.report(
             arg.keyword or arg,
