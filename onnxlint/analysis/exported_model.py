@@ -144,9 +144,12 @@ def _exported_model(ctx: FileView, call: ExportCall) -> ModelRef | None:
         and function is not None
         and not function_binds(function, name)
     ):
-        # A module-level model exported inside a function: resolve its class only.
-        mod_assigns = named_assignments(ctx, ctx.semantic.module_body, name)
-        classes = {_class_of_value(ctx, a) for a in mod_assigns}
+        # A module-level model exported inside a function, or `self.model` set by another
+        # method of the class (an `Exporter` whose `init_model()` builds it): resolve its
+        # class only (the other method's mode is not followed).
+        owner = _enclosing_class(path) if name.startswith("self.") else None
+        bodies = _method_bodies(owner) if owner is not None else [ctx.semantic.module_body]
+        classes = {_class_of_value(ctx, a) for b in bodies for a in named_assignments(ctx, b, name)}
         if len(classes) == 1:
             found = classes.pop()
     cls, home = found if found is not None else (None, None)
@@ -165,6 +168,18 @@ def _exported_model(ctx: FileView, call: ExportCall) -> ModelRef | None:
         one_line_body=one_line,
     )
     return ref
+
+
+def _enclosing_class(path: Sequence[cst.CSTNode]) -> cst.ClassDef | None:
+    return next((n for n in reversed(path) if isinstance(n, cst.ClassDef)), None)
+
+
+def _method_bodies(cls: cst.ClassDef) -> list[Sequence[cst.CSTNode]]:
+    return [
+        f.body.body
+        for f in cls.body.body
+        if isinstance(f, cst.FunctionDef) and isinstance(f.body, cst.IndentedBlock)
+    ]
 
 
 def _start_state(func: cst.FunctionDef | None, name: str) -> State:

@@ -478,7 +478,13 @@ def _module_value(facts: FileFacts, name: str) -> cst.BaseExpression | None:
 
 def symbolic_function(index: ProjectIndex, facts: FileFacts, name: str) -> str | None:
     """`Name` when `name` (as written before `.apply`) is a `torch.autograd.Function`
-    subclass of the project with a `symbolic` method (for the TorchScript exporter)."""
+    subclass of the project with a `symbolic` method (for the TorchScript exporter) whose
+    `forward` stands in for it (see `stand_in`)."""
+    found = _symbolic_class(index, facts, name)
+    return found.name if found is not None and stand_in(found) is not None else None
+
+
+def _symbolic_class(index: ProjectIndex, facts: FileFacts, name: str) -> ClassInfo | None:
     model = facts.semantic
     found: tuple[FileFacts, ClassInfo] | None = None
     if name in model.classes:
@@ -495,8 +501,81 @@ def symbolic_function(index: ProjectIndex, facts: FileFacts, name: str) -> str |
     for base in cls.bases:
         q = owner.semantic.resolve(base) or base
         if is_autograd_function(q):
-            return cls.name
+            return cls
     return None
+
+
+def symbolic_stand_in(index: ProjectIndex, facts: FileFacts, name: str) -> str | None:
+    """What the `forward` of the Function `name` does in place of its `symbolic`."""
+    found = _symbolic_class(index, facts, name)
+    return stand_in(found) if found is not None else None
+
+
+# What a `forward` that only stands in for its `symbolic` returns: made-up tensors of the
+# right shape (an NMS or a TensorRT plugin) or an input unchanged.
+_MADE_UP = frozenset(
+    {
+        "zeros", "ones", "empty", "full", "rand", "randn", "randint", "tensor",
+        "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+        "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor",
+    }
+)  # fmt: skip
+
+
+_READS_VALUES = ("item", "tolist", "numpy")
+
+
+def stand_in(cls: ClassInfo) -> str | None:
+    """How the Function's `forward` stands in for its `symbolic`, or None when it computes
+    the result with traceable ops (RobustVideoMatting's resize and crop: the dynamo exporter
+    exports what it computes, correctly, so the ignored `symbolic` is no error there).
+    A placeholder: every `return` gives made-up tensors or a parameter unchanged, or a
+    branch on being in an ONNX export does. Reading tensor values (`.item()`, `.tolist()`):
+    the export fails there or bakes the values in."""
+    forward = cls.methods.get("forward")
+    if forward is None:
+        return None
+    params = {p.name.value for p in forward.node.params.params}
+    body = list(iter_descendants(forward.node.body))
+    values = [n.value for n in body if isinstance(n, cst.Return) and n.value is not None]
+    if all(_made_up(v, params) for v in values):
+        return "a placeholder"
+    if any(
+        isinstance(n, cst.If)
+        and "onnx" in _code(n.test)
+        and any(
+            isinstance(r, cst.Return) and r.value is not None and _made_up(r.value, params)
+            for r in iter_descendants(n.body)
+        )
+        for n in body
+    ):
+        return "a placeholder in an export"
+    for n in body:
+        read = n.func if isinstance(n, cst.Call) else None
+        reads = isinstance(read, cst.Attribute) and read.attr.value in _READS_VALUES
+        if reads and isinstance(read, cst.Attribute) and dotted(read.value) in params:
+            return f"code that reads tensor values (`.{read.attr.value}()`)"
+    return None
+
+
+def _made_up(value: cst.BaseExpression, params: set[str]) -> bool:
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return all(isinstance(e, cst.Element) and _made_up(e.value, params) for e in value.elements)
+    if isinstance(value, cst.Name):
+        return value.value in params
+    if isinstance(value, cst.Call):
+        name = dotted(value.func)
+        if name is None:
+            return False
+        head, _, tail = name.rpartition(".")
+        if tail == "clone":
+            return head in params  # the input, copied
+        return tail in _MADE_UP
+    return False
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
 
 
 def _follow_import(index, facts, q, todo, enter_class, via) -> None:  # type: ignore[no-untyped-def]

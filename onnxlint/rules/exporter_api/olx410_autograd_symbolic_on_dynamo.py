@@ -6,7 +6,7 @@ import libcst as cst
 
 from onnxlint.analysis.chains import where_path
 from onnxlint.core.violation import Related, Severity
-from onnxlint.project.reach import symbolic_function
+from onnxlint.project.reach import symbolic_stand_in
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.semantic.calls import ExportKind
 from onnxlint.source.walker import dotted
@@ -15,6 +15,12 @@ _WAY_OUT = (
     "export it with `dynamo=False`, or make it a `torch.library` custom op with an entry in "
     "`custom_translation_table=`"
 )
+
+
+_CONSEQUENCE = {
+    True: "the ONNX model is silently wrong",
+    False: "the export fails there or bakes the values in",
+}
 
 
 class AutogradSymbolicOnDynamo(Rule):
@@ -82,6 +88,25 @@ class AutogradSymbolicOnDynamo(Rule):
                 """
             )
         ),
+        Valid(  # forward computes the result: dynamo exports it, correctly (RobustVideoMatting)
+            dedent(
+                """
+                import torch
+                class Crop(torch.autograd.Function):
+                    @staticmethod
+                    def forward(ctx, x, y):
+                        return x[:, :, : y.size(2), : y.size(3)]
+                    @staticmethod
+                    def symbolic(g, x, y):
+                        return g.op("Slice", x, y)
+                class M(torch.nn.Module):
+                    def forward(self, x, y):
+                        return Crop.apply(x, y)
+                x, y = torch.ones(1, 1, 4, 4), torch.ones(1, 1, 2, 2)
+                torch.onnx.export(M().eval(), (x, y), "m.onnx")
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(
@@ -105,6 +130,33 @@ class AutogradSymbolicOnDynamo(Rule):
             message="ignores `NMS.symbolic`",
             count=2,
         ),
+        Invalid(  # the stand-in is what an export gets; the model set by another method
+            dedent(
+                """
+                import torch
+                class Plugin(torch.autograd.Function):
+                    @staticmethod
+                    def forward(ctx, x):
+                        if torch.onnx.is_in_onnx_export():
+                            return torch.zeros_like(x)
+                        return x.relu()
+                    @staticmethod
+                    def symbolic(g, x):
+                        return g.op("trt::Plugin", x)
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        return Plugin.apply(x)
+                class Exporter:
+                    def init_model(self):
+                        self.model = M().eval()
+                    def export(self):
+                        torch.onnx.export(self.model, (torch.ones(2),), "m.onnx")
+                """
+            ),
+            line=13,
+            message="ignores `Plugin.symbolic`",
+            count=2,
+        ),
     ]
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -122,8 +174,8 @@ class AutogradSymbolicOnDynamo(Rule):
             listed = ", ".join(f"`{n}.symbolic`" for n in names)
             self.report(
                 node.func,
-                f"this export takes the dynamo path, which ignores {listed}: the model's "
-                f"placeholder `forward` is exported instead, silently; {_WAY_OUT}",
+                f"this export takes the dynamo path, which ignores {listed} and exports "
+                f"what `forward` does in its place, a stand-in for the exporter; {_WAY_OUT}",
             )
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -146,12 +198,16 @@ class AutogradSymbolicOnDynamo(Rule):
             callers = ", ".join(
                 f"{text} ({where_path(self.ctx, path, line)})" for path, line, _, text in calls[:3]
             )
+            project = self.ctx.project
+            facts = project.facts(self.ctx.path, self.ctx.text) if project is not None else None
+            what = symbolic_stand_in(project, facts, cls) if project and facts else None
+            what = what or "a placeholder"
             self.report(
                 node.value,
                 f"`{target.target.value}` is `{cls}.apply`, and {callers or 'the model calls it'}: "
                 f"the dynamo exporter ({where}) ignores `{cls}.symbolic` and exports "
-                f"`{cls}.forward`, a placeholder for the exporter: the ONNX model is silently "
-                f"wrong; {_WAY_OUT}",
+                f"`{cls}.forward`, {what}: {_CONSEQUENCE[what.startswith('a placeholder')]}; "
+                f"{_WAY_OUT}",
                 related=tuple(Related(p, ln, col, text) for p, ln, col, text in calls),
             )
             return
@@ -164,7 +220,8 @@ class AutogradSymbolicOnDynamo(Rule):
         if name is None:
             return
         facts = self.ctx.project.facts(self.ctx.path, self.ctx.text)
-        if facts is None or symbolic_function(self.ctx.project, facts, name) is None:
+        what = symbolic_stand_in(self.ctx.project, facts, name) if facts is not None else None
+        if what is None:
             return
         root = str(self.ctx.config.root) if self.ctx.config.root is not None else None
         site = min(sites, key=lambda s: (s.path, s.line))
@@ -177,8 +234,8 @@ class AutogradSymbolicOnDynamo(Rule):
         self.report(
             func,
             f"the dynamo exporter ({where}) ignores `{name}.symbolic` and exports "
-            f"`{name}.forward`, a placeholder for the exporter: the ONNX model is silently "
-            f"wrong{f' ({chain})' if chain else ''}; {_WAY_OUT}",
+            f"`{name}.forward`, {what}: {_CONSEQUENCE[what.startswith('a placeholder')]}"
+            f"{f' ({chain})' if chain else ''}; {_WAY_OUT}",
             related=tuple(Related(p, ln, col, text) for p, ln, col, text in steps),
         )
 
