@@ -10,6 +10,7 @@ copy of each document, like an editor.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import os
@@ -203,6 +204,60 @@ async def diagnostics_for(
 
     p = await wait_for(found, timeout, f"diagnostics for {uri} v{version}")
     return list(p.diagnostics)
+
+
+async def open_checked(
+    client: Client, uri: str, text: str, version: int = 1
+) -> list[types.Diagnostic]:
+    """Open a document and wait for its first check's diagnostics."""
+    open_doc(client, uri, text, version)
+    return await diagnostics_for(client, uri, version)
+
+
+async def code_actions(
+    client: Client, uri: str, diag: types.Diagnostic, only: list[str] | None = None
+) -> list[types.CodeAction | types.Command]:
+    """The code actions over a diagnostic, as the editor asks for them (Ctrl+. on it)."""
+    got = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri),
+            range=diag.range,
+            context=types.CodeActionContext(diagnostics=[diag], only=only),
+        )
+    )
+    return list(got or [])
+
+
+def action_entry(
+    action: types.CodeAction | types.Command,
+) -> tuple[str, str | None, dict[str, Any]]:
+    """(title, kind, command) of a code action, the command as a plain dict. lsprotocol's client
+    side reads a CodeAction that carries a command (and no edit) as a Command whose `command` is
+    the nested object's repr (kind: a quick fix); VS Code's client reads it as the CodeAction it
+    is."""
+    if isinstance(action, types.CodeAction):
+        cmd = action.command
+        plain = {"command": cmd.command, "arguments": cmd.arguments} if cmd is not None else {}
+        return action.title, str(action.kind) if action.kind else None, plain
+    try:
+        nested = ast.literal_eval(action.command)
+    except (ValueError, SyntaxError):
+        nested = {"command": action.command, "arguments": action.arguments}
+    return action.title, "quickfix", nested if isinstance(nested, dict) else {}
+
+
+async def analyze_export(
+    client: Client, arguments: list[Any], timeout: float = 600
+) -> dict[str, Any]:
+    """Run the `onnxlint.analyzeExport` command (what a lens runs) and return its answer."""
+    out = await asyncio.wait_for(
+        client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="onnxlint.analyzeExport", arguments=arguments)
+        ),
+        timeout,
+    )
+    assert isinstance(out, dict), out
+    return out
 
 
 # ---------------------------------------------------------------------------- text edits (UTF-16)

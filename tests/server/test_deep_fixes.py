@@ -11,11 +11,21 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
 
-from .conftest import Client, apply_and_sync, diagnostics_for, open_doc, start, uri_of, wait_for
+from .conftest import (
+    Client,
+    analyze_export,
+    apply_and_sync,
+    code_actions,
+    open_checked,
+    start,
+    uri_of,
+    wait_for,
+)
 
 pytestmark = [
     pytest.mark.asyncio(loop_scope="module"),
@@ -23,41 +33,15 @@ pytestmark = [
     pytest.mark.slow,
 ]
 
-SCRIPT = """import torch
-
-
-class M(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lin = torch.nn.Linear(4, 4)
-
-    def forward(self, x):
-        y = self.lin(x)
-        if y.sum() > 0:
-            y = y * 2
-        else:
-            y = y - 1
-        return y
-
-
-model = M()
-torch.onnx.export(model, (torch.randn(3, 4),), "m.onnx", dynamo=True)
-"""
+# also the code-server e2e's (extension/test/e2e/run.ts, scenario deepfix)
+SCRIPT = (Path(__file__).parent / "fixtures" / "tensor_if_export.py").read_text(encoding="utf-8")
 IF_LINE = 11  # 1-based
 EXPORT_LINE = 19
 
 
-async def _analyze(lsp: Client, uri: str, path: Path, line: int) -> dict:
-    out = await asyncio.wait_for(
-        lsp.workspace_execute_command_async(
-            types.ExecuteCommandParams(
-                command="onnxlint.analyzeExport",
-                arguments=[uri, {"script": str(path), "line": line}],
-            )
-        ),
-        600,
-    )
-    assert out is not None and out["status"] == "ok", out
+async def _analyze(lsp: Client, uri: str, path: Path, line: int, **spec: Any) -> dict[str, Any]:
+    out = await analyze_export(lsp, [uri, {"script": str(path), "line": line, **spec}])
+    assert out["status"] == "ok", out
     return out
 
 
@@ -91,27 +75,27 @@ async def _pushed_finding(
         raise AssertionError([p for p in lsp.publishes if p.uri == uri][-2:]) from None
 
 
+async def _open(
+    lsp: Client, tmp_path: Path, settings: dict[str, Any] | None = None
+) -> tuple[Path, str]:
+    """A VS Code session on a folder with the script, the script open and checked."""
+    pytest.importorskip("torch")
+    path = tmp_path / "m.py"
+    path.write_text(SCRIPT)
+    await start(lsp, "vscode", settings, folders=[tmp_path])
+    uri = uri_of(path)
+    await open_checked(lsp, uri, SCRIPT)
+    return path, uri
+
+
 async def _actions(lsp: Client, uri: str, diag: types.Diagnostic) -> list[types.CodeAction]:
-    got = await lsp.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri),
-            range=diag.range,
-            context=types.CodeActionContext(diagnostics=[diag]),
-        )
-    )
-    return [a for a in got or [] if isinstance(a, types.CodeAction)]
+    return [a for a in await code_actions(lsp, uri, diag) if isinstance(a, types.CodeAction)]
 
 
 async def test_the_proven_fix_is_a_code_action_on_the_deep_finding(
     lsp: Client, tmp_path: Path
 ) -> None:
-    pytest.importorskip("torch")
-    path = tmp_path / "m.py"
-    path.write_text(SCRIPT)
-    await start(lsp, "vscode", folders=[tmp_path])
-    uri = uri_of(path)
-    open_doc(lsp, uri, SCRIPT)
-    await diagnostics_for(lsp, uri, 1)
+    path, uri = await _open(lsp, tmp_path)
     await _analyze(lsp, uri, path, EXPORT_LINE)
     await _pushed_finding(lsp, uri, 60)  # the findings first, then the proof
     finding = await _pushed_finding(lsp, uri, 300, fixed=True)
@@ -144,23 +128,8 @@ async def test_the_proven_fix_is_a_code_action_on_the_deep_finding(
 
 async def test_no_fix_without_the_proof(lsp: Client, tmp_path: Path) -> None:
     """`proveFixes: false`: the findings, and no rewrite offered (only the suppression)."""
-    pytest.importorskip("torch")
-    path = tmp_path / "m.py"
-    path.write_text(SCRIPT)
-    await start(lsp, "vscode", folders=[tmp_path])
-    uri = uri_of(path)
-    open_doc(lsp, uri, SCRIPT)
-    await diagnostics_for(lsp, uri, 1)
-    out = await asyncio.wait_for(
-        lsp.workspace_execute_command_async(
-            types.ExecuteCommandParams(
-                command="onnxlint.analyzeExport",
-                arguments=[uri, {"script": str(path), "line": EXPORT_LINE, "proveFixes": False}],
-            )
-        ),
-        600,
-    )
-    assert out["status"] == "ok", out
+    path, uri = await _open(lsp, tmp_path)
+    await _analyze(lsp, uri, path, EXPORT_LINE, proveFixes=False)
     finding = await _pushed_finding(lsp, uri, 60)
     titles = [a.title for a in await _actions(lsp, uri, finding)]
     assert not any("torch.where" in t for t in titles), titles
@@ -183,13 +152,7 @@ async def test_the_setting_off_runs_no_proof_until_a_command_asks(
     """`deep.proveFixes: false` (the VS Code setting, in the settings the client sends): the
     analysis runs no proof and offers no rewrite; an analysis command that asks for the proofs
     (`"proveFixes": true`) still gets them, so the first half watches a proof that would show."""
-    pytest.importorskip("torch")
-    path = tmp_path / "m.py"
-    path.write_text(SCRIPT)
-    await start(lsp, "vscode", {"deep": {"proveFixes": False}}, folders=[tmp_path])
-    uri = uri_of(path)
-    open_doc(lsp, uri, SCRIPT)
-    await diagnostics_for(lsp, uri, 1)
+    path, uri = await _open(lsp, tmp_path, {"deep": {"proveFixes": False}})
     await _analyze(lsp, uri, path, EXPORT_LINE)
     finding = await _pushed_finding(lsp, uri, 60)
     await asyncio.sleep(3)  # a proof begins its progress at once after the analysis
@@ -197,16 +160,7 @@ async def test_the_setting_off_runs_no_proof_until_a_command_asks(
     titles = [a.title for a in await _actions(lsp, uri, finding)]
     assert not any("torch.where" in t for t in titles), titles
 
-    out = await asyncio.wait_for(
-        lsp.workspace_execute_command_async(
-            types.ExecuteCommandParams(
-                command="onnxlint.analyzeExport",
-                arguments=[uri, {"script": str(path), "line": EXPORT_LINE, "proveFixes": True}],
-            )
-        ),
-        600,
-    )
-    assert out["status"] == "ok", out
+    await _analyze(lsp, uri, path, EXPORT_LINE, proveFixes=True)
     finding = await _pushed_finding(lsp, uri, 300, fixed=True)
     assert _proofs_begun(lsp) == ["onnxlint: proving fixes for m.py:19"]
     titles = [a.title for a in await _actions(lsp, uri, finding)]

@@ -4,14 +4,12 @@ browser through window/showDocument) and "Fix all auto-fixable problems"."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
-from typing import Any
 
 import pytest
 from lsprotocol import types
 
-from .conftest import Client, diagnostics_for, open_doc, start, uri_of
+from .conftest import Client, action_entry, code_actions, open_checked, start, uri_of
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -22,40 +20,13 @@ torch.onnx.export(model, (x,), "m.onnx", dynamo=False, do_constant_folding=True)
 """
 
 
-def _entries(actions: list[Any]) -> list[tuple[str, str | None, dict[str, Any]]]:
-    """(title, kind, command) of each action. lsprotocol's client side reads a CodeAction
-    that carries a command as a Command whose `command` is the nested object's repr."""
-    out = []
-    for a in actions:
-        if isinstance(a, types.CodeAction):
-            cmd = a.command
-            plain = {"command": cmd.command, "arguments": cmd.arguments} if cmd else {}
-            out.append((a.title, str(a.kind) if a.kind else None, plain))
-        else:
-            try:
-                nested = ast.literal_eval(a.command)
-            except (ValueError, SyntaxError):
-                nested = {"command": a.command, "arguments": a.arguments}
-            out.append((a.title, "quickfix", nested if isinstance(nested, dict) else {}))
-    return out
-
-
 async def test_the_quick_fix_menu_has_the_full_fix_title_the_rule_page_and_fix_all(
     lsp: Client, tmp_path: Path
 ) -> None:
     await start(lsp, "vscode")
     uri = uri_of(tmp_path / "m.py")
-    open_doc(lsp, uri, LEGACY)
-    diags = await diagnostics_for(lsp, uri, 1)
-    (legacy,) = [d for d in diags if d.code == "OLX401"]
-    actions = await lsp.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri),
-            range=legacy.range,
-            context=types.CodeActionContext(diagnostics=[legacy], only=["quickfix"]),
-        )
-    )
-    entries = _entries(list(actions or []))
+    (legacy,) = [d for d in await open_checked(lsp, uri, LEGACY) if d.code == "OLX401"]
+    entries = [action_entry(a) for a in await code_actions(lsp, uri, legacy, ["quickfix"])]
     titles = [t for t, _, _ in entries]
     # the fix says both of its changes, not only the first
     assert (
@@ -84,17 +55,9 @@ async def test_every_fix_title_says_all_it_changes(lsp: Client, tmp_path: Path) 
     `kwargs=`), not only its name: its title said "Call `torch.onnx.export` instead"."""
     await start(lsp, "vscode")
     uri = uri_of(tmp_path / "d.py")
-    open_doc(lsp, uri, "import torch\n\ntorch.onnx.dynamo_export(model, x, y, mask=m)\n")
-    diags = await diagnostics_for(lsp, uri, 1)
-    (removed,) = [d for d in diags if d.code == "OLX402"]
-    actions = await lsp.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri),
-            range=removed.range,
-            context=types.CodeActionContext(diagnostics=[removed], only=["quickfix"]),
-        )
-    )
-    titles = [t for t, _, _ in _entries(list(actions or []))]
+    text = "import torch\n\ntorch.onnx.dynamo_export(model, x, y, mask=m)\n"
+    (removed,) = [d for d in await open_checked(lsp, uri, text) if d.code == "OLX402"]
+    titles = [action_entry(a)[0] for a in await code_actions(lsp, uri, removed, ["quickfix"])]
     assert (
         "onnxlint (OLX402): Call `torch.onnx.export` instead, pass the inputs as one tuple "
         "and the keyword inputs as `kwargs=`"

@@ -13,8 +13,6 @@ call's example inputs, and answers what to run once the file is saved.
 
 from __future__ import annotations
 
-import ast
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,17 @@ from lsprotocol import types
 
 from onnxlint.server.script_args import with_arguments
 
-from .conftest import Client, change_doc, diagnostics_for, open_doc, start, uri_of, wait_for
+from .conftest import (
+    Client,
+    action_entry,
+    analyze_export,
+    change_doc,
+    code_actions,
+    open_checked,
+    start,
+    uri_of,
+    wait_for,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -71,6 +79,19 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
     return tmp_path
 
 
+async def _open_script(
+    lsp: Client, tmp_path: Path, text: str, **start_options: Any
+) -> tuple[Path, str]:
+    """A project whose export.py is `text`, a VS Code session on it, export.py open and
+    checked: (export.py, its URI)."""
+    root = _project(tmp_path, {"export.py": text})
+    script = root / "export.py"
+    uri = uri_of(script)
+    await start(lsp, "vscode", folders=[root], **start_options)
+    await open_checked(lsp, uri, text)
+    return script, uri
+
+
 async def _lenses(lsp: Client, uri: str) -> list[tuple[int, str, list[Any]]]:
     lenses = await lsp.text_document_code_lens_async(
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri))
@@ -84,17 +105,6 @@ async def _lenses(lsp: Client, uri: str) -> list[tuple[int, str, list[Any]]]:
     return out
 
 
-async def _run(lsp: Client, arguments: list[Any]) -> dict[str, Any]:
-    out = await asyncio.wait_for(
-        lsp.workspace_execute_command_async(
-            types.ExecuteCommandParams(command="onnxlint.analyzeExport", arguments=arguments)
-        ),
-        600,
-    )
-    assert isinstance(out, dict), out
-    return out
-
-
 def _plain(value: Any) -> Any:
     """A notification's params as plain dicts and lists (pygls gives named tuples)."""
     if hasattr(value, "_asdict"):
@@ -102,21 +112,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
-
-
-def _action_command(action: types.CodeAction | types.Command) -> tuple[str, dict[str, Any]]:
-    """(title, command) of a code action. lsprotocol's client side reads a CodeAction that
-    carries a command (and no edit) as a Command whose `command` is the nested object's
-    repr; VS Code's client reads it as the CodeAction it is."""
-    if isinstance(action, types.CodeAction):
-        cmd = action.command
-        plain = {"command": cmd.command, "arguments": cmd.arguments} if cmd is not None else {}
-        return action.title, plain
-    try:
-        nested = ast.literal_eval(action.command)
-    except (ValueError, SyntaxError):
-        return action.title, {"command": action.command, "arguments": action.arguments}
-    return action.title, nested if isinstance(nested, dict) else {}
 
 
 def _finished(lsp: Client) -> list[Any]:
@@ -146,15 +141,12 @@ async def test_set_arguments_for_a_script_that_stops_on_a_required_argument(
     lsp: Client, tmp_path: Path
 ) -> None:
     pytest.importorskip("torch")
-    root = _project(tmp_path, {"export.py": REQUIRED_ARG})
-    script = root / "export.py"
-    uri = uri_of(script)
-    await start(lsp, "vscode", folders=[root], client_commands=["onnxlint.setArguments"])
-    open_doc(lsp, uri, REQUIRED_ARG)
-    await diagnostics_for(lsp, uri, 1)
+    script, uri = await _open_script(
+        lsp, tmp_path, REQUIRED_ARG, client_commands=["onnxlint.setArguments"]
+    )
     call = _line_of(script, "torch.onnx.export(")
     (lens,) = [a for at, title, a in await _lenses(lsp, uri) if at == call and "runs" in title]
-    out = await _run(lsp, lens)
+    out = await analyze_export(lsp, lens)
     assert out["status"] == "ok", out
 
     # the end notification offers "Set arguments..." with what it needs
@@ -173,16 +165,10 @@ async def test_set_arguments_for_a_script_that_stops_on_a_required_argument(
 
     (diag,) = await wait_for(stopped, 30, "the OLX812 at parse_args()")
     assert "--config" in diag.message
-    actions = await lsp.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri),
-            range=diag.range,
-            context=types.CodeActionContext(diagnostics=[diag]),
-        )
-    )
+    actions = await code_actions(lsp, uri, diag)
     found = [
         (title, command)
-        for title, command in map(_action_command, actions or [])
+        for title, _, command in map(action_entry, actions)
         if command.get("command") == "onnxlint.setArguments"
     ]
     assert len(found) == 1, actions
@@ -198,8 +184,8 @@ async def test_set_arguments_for_a_script_that_stops_on_a_required_argument(
             arguments=[uri, {"script": stop["script"], "argv": ["--config", "net.yaml"]}],
         )
     )
-    assert written["written"] == str(root / "pyproject.toml"), written
-    pyproject = (root / "pyproject.toml").read_text()
+    assert written["written"] == str(script.parent / "pyproject.toml"), written
+    pyproject = (script.parent / "pyproject.toml").read_text()
     assert pyproject.startswith('[project]\nname = "demo"\n\n[tool.onnxlint]\n'), pyproject
     assert '[[tool.onnxlint.scripts]]\npath = "export.py"\nargv = ["--config", "net.yaml"]\n' in (
         pyproject
@@ -207,7 +193,7 @@ async def test_set_arguments_for_a_script_that_stops_on_a_required_argument(
 
     # the same analysis again: past parse_args(), to the model's own problem
     n = len(_finished(lsp))
-    out = await _run(lsp, [uri, stop["rerun"]])
+    out = await analyze_export(lsp, [uri, stop["rerun"]])
     assert out["status"] == "ok", out
     await wait_for(lambda: len(_finished(lsp)) > n, 30, "the second end")
     assert getattr(_finished(lsp)[-1], "setArguments", None) is None
@@ -275,12 +261,7 @@ async def _create(lsp: Client, uri: str, call: int) -> dict[str, Any]:
 async def test_create_target_fills_the_call_site_s_arguments_and_marks_the_rest(
     lsp: Client, tmp_path: Path
 ) -> None:
-    root = _project(tmp_path, {"export.py": BUILT_FROM_CONFIG})
-    script = root / "export.py"
-    uri = uri_of(script)
-    await start(lsp, "vscode", folders=[root])
-    open_doc(lsp, uri, BUILT_FROM_CONFIG)
-    await diagnostics_for(lsp, uri, 1)
+    script, uri = await _open_script(lsp, tmp_path, BUILT_FROM_CONFIG)
     call = _line_of(script, "torch.onnx.export(")
     out = await _create(lsp, uri, call)
     assert out["created"] == "net" and out["placeholders"] == ["classes"], out
@@ -318,13 +299,8 @@ async def test_create_target_marks_a_required_argument_and_inputs_the_file_does_
     """A wrapper `export(model, x)`: the class comes from its caller; nothing in export()
     says the model's arguments or the example's shape, so both are placeholders, and the
     first `...` is what the editor selects."""
-    root = _project(tmp_path, {"export.py": CLASS_ONLY.replace("Net(16, 3)", "Net(16)")})
-    script = root / "export.py"
-    uri = uri_of(script)
-    await start(lsp, "vscode", folders=[root])
-    text = script.read_text()
-    open_doc(lsp, uri, text)
-    await diagnostics_for(lsp, uri, 1)
+    text = CLASS_ONLY.replace("Net(16, 3)", "Net(16)")
+    script, uri = await _open_script(lsp, tmp_path, text)
     out = await _create(lsp, uri, _line_of(script, "torch.onnx.export("))
     assert out["placeholders"] == ["the example inputs", "classes"], out
     added = lsp.texts[uri][len(text) :]
@@ -340,12 +316,7 @@ async def test_a_created_target_once_filled_in_and_saved_is_what_the_rerun_analy
     lsp: Client, tmp_path: Path
 ) -> None:
     pytest.importorskip("torch")
-    root = _project(tmp_path, {"export.py": BUILT_FROM_CONFIG})
-    script = root / "export.py"
-    uri = uri_of(script)
-    await start(lsp, "vscode", folders=[root])
-    open_doc(lsp, uri, BUILT_FROM_CONFIG)
-    await diagnostics_for(lsp, uri, 1)
+    script, uri = await _open_script(lsp, tmp_path, BUILT_FROM_CONFIG)
     call = _line_of(script, "torch.onnx.export(")
     out = await _create(lsp, uri, call)
     # the user fills in the placeholder and saves (the VS Code client saves by itself)
@@ -353,7 +324,7 @@ async def test_a_created_target_once_filled_in_and_saved_is_what_the_rerun_analy
     change_doc(lsp, uri, filled)
     script.write_text(filled)
     lsp.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
-    ran = await _run(lsp, [uri, out["rerun"]])
+    ran = await analyze_export(lsp, [uri, out["rerun"]])
     assert ran["status"] == "ok", ran
     report = await lsp.workspace_execute_command_async(
         types.ExecuteCommandParams(command="onnxlint.showReport", arguments=[uri])
