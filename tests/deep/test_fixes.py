@@ -436,6 +436,37 @@ def padded_attention():
 
 def padded_attention_other_convention():
     return _padded("pad")
+
+
+class Recurrence(torch.nn.Module):
+    # a state-space model's scan without its CUDA kernel (transformers' Mamba slow path)
+    def __init__(self, steps_short=0):
+        super().__init__()
+        self.a = torch.nn.Linear(4, 4)
+        self.b = torch.nn.Linear(4, 4)
+        self.c = torch.nn.Linear(4, 4)
+        self.steps_short = steps_short
+
+    def forward(self, x):
+        batch, seq_len, _ = x.shape
+        a, b, c = self.a(x).sigmoid(), self.b(x), self.c(x)
+        state = torch.zeros(batch, 4)
+        outs = []
+        for i in range(seq_len - self.steps_short):
+            state = a[:, i] * state + b[:, i]
+            y = state * c[:, i]
+            outs.append(y.sum(dim=-1))
+        out = torch.stack(outs, dim=1)
+        return out, state
+
+
+def recurrence():
+    return Recurrence(), (torch.randn(2, 5, 4),), {}, ({0: "batch", 1: "seq"},)
+
+
+def recurrence_short():
+    # one step fewer than the sequence: a scan over the whole dim would take one more
+    return Recurrence(steps_short=1), (torch.randn(2, 5, 4),), {}, ({0: "batch", 1: "seq"},)
 """
 
 
@@ -937,4 +968,34 @@ def test_a_mask_of_the_other_convention_gets_no_zeroed_rows(fixproj: Path, analy
     _found(res, "OLX810", line)
     proofs = _at(report, line)
     assert [p.candidate.kind for p in proofs] == ["masked-rows", "masked-rows"], report.to_json()
+    _not_offered(res, report, line)
+
+
+def test_a_recurrence_over_range_becomes_a_scan(fixproj: Path, analyzer) -> None:
+    # the loop unrolls to the example's length and pins the dim; torch's scan keeps it
+    line = _line(fixproj, "for i in range(seq_len - self.steps_short):")
+    res, report = _prove(analyzer, fixproj, "recurrence")
+    _found(res, "OLX804", line)
+    p = _proven(report, line, "scan")
+    assert p.exports and p.onnx_match and p.sizes == {"batch": [2, 3], "seq": [5, 6]}
+    assert p.title == (
+        "Run the loop over range() as torch's scan (carrying state) "
+        "(exports; outputs match at 2 sizes)"
+    )
+    text = "".join(e.text for e in p.fix.edits)
+    assert "            state = a_i * state + b_i\n" in text
+    assert "scan_xs = (a.movedim(1, 0), b.movedim(1, 0), c.movedim(1, 0))" in text
+    # `scan` is a name of this file already (torch.ops.higher_order.scan): the import is renamed
+    assert "from torch._higher_order_ops.scan import scan as scan_2\n" in text
+    assert "(state,), outs_scanned = scan_2(scan_step, scan_init, scan_xs)" in text
+    assert "out = outs_scanned.movedim(0, 1)" in text
+
+
+def test_a_loop_shorter_than_its_dim_is_not_made_a_scan(fixproj: Path, analyzer) -> None:
+    line = _line(fixproj, "for i in range(seq_len - self.steps_short):")
+    res, report = _prove(analyzer, fixproj, "recurrence_short")
+    _found(res, "OLX804", line)
+    proofs = _at(report, line)
+    assert [p.candidate.kind for p in proofs] == ["scan"], report.to_json()
+    assert proofs[0].stage == "eager" and "differ" in proofs[0].why, proofs[0].to_json()
     _not_offered(res, report, line)

@@ -15,6 +15,7 @@ from onnxlint.deep.rewrites import (
     masks,
     ops,
     routing,
+    scans,
     sizes,
     views,
 )
@@ -28,6 +29,7 @@ REWRITERS: list[Rewriter] = [
     *grouped.REWRITERS,
     *masks.REWRITERS,
     *loops.REWRITERS,
+    *scans.REWRITERS,
     *routing.REWRITERS,
     *conditions.REWRITERS,
 ]
