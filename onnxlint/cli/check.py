@@ -588,9 +588,6 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
     global _ENGINE
     if _ENGINE is None:
         _ENGINE = Engine(cache_entries=0)
-    if config.root is not None:
-        # Every file checked is in the model, whichever process checks it (--jobs).
-        _ENGINE.project_model.include([str(f) for f in files if not config.is_excluded(str(f))])
     table = _ENGINE.project_model.table(config) if config.root is not None else None
     cache = None
     if use_cache:
@@ -639,8 +636,18 @@ def _check_files(files: list[Path], config: Config, args: argparse.Namespace) ->
             by_job = dict(zip(order, done, strict=True))
             results = [by_job[i] for i in range(len(jobs))]
     else:
-        with _collection_paused():
-            results = [_worker_check(j) for j in jobs]
+        # The same finished table as the pool workers get: checking an export script here
+        # must not add it to the model (a loose folder's scan lists its top-level files
+        # only), or the findings would depend on --jobs and on the order of the files.
+        model = _ENGINE.project_model
+        if table is not None:
+            model.use_table(table, model.imported)
+        try:
+            with _collection_paused():
+                results = [_worker_check(j) for j in jobs]
+        finally:
+            if table is not None:
+                model.use_table(None)
     for outcome in results:
         if outcome.new_text is not None and not args.diff:
             src = read_source(Path(outcome.path))

@@ -62,21 +62,8 @@ class ProjectModel:
         # that other files' forward code calls (`callers`).
         self.imported = ImportedNames()
         self._imported_ready = False
-        # Files the scan reads besides the project's own (`include`: the files a CLI run
-        # checks, so that a loose folder's model holds its subfolders' export scripts).
-        self._included: frozenset[str] = frozenset()
 
     # -- inputs
-
-    def include(self, paths: list[str]) -> None:
-        """Scan these files too (the files a CLI run checks). A loose folder's scan
-        lists only its top-level files; without this, checking a subfolder's export
-        script in this process would add it to the table while pool workers, which get
-        the table built before they start, would not: findings depended on `--jobs`
-        and on the order the files were checked in."""
-        included = frozenset(os.path.abspath(p) for p in paths)
-        if included != self._included:
-            self._included, self._exporters, self._table = included, None, None
 
     def use_table(self, table: ReachTable | None, imported: ImportedNames | None = None) -> None:
         """Use a table (and import index) computed in another process (the CLI's pool
@@ -306,9 +293,6 @@ class ProjectModel:
                 for n in os.listdir(root)
                 if n.endswith((".py", ".ipynb")) and os.path.isfile(os.path.join(root, n))
             )
-        if self._included:
-            seen = set(paths)
-            paths += sorted(p for p in self._included if p not in seen)
         self.imported = ImportedNames()
         for path in paths:
             text = self.index.read(path)
