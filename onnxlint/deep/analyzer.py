@@ -299,6 +299,7 @@ class DeepAnalyzer:
         data: dict[str, Any] | None = None
         deadline = time.monotonic() + target.timeout + GRACE_S
         cancel_sent = False
+        phase = ""  # the worker's last phase started
         while True:
             if cancel.is_set() and not cancel_sent:
                 cancel_sent = True
@@ -337,13 +338,15 @@ class DeepAnalyzer:
                 continue  # a late event of an earlier, cancelled analysis
             kind = ev.get("ev")
             if kind == wire.EV_PROGRESS:
+                phase = str(ev.get("phase"))
                 with contextlib.suppress(Exception):
-                    progress(str(ev.get("phase")), ev.get("percent"))
+                    progress(phase, ev.get("percent"))
             elif kind == wire.EV_RESULT:
                 data = ev.get("result") or {}
             elif kind == wire.EV_END:
                 if ev.get("status") == wire.STATUS_CRASHED:
                     ev["stderr_tail"] = "\n".join(list(worker.stderr_tail)[-12:])
+                    ev["phase"] = phase  # where it died: torch's own crash is in a step
                 return result_mod.from_worker(target, ev, data)
 
     @staticmethod

@@ -316,6 +316,20 @@ def from_worker(target: Target, end: dict[str, Any], data: dict[str, Any] | None
             )
             if where is not None:
                 path, line = where
+        step = _TORCH_STEPS.get(str(end.get("phase") or ""))
+        if status == wire.STATUS_CRASHED and exited is None and step is not None:
+            res.detail = f"{res.detail} in {step}" if res.detail else f"crashed in {step}"
+            same = (
+                "torch.onnx.export runs the same step and crashes there too"
+                if "onnx" in step
+                else "torch.compile and a strict torch.export run it too"
+            )
+            notes.insert(
+                0,
+                f"torch itself crashed in {step}, on this model; {same}. It is a torch bug "
+                "to report with the model (one trigger in torch 2.13: `.data` of a buffer "
+                "or parameter in forward; use the tensor itself or `.detach()`).",
+            )
         if tail.strip():
             notes.append("worker stderr (last lines):\n" + tail.strip("\n"))
         res.violations.append(
@@ -330,6 +344,15 @@ def from_worker(target: Target, end: dict[str, Any], data: dict[str, Any] | None
         )
     res.violations.sort(key=Violation.sort_key)
     return res
+
+
+# The worker's phases that run one of torch.onnx.export's own steps.
+_TORCH_STEPS = {
+    "explain": "torch._dynamo.explain",
+    "export": "torch.export (step 1/3 of torch.onnx.export)",
+    "decompose": "the ONNX decompositions (step 2/3 of torch.onnx.export)",
+    "translate": "the ONNX translation (step 3/3 of torch.onnx.export)",
+}
 
 
 def gb(n: float) -> str:

@@ -774,3 +774,56 @@ def test_an_argument_of_the_wrong_kind_is_the_models_error_not_a_fake_tensor_lim
     assert not _torch_exports(tmp_path, "scale_tensor:make")
     assert _at(res, "OLX816") == [], res.violations
     assert _at(res, "OLX803") == [line_of(mod, "F.interpolate(")], res.violations
+
+
+
+DATA_IN_HEAD = """
+import torch
+
+
+class Detect(torch.nn.Module):
+    # yolov7's Detect head, reduced: the grid made in forward, `anchor_grid[i].data`
+    def __init__(self):
+        super().__init__()
+        self.grid = [torch.zeros(1)] * 2
+        self.register_buffer("anchor_grid", torch.ones(2, 1, 1, 1, 1, 2))
+        self.stride = torch.tensor([8.0, 16.0])
+
+    def forward(self, xs):
+        z = []
+        for i in range(2):
+            bs, _, ny, nx, _ = xs[i].shape
+            if self.grid[i].shape[2:4] != xs[i].shape[2:4]:
+                yv, xv = torch.meshgrid([torch.arange(ny), torch.arange(nx)], indexing="ij")
+                self.grid[i] = torch.stack((xv, yv), 2).view((1, 1, ny, nx, 2)).float()
+            xy, wh = xs[i].sigmoid().split((2, 2), 4)
+            xy = xy * (2.0 * self.stride[i]) + (self.stride[i] * (self.grid[i] - 0.5))
+            wh = wh**2 * (4 * self.anchor_grid[i].data)
+            z.append(torch.cat((xy, wh), 4).view(bs, -1, 4))
+        return torch.cat(z, 1)
+
+
+def make():
+    return Detect().eval(), ([torch.randn(1, 1, 4, 4, 4), torch.randn(1, 1, 2, 2, 4)],), {}, None
+"""
+
+
+def test_a_crash_of_torch_itself_says_in_which_step(analyzer: Any, tmp_path: Path) -> None:
+    # torch 2.13 dies with SIGSEGV in the ONNX decompositions of this head; the analysis
+    # dies there too (in its own process) and says so, not only "the process was killed".
+    import subprocess
+
+    _module(tmp_path, "data_head", DATA_IN_HEAD)
+    code = (
+        "import warnings; warnings.simplefilter('ignore'); import torch, data_head\n"
+        "m, a, _, _ = data_head.make()\n"
+        "torch.onnx.export(m, a, dynamo=True)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode < 0 and "Run decompositions" in proc.stdout + proc.stderr
+    res = _analyze(analyzer, tmp_path, "data_head:make")
+    [v] = [v for v in res.violations if v.code == "OLX813"]
+    assert "SIGSEGV in the ONNX decompositions (step 2/3" in v.message, v.message
+    assert "torch.onnx.export runs the same step" in " ".join(v.notes)
