@@ -11,6 +11,8 @@ other guards; what fails after that assumption is not reported.
 from __future__ import annotations
 
 import contextlib
+import linecache
+import re
 import time
 import traceback
 from typing import Any
@@ -234,11 +236,25 @@ def _leaked_tensor(rec: Analysis) -> bool:
             ],
         )
         rec.place_at(f, _constant_user_stack(rec.ep, name))
+        if _DATA_ATTR.search(_source_line(f)):
+            f["notes"] = [
+                "`.data` in forward makes a new tensor that export cannot trace back to the "
+                "module's buffer or parameter, so it is left as a constant made while "
+                "tracing. Use the tensor itself, or `.detach()` (which export traces)."
+            ]
         rec.add(f)
         rec.failed["export"] = "RuntimeError"
         rec.ep = None
         return True
     return False
+
+
+_DATA_ATTR = re.compile(r"\.data\b(?!\s*\()")
+
+
+def _source_line(f: dict[str, Any]) -> str:
+    file, line = f.get("file"), f.get("line")
+    return linecache.getline(file, line) if isinstance(file, str) and isinstance(line, int) else ""
 
 
 def _constant_user_stack(ep: Any, name: str) -> list[dict[str, Any]]:
