@@ -984,7 +984,7 @@ def test_a_recurrence_over_range_becomes_a_scan(fixproj: Path, analyzer) -> None
     )
     text = "".join(e.text for e in p.fix.edits)
     assert "            state = a_i * state + b_i\n" in text
-    assert "scan_xs = (a.movedim(1, 0), b.movedim(1, 0), c.movedim(1, 0))" in text
+    assert "a.movedim(1, 0).clone(memory_format=torch.contiguous_format)," in text
     # `scan` is a name of this file already (torch.ops.higher_order.scan): the import is renamed
     assert "from torch._higher_order_ops.scan import scan as scan_2\n" in text
     assert "(state,), outs_scanned = scan_2(scan_step, scan_init, scan_xs)" in text

@@ -16,7 +16,7 @@ unrolls to the example's size and pins the dim).
         return (state.clone(),), (state @ c_i).clone()
 
     scan_init = (state,)
-    scan_xs = (a.movedim(2, 0), b.movedim(2, 0), c.movedim(1, 0))
+    scan_xs = (a.movedim(2, 0).clone(...), b.movedim(2, 0).clone(...), c.movedim(1, 0).clone(...))
     if torch.compiler.is_exporting():  # no gradients in ONNX: ...
         scan_init = tuple(t.detach() for t in scan_init)
         scan_xs = tuple(t.detach() for t in scan_xs)
@@ -27,7 +27,9 @@ unrolls to the example's size and pins the dim).
 keeps as one `scan` with a dynamic length, and the ONNX exporter translates. While exporting,
 the scan's inputs are detached: torch 2.13's ONNX decomposition runs a scan whose inputs need
 gradients through autograd, and fails there (a SymInt among the saved intermediates); eager
-runs keep their gradients.
+runs keep their gradients. Each sliced tensor is copied into the contiguous layout
+(`clone(memory_format=torch.contiguous_format)`): non-strict torch.export fails to wrap a
+strided one of symbolic size as the scan's input.
 
 The loop's index may only pick one element of a dim of tensors the loop does not
 assign (`x[:, :, i]`, every other index a bare `:`); the names the body assigns and reads
@@ -270,7 +272,12 @@ def scan_candidates(site: Site) -> list[Candidate]:
     scan_name = fresh_name(parsed, "scan", [step_name, *slicer.xs.values()])
     ys_name = fresh_name(parsed, f"{lst}_scanned", [step_name, *slicer.xs.values()])
     xs_names = list(slicer.xs.values())
-    xs_exprs = [f"{b}.movedim({k}, 0)" for (b, k) in slicer.xs]
+    # each a contiguous copy: non-strict torch.export (2.13) fails to wrap a strided slice
+    # of symbolic size as a scan input ("vr must not be None for symbol ...")
+    xs_exprs = [
+        f"{b}.movedim({k}, 0).clone(memory_format={torch}.contiguous_format)"
+        for (b, k) in slicer.xs
+    ]
     m = cst.Module([])
     indent = "    "
     body_code = "".join(
