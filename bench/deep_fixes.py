@@ -3,6 +3,7 @@ fix offered, proven, and right when checked by an independent real run?
 
     flock /work/wt/heavy.lock nice python bench/deep_fixes.py [--only NAME,...]
         [--zoo-only | --reports-only] [--json out.json]
+    python bench/deep_fixes.py --rescore zoo.json,rerun.json,reports.json
 
 For each model of bench/zoo_models.py (ZOO) and each factory reproduction of
 bench/user_reports.py (REPORTS; the script reports too), onnxlint's deep analysis runs
@@ -351,11 +352,16 @@ def main() -> int:
     ap.add_argument("--zoo-only", action="store_true")
     ap.add_argument("--reports-only", action="store_true")
     ap.add_argument("--json", default="")
-    ap.add_argument("--rescore", default="", help="summarise a --json file again (no torch)")
+    ap.add_argument(
+        "--rescore",
+        default="",
+        help="summarise --json files again (comma-separated: merged, a later run's targets "
+        "replacing an earlier's; no torch)",
+    )
     ap.add_argument("--check", nargs=2, help=argparse.SUPPRESS)
     ns = ap.parse_args()
     if ns.rescore:
-        return rescore(Path(ns.rescore))
+        return rescore([Path(p) for p in ns.rescore.split(",") if p])
     if ns.check:
         mode, spec_path = ns.check
         spec = json.loads(Path(spec_path).read_text())
@@ -495,12 +501,37 @@ def main() -> int:
     return 0
 
 
-def rescore(path: Path) -> int:
-    """The summary of a saved run, with this script's reading of the findings (a run made
-    before `export_call` was recorded: a script target is named `file:line` after its call)."""
+def _merged(paths: list[Path]) -> dict[str, Any]:
+    """Several saved runs as one: a later run's targets replace the earlier runs' (the zoo,
+    then a re-run of a few models with --only, then the users' reports)."""
+    runs = [json.loads(p.read_text()) for p in paths]
+    if len(runs) == 1:
+        return runs[0]
+    findings: list[dict[str, Any]] = []
+    candidates: list[dict[str, Any]] = []
+    for run in runs:
+        again = {f["target"] for f in run["findings"]} | {c["target"] for c in run["candidates"]}
+        findings = [f for f in findings if f["target"] not in again] + run["findings"]
+        candidates = [c for c in candidates if c["target"] not in again] + run["candidates"]
+    summary = {
+        k: sum(r["summary"].get(k, 0) for r in runs) for k in ("analysis_s", "proof_s", "total_s")
+    }
+    return {
+        "commit": ", ".join(str(r.get("commit") or "?") for r in runs),
+        "date": ", ".join(sorted({str(r.get("date")) for r in runs})),
+        "summary": summary,
+        "findings": findings,
+        "candidates": candidates,
+    }
+
+
+def rescore(paths: list[Path]) -> int:
+    """The summary of saved runs (several: merged, see `_merged`), with this script's reading
+    of the findings (a run made before `export_call` was recorded: a script target is named
+    `file:line` after its call). The times are the runs' sums (a re-run's included)."""
     from onnxlint.deep import fixes
 
-    run = json.loads(path.read_text())
+    run = _merged(paths)
     for f in run["findings"]:
         if "export_call" not in f:
             name, _, line = str(f["target"]).rpartition(":")
@@ -515,7 +546,7 @@ def rescore(path: Path) -> int:
     summary = summarize(run["findings"], run["candidates"])
     for k in ("analysis_s", "proof_s", "total_s"):
         summary[k] = run["summary"].get(k, 0)
-    print(f"{path}: commit {run.get('commit')}, {run.get('date')}")
+    print(f"{', '.join(map(str, paths))}: commit {run.get('commit')}, {run.get('date')}")
     print_summary(summary)
     return 0
 
