@@ -34,6 +34,7 @@ SCENARIOS = [
     "lens",
     "deep",
     "script",
+    "deepfix",
     "setup",
     "untrusted",
     "missing",
@@ -42,6 +43,7 @@ SCENARIOS = [
     "partial",
     "notebook",
 ]
+DEEP_SCENARIOS = ("deep", "script", "deepfix", "setup")  # they need torch
 NpmRunner = Callable[..., subprocess.CompletedProcess[str]]
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow, pytest.mark.xdist_group("vscode-extension")]
@@ -92,9 +94,7 @@ def _run_e2e(npm: NpmRunner, vsix: Path) -> dict[str, Any]:
     build = npm("compile:e2e")
     assert build.returncode == 0, build.stdout + build.stderr
     scenarios = [
-        s
-        for s in SCENARIOS
-        if s not in ("deep", "script", "setup") or importlib.util.find_spec("torch")
+        s for s in SCENARIOS if s not in DEEP_SCENARIOS or importlib.util.find_spec("torch")
     ]
     command = [
         shutil.which("node") or "node",
@@ -136,7 +136,7 @@ def _run_e2e(npm: NpmRunner, vsix: Path) -> dict[str, Any]:
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_vscode_scenario(e2e_results: dict[str, Any], scenario: str) -> None:
-    if scenario in ("deep", "script", "setup") and importlib.util.find_spec("torch") is None:
+    if scenario in DEEP_SCENARIOS and importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed, so deep analysis cannot run")
     result = e2e_results.get(scenario)
     assert result is not None, f"scenario {scenario} did not run: {e2e_results}"

@@ -19,7 +19,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { TRUST_MESSAGE } from '../../src/commands';
 import { type ContrastReport, contrastProbe } from './contrast';
 
-const SCENARIOS = ['static', 'quickfix', 'lens', 'deep', 'deepstart', 'script', 'setup', 'untrusted', 'missing', 'switch', 'restart', 'partial', 'notebook'] as const;
+const SCENARIOS = ['static', 'quickfix', 'lens', 'deep', 'deepstart', 'script', 'deepfix', 'setup', 'untrusted', 'missing', 'switch', 'restart', 'partial', 'notebook'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Options {
@@ -554,14 +554,19 @@ async function goToLine(page: Page, line: number): Promise<void> {
     await sleep(500);
 }
 
-/** Puts the cursor at a 1-based line and column (Go to Line), then asks for the hover there. */
-async function hoverAt(page: Page, line: number, column: number): Promise<string[]> {
+/** Puts the cursor at a 1-based line and column (Go to Line). */
+async function cursorAt(page: Page, line: number, column: number): Promise<void> {
     await page.keyboard.press('Control+G');
     const input = page.locator('.quick-input-widget input').first();
     await input.waitFor({ state: 'visible', timeout: 10_000 });
     await input.fill(`:${line}:${column}`);
     await page.keyboard.press('Enter');
     await sleep(300);
+}
+
+/** Puts the cursor at a 1-based line and column (Go to Line), then asks for the hover there. */
+async function hoverAt(page: Page, line: number, column: number): Promise<string[]> {
+    await cursorAt(page, line, column);
     await page.keyboard.press('Control+K');
     await page.keyboard.press('Control+I');
     const parts = page.locator('.monaco-hover .rendered-markdown');
@@ -1032,6 +1037,36 @@ async function scenarioDeepStart(ctx: Ctx): Promise<void> {
     fs.writeFileSync(path.join(ctx.opts.artifacts, 'deep-timing.json'), JSON.stringify(timing, null, 2));
 }
 
+/** A project folder of the workspace with its own pyproject.toml and `files`; its path. */
+function writeProject(ctx: Ctx, folder: string, files: Record<string, string>): string {
+    const dir = path.join(ctx.ws.folder, folder);
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[tool.onnxlint]\n');
+    for (const [name, text] of Object.entries(files)) {
+        fs.writeFileSync(path.join(dir, name), text);
+    }
+    return dir;
+}
+
+/** Clicks the active editor's lens titled `title` and waits for the analysis's end notification (`end`); its text. */
+async function analyzeByLens(ctx: Ctx, title: string, end: RegExp): Promise<string> {
+    const page = ctx.page;
+    const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: title }).first();
+    await lens.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
+        throw new Error(`no "${title}" lens: ${JSON.stringify(await lensTitles(page))}\n${await describeState(ctx)}`);
+    });
+    ctx.detail.push(`lenses: ${JSON.stringify(await lensTitles(page))}`);
+    const started = Date.now();
+    await lens.click();
+    const toast = toastWith(page, end);
+    await toast.waitFor({ state: 'visible', timeout: 300_000 }).catch(async () => {
+        throw new Error(`the analysis did not end with ${String(end)}\n${await describeState(ctx)}`);
+    });
+    const text = (await toast.innerText()).replace(/\s+/g, ' ');
+    ctx.detail.push(`analysis took ${((Date.now() - started) / 1000).toFixed(1)}s; end: ${text}`);
+    return text;
+}
+
 const TINY_SCRIPT = `import torch
 from torch import nn
 
@@ -1061,27 +1096,98 @@ if __name__ == "__main__":
  */
 async function scenarioScript(ctx: Ctx): Promise<void> {
     const page = ctx.page;
-    const dir = path.join(ctx.ws.folder, 'plain');
-    fs.mkdirSync(dir, { recursive: true });
-    fs.writeFileSync(path.join(dir, 'pyproject.toml'), '[tool.onnxlint]\n');
-    fs.writeFileSync(path.join(dir, 'export_tiny.py'), TINY_SCRIPT);
+    writeProject(ctx, 'plain', { 'export_tiny.py': TINY_SCRIPT });
     await openFile(page, 'plain/export_tiny.py');
-    const title = 'Analyze export (TinyNet, dynamo exporter: runs this script)';
-    const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: title }).first();
-    await lens.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
-        throw new Error(`no "${title}" lens: ${JSON.stringify(await lensTitles(page))}\n${await describeState(ctx)}`);
-    });
-    ctx.detail.push(`lenses: ${JSON.stringify(await lensTitles(page))}`);
     const before = new Set(onnxlintRows(await problemRows(page)));
-    const started = Date.now();
-    await lens.click();
-    const end = toastWith(page, /onnxlint: export_tiny\.py:\d+: /);
-    await end.waitFor({ state: 'visible', timeout: 300_000 }).catch(async () => {
-        throw new Error(`the script's analysis did not end\n${await describeState(ctx)}`);
-    });
-    ctx.detail.push(`script analysis took ${((Date.now() - started) / 1000).toFixed(1)}s; end: ${(await end.innerText()).replace(/\s+/g, ' ')}`);
+    await analyzeByLens(ctx, 'Analyze export (TinyNet, dynamo exporter: runs this script)', /onnxlint: export_tiny\.py:\d+: /);
     await waitForDeepRows(ctx, before, 'deep findings of the script in the Problems panel', 'export_tiny');
     await ctx.shot('script-lens');
+}
+
+/** A tensor `if` whose proven rewrite is torch.where; tests/server/test_deep_fixes.py's too. */
+const FIX_SCRIPT_FILE = path.join('tests', 'server', 'fixtures', 'tensor_if_export.py');
+/** The script with the proven rewrite applied: the four lines of the if/else become one. */
+function fixedScript(script: string): string {
+    return script.replace(
+        '        if y.sum() > 0:\n            y = y * 2\n        else:\n            y = y - 1\n',
+        '        y = torch.where(y.sum() > 0, y * 2, y - 1)\n',
+    );
+}
+
+/**
+ * Issue 29 in the editor: after "Analyze export", the deep finding at a tensor `if` gets a quick fix
+ * once its rewrite is proven in the background, titled with what was proven; applying it replaces
+ * the if/else lines (and only them), and the next analysis of the saved file has no finding.
+ */
+async function scenarioDeepFix(ctx: Ctx): Promise<void> {
+    const page = ctx.page;
+    const script = fs.readFileSync(path.join(ctx.opts.repo, FIX_SCRIPT_FILE), 'utf8');
+    const file = path.join(writeProject(ctx, 'fixme', { 'export_fix.py': script }), 'export_fix.py');
+    await openFile(page, 'fixme/export_fix.py');
+    const lens = 'Analyze export (M, ';
+    await analyzeByLens(ctx, lens, /onnxlint: export_fix\.py:19: .*finding/);
+    // The proof runs after the findings are shown: ask for the quick fixes at the `if` until it is offered.
+    const ifLine = script.split('\n').findIndex((l) => l.includes('if y.sum() > 0')) + 1;
+    const entries = page.locator('.action-widget [role="option"], .context-view [role="menuitem"]');
+    const started = Date.now();
+    let menu: string[] = [];
+    const action = entries.filter({ hasText: 'torch.where' }).first();
+    await waitFor(
+        'the proven torch.where quick fix at the if',
+        async () => {
+            await page.keyboard.press('Escape');
+            await cursorAt(page, ifLine, 12);
+            await page.keyboard.press('Control+.');
+            await entries.first().waitFor({ state: 'visible', timeout: 5_000 }).catch(() => undefined);
+            menu = (await entries.allInnerTexts()).map((t) => t.trim());
+            if (await action.isVisible().catch(() => false)) {
+                return true;
+            }
+            await page.keyboard.press('Escape');
+            await sleep(2_000);
+            return undefined;
+        },
+        300_000,
+        async () => `quick-fix menu: ${JSON.stringify(menu)}\n${await describeState(ctx)}`,
+    );
+    const title = (await action.innerText()).trim();
+    ctx.detail.push(`proven fix offered ${((Date.now() - started) / 1000).toFixed(1)}s after the analysis: ${title}`);
+    ctx.detail.push(`quick-fix menu: ${JSON.stringify(menu)}`);
+    if (!title.includes('Rewrite with torch.where (exports; outputs match')) {
+        throw new Error(`the quick fix's title does not say what was proven: ${title}`);
+    }
+    await ctx.shot('deepfix-menu');
+    await action.click();
+    await waitFor('torch.where in the editor', async () => ((await editorText(page)).includes('torch.where(') ? true : undefined), 15_000, () =>
+        editorText(page),
+    );
+    await page.keyboard.press('Control+S');
+    const saved = await waitFor(
+        'the fixed file saved',
+        () => {
+            const t = fs.readFileSync(file, 'utf8');
+            return Promise.resolve(t !== script ? t : undefined);
+        },
+        15_000,
+    );
+    if (saved !== fixedScript(script)) {
+        throw new Error(`the fix changed other lines than the if/else:\n${saved}`);
+    }
+    ctx.detail.push('applied: the if/else (4 lines) became one torch.where line, nothing else changed');
+    // Analysed again (the export call is now 3 lines up): clean.
+    await analyzeByLens(ctx, lens, /onnxlint: export_fix\.py:16: .*no findings/);
+    // (the if's static OLX101, which the deep OLX802 confirmed, and every deep finding)
+    const left = await waitFor(
+        'no finding of the if, and no deep finding, left in export_fix.py',
+        async () => {
+            const rows = (await problemsByFile(page, 'export_fix')).filter((r) => r.file.includes('export_fix'));
+            return rows.some((r) => /OLX101|OLX8\d\d|deep analysis/.test(r.row)) ? undefined : rows;
+        },
+        30_000,
+        () => describeState(ctx),
+    );
+    ctx.detail.push(`problems left in export_fix.py: ${JSON.stringify(left.map((r) => r.row))}`);
+    await ctx.shot('deepfix');
 }
 
 const NEEDS_CONFIG = `import argparse
@@ -1142,26 +1248,11 @@ def export(path):
  */
 async function scenarioSetup(ctx: Ctx): Promise<void> {
     const page = ctx.page;
-    const dir = path.join(ctx.ws.folder, 'plain');
-    fs.mkdirSync(dir, { recursive: true });
+    const dir = writeProject(ctx, 'plain', { 'export_cfg.py': NEEDS_CONFIG, 'export_wide.py': NO_TARGET });
     const pyproject = path.join(dir, 'pyproject.toml');
-    fs.writeFileSync(pyproject, '[tool.onnxlint]\n');
-    fs.writeFileSync(path.join(dir, 'export_cfg.py'), NEEDS_CONFIG);
-    fs.writeFileSync(path.join(dir, 'export_wide.py'), NO_TARGET);
     await runCommand(page, 'View: Close All Editors');
     await openFile(page, 'plain/export_cfg.py');
-    const title = 'Analyze export (CfgNet, dynamo exporter: runs this script)';
-    const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: title }).first();
-    await lens.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
-        throw new Error(`no "${title}" lens: ${JSON.stringify(await lensTitles(page))}\n${await describeState(ctx)}`);
-    });
-    await lens.click();
-    const stopped = toastWith(page, /onnxlint: export_cfg\.py:\d+: /);
-    await stopped.waitFor({ state: 'visible', timeout: 300_000 }).catch(async () => {
-        throw new Error(`the script's analysis did not end\n${await describeState(ctx)}`);
-    });
-    const said = (await stopped.innerText()).replace(/\s+/g, ' ');
-    ctx.detail.push(`end of the stopped run: ${said}`);
+    const said = await analyzeByLens(ctx, 'Analyze export (CfgNet, dynamo exporter: runs this script)', /onnxlint: export_cfg\.py:\d+: /);
     // The language status item (issue 27, item 7) is there while the logs have the focus.
     await runCommand(page, 'onnxlint: Show logs');
     await sleep(1000);
@@ -1636,6 +1727,7 @@ async function main(): Promise<number> {
                 { scenario: 'notebook', run: scenarioNotebook },
                 { scenario: 'deep', run: scenarioDeep },
                 { scenario: 'script', run: scenarioScript },
+                { scenario: 'deepfix', run: scenarioDeepFix },
                 { scenario: 'setup', run: scenarioSetup },
             ],
             // Message traces make a failure's log tail say what the client and server exchanged.
