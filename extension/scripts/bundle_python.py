@@ -14,6 +14,13 @@ CPython from 3.10 to 3.14 for the platform the .vsix is for sits side by side in
 `libs/libcst/` (Python loads the one of its own version). Not bundled: nbformat (the quick
 fixes of notebook cells need it from the environment).
 
+The bundle ships its Python bytecode (`__pycache__/*.pyc`) for the interpreter that packages
+it and for each other CPython 3.10-3.14 found on PATH (`python3.X`), compiled with
+`unchecked-hash` invalidation (valid whatever mtimes the .vsix's unpacking gives the sources, as
+distributions ship it): the first server start after install, and every start where the
+extension's folder is read-only, would otherwise compile every module, lsprotocol's large
+`types.py` among them. `--no-bytecode` leaves it out.
+
 Wheels come from PyPI through pip (`pip download`, pinned) and are kept in
 `~/.cache/onnxlint/vsix-wheels/` (ONNXLINT_WHEEL_CACHE), so packaging again needs no network.
 """
@@ -21,7 +28,9 @@ Wheels come from PyPI through pip (`pip download`, pinned) and are kept in
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
+import py_compile
 import shutil
 import subprocess
 import sys
@@ -158,10 +167,34 @@ def copy_onnxlint(libs: Path) -> None:
     shutil.copytree(REPO / "onnxlint", libs / "onnxlint", ignore=ignore)
 
 
+def compile_bytecode(libs: Path) -> list[str]:
+    """Compile `libs` for this interpreter and every other CPython of PYTHONS on PATH; the
+    versions compiled for."""
+    done = []
+    ok = compileall.compile_dir(
+        str(libs),
+        quiet=1,
+        workers=1,
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    )
+    if not ok:
+        raise SystemExit(f"compileall failed in {libs}")
+    done.append(f"{sys.version_info.major}.{sys.version_info.minor}")
+    for version in PYTHONS:
+        exe = shutil.which(f"python{version}")
+        if version in done or exe is None:
+            continue
+        command = [exe, "-m", "compileall", "-q", "--invalidation-mode", "unchecked-hash"]
+        if subprocess.run([*command, str(libs)], check=False).returncode == 0:
+            done.append(version)
+    return done
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--platform", default="linux-x64", choices=sorted(PLATFORMS))
     parser.add_argument("--out", default=str(REPO / "bundled"))
+    parser.add_argument("--no-bytecode", action="store_true", help="ship no .pyc")
     args = parser.parse_args()
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
@@ -183,9 +216,12 @@ def main() -> None:
     (out / "tool").mkdir()
     (out / "tool" / "server.py").write_text(SERVER, encoding="utf-8")
     (out / "PLATFORM").write_text(args.platform + "\n", encoding="utf-8")
+    compiled = [] if args.no_bytecode else compile_bytecode(libs)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
     files = sum(1 for f in out.rglob("*") if f.is_file())
+    pyc = sum(f.stat().st_size for f in out.rglob("*.pyc"))
     print(f"bundled/ for {args.platform}: {files} files, {size / 2**20:.1f} MiB unpacked")
+    print(f"bytecode for Python {', '.join(compiled) or '(none)'}: {pyc / 2**20:.1f} MiB of it")
 
 
 if __name__ == "__main__":
