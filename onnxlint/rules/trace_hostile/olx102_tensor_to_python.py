@@ -138,6 +138,19 @@ class TensorToPython(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # `or` takes bool() of the comparison: a guard, torch.export (2.13) fails
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x: torch.Tensor, lengths: torch.Tensor):
+                        assert x.size(0) == lengths.max().item() or self.lax
+                        return x * 2
+                """
+            ),
+            line=4,
+            message="feeds a Python branch",
+        ),
         Invalid(  # with a message, torch.export (2.13) guards on the value and fails
             dedent(
                 """
@@ -262,8 +275,8 @@ class TensorToPython(Rule):
         for a in reversed(self.ctx.ancestors):
             if isinstance(a, cst.Assert):
                 return a.msg is None
-            if isinstance(a, cst.BaseStatement | cst.BaseSmallStatement):
-                return False
+            if isinstance(a, cst.BaseStatement | cst.BaseSmallStatement | cst.BooleanOperation):
+                return False  # `assert a == x.item() or b`: `or` takes bool() of it, a guard
         return False
 
     def _conversion(self, node: cst.Call) -> str | None:
