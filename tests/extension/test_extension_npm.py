@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -103,11 +102,11 @@ def test_vsix_holds_only_what_the_extension_needs(vsix: Path) -> None:
         assert f"{libs}libcst/native.cpython-{tag}-x86_64-linux-gnu.so" in names, tag
     assert not [n for n in bundled if "/tests/" in n]
     pyc = [n for n in bundled if n.endswith(".pyc")]
-    tags = {n.rsplit(".", 2)[-2] for n in pyc}
-    assert f"cpython-{sys.version_info.major}{sys.version_info.minor}" in tags, tags
-    assert tags <= {f"cpython-{tag}" for tag in PYTHONS}, tags
+    tags = {n.rsplit(".", 2)[-2] for n in pyc}  # the packaging interpreter's, at least
+    assert tags and tags <= {f"cpython-{tag}" for tag in PYTHONS}, tags
     assert all("/__pycache__/" in n for n in pyc)
-    assert f"{libs}lsprotocol/__pycache__/types.{sorted(tags)[0]}.pyc" in names
+    for tag in tags:
+        assert f"{libs}lsprotocol/__pycache__/types.{tag}.pyc" in names, tag
     assert not [n for n in names - bundled if n.endswith(".py")]
     assert manifest["scripts"]["package"].count("--target linux-x64") == 1
     size = vsix.stat().st_size
