@@ -25,7 +25,7 @@ import libcst as cst
 from onnxlint.analysis.chains import Chain, Link, analysis_of
 from onnxlint.semantic.calls import keyword_arg
 from onnxlint.semantic.index import ClassInfo, FunctionInfo
-from onnxlint.source.walker import dotted, iter_descendants
+from onnxlint.source.walker import code_of, dotted, iter_descendants
 
 if TYPE_CHECKING:
     from onnxlint.analysis.file import FileAnalysis, FileView
@@ -154,7 +154,7 @@ class _Values:
             kw = keyword_arg(value, member)
             if kw is None:
                 return None
-            link = Link(f"`{member}` {{at}} is set to `{_code(kw.value)}`", obj.view, kw)
+            link = Link(f"`{member}` {{at}} is set to `{code_of(kw.value)}`", obj.view, kw)
             return Found(kw.value, obj.view, (link,))
         if isinstance(value.func, cst.Attribute) and value.func.attr.value == "parse_args":
             if not attr:
@@ -166,7 +166,7 @@ class _Values:
         home, info = made
         kw = keyword_arg(value, member)
         if kw is not None:
-            link = Link(f"`{member}` {{at}} is set to `{_code(kw.value)}`", obj.view, kw)
+            link = Link(f"`{member}` {{at}} is set to `{code_of(kw.value)}`", obj.view, kw)
             return Found(kw.value, obj.view, (link,))
         if any(a.keyword is None for a in value.args):
             return None  # positional arguments: which field they fill is not followed
@@ -186,10 +186,6 @@ def _literal(found: Found) -> Found | None:
     return None
 
 
-def _code(expr: cst.BaseExpression) -> str:
-    return cst.Module([]).code_for_node(expr)
-
-
 def _subscript_key(expr: cst.Subscript) -> str | None:
     if len(expr.slice) != 1:
         return None
@@ -206,7 +202,7 @@ def _dict_key(obj: Found, key: str) -> Found | None:
         if not isinstance(el, cst.DictElement):
             return None  # `**other`: the key may come from there
         if isinstance(el.key, cst.SimpleString) and el.key.evaluated_value == key:
-            link = Link(f"`{key!r}` {{at}} is set to `{_code(el.value)}`", obj.view, el)
+            link = Link(f"`{key!r}` {{at}} is set to `{code_of(el.value)}`", obj.view, el)
             return Found(el.value, obj.view, (link,))
     return None
 
@@ -315,7 +311,7 @@ def _class_default(view: FileAnalysis, info: ClassInfo, attr: str) -> Found | No
                 value = kw.value if kw is not None else None
             if value is None:
                 return None
-            text = f"`{info.name}.{attr}` {{at}} defaults to `{_code(value)}`"
+            text = f"`{info.name}.{attr}` {{at}} defaults to `{code_of(value)}`"
             return Found(value, view, (Link(text, view, small),))
     return None
 
@@ -342,9 +338,8 @@ def _argparse_default(view: FileAnalysis, attr: str) -> Found | None:
         return None
     call, value = found[0]
     flag = call.args[0].value if call.args else call
-    text = (
-        f"the `{_code(flag).strip(chr(34) + chr(39))}` option {{at}} defaults to `{_code(value)}`"
-    )
+    option = code_of(flag).strip(chr(34) + chr(39))
+    text = f"the `{option}` option {{at}} defaults to `{code_of(value)}`"
     return Found(value, view, (Link(text, view, call),))
 
 

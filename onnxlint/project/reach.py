@@ -37,7 +37,7 @@ from onnxlint.semantic.frameworks import is_autograd_function
 from onnxlint.semantic.index import ClassInfo, FunctionInfo
 from onnxlint.semantic.kinds import Kind, Kinds
 from onnxlint.semantic.model import SemanticModel
-from onnxlint.source.walker import dotted, iter_descendants
+from onnxlint.source.walker import code_of, dotted, iter_descendants
 
 FuncKey = tuple["str | None", str]
 # Located steps of a chain: (absolute path, line, column, what happens there).
@@ -542,7 +542,7 @@ def stand_in(cls: ClassInfo) -> str | None:
         return "a placeholder"
     if any(
         isinstance(n, cst.If)
-        and "onnx" in _code(n.test)
+        and "onnx" in code_of(n.test)
         and any(
             isinstance(r, cst.Return) and r.value is not None and _made_up(r.value, params)
             for r in iter_descendants(n.body)
@@ -572,10 +572,6 @@ def _made_up(value: cst.BaseExpression, params: set[str]) -> bool:
             return head in params  # the input, copied
         return tail in _MADE_UP
     return False
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
 
 
 def _follow_import(index, facts, q, todo, enter_class, via) -> None:  # type: ignore[no-untyped-def]

@@ -173,6 +173,11 @@ def iter_descendants(node: cst.CSTNode, *, leaves: bool = True) -> Iterator[cst.
             stack.extend(kids)
 
 
+def code_of(node: cst.CSTNode) -> str:
+    """A node's source text, as libcst writes it (for messages and edits)."""
+    return cst.Module([]).code_for_node(node)
+
+
 def dotted(expr: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
     parts: list[str] = []

@@ -15,6 +15,7 @@ from onnxlint.analysis.exported_model import ModelRef, exported_model, model_for
 from onnxlint.analysis.inputs import example_inputs, names_arg_of, resolve_value
 from onnxlint.core.violation import Edit, Span
 from onnxlint.semantic.calls import ExportCall, keyword_arg, literal_int
+from onnxlint.source.walker import code_of
 
 if TYPE_CHECKING:
     from onnxlint.rules.base import Context
@@ -25,10 +26,6 @@ def _str_value(expr: cst.BaseExpression) -> str | None:
         v = expr.evaluated_value
         return v if isinstance(v, str) else None
     return None
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
 
 
 def convert_dynamic_axes(ctx: Context, call: ExportCall) -> list[Edit] | None:
@@ -169,14 +166,14 @@ def _axes_code(key: str, value: cst.BaseExpression) -> str | None:
                 return None
             if _str_value(el.value) is None:
                 return None
-            parts.append(f"{_code(el.key)}: {_code(el.value)}")
+            parts.append(f"{code_of(el.key)}: {code_of(el.value)}")
         return "{" + ", ".join(parts) + "}"
     if isinstance(value, (cst.List, cst.Tuple)):
         parts = []
         for i, item in enumerate(value.elements):
             if not isinstance(item, cst.Element) or literal_int(item.value) is None:
                 return None
-            parts.append(f'{_code(item.value)}: "{key}_dynamic_axes_{i + 1}"')
+            parts.append(f'{code_of(item.value)}: "{key}_dynamic_axes_{i + 1}"')
         return "{" + ", ".join(parts) + "}"
     if isinstance(value, cst.Name) and value.value == "None":
         return "None"
