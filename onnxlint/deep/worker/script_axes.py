@@ -17,9 +17,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
-_TORCH = torch.__version__.split("+")[0]
+from .torch_internals import torch_version
 
 
 @dataclass
@@ -65,7 +63,7 @@ def convert(
 def _why(e: BaseException) -> str:
     first = (str(e).strip().splitlines() or [""])[0]
     return (
-        f"torch.onnx.export raises here in torch {_TORCH} before it traces "
+        f"torch.onnx.export raises here in torch {torch_version()} before it traces "
         "anything: it cannot convert `dynamic_axes` to `dynamic_shapes` (RuntimeError "
         f"'Failed to convert dynamic_axes to dynamic_shapes', from {type(e).__name__}: "
         f"{first}). The analysis is of the export with no dynamic dims: pass "
@@ -94,7 +92,7 @@ def moved_message(moved: list[tuple[str, str]]) -> str:
     pairs = ", ".join(f"the axes of {k!r} go to {to!r}" for k, to in moved)
     return (
         f"`dynamic_axes` make other inputs dynamic than their names say: torch "
-        f"{_TORCH}'s dynamo exporter converts them in the dict's order, not by name "
+        f"{torch_version()}'s dynamo exporter converts them in the dict's order, not by name "
         f"({pairs}); the export fails where the model needs those dims static, or succeeds "
         "with the wrong dims dynamic"
     )

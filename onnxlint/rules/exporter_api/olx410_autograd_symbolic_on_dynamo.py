@@ -198,19 +198,22 @@ class AutogradSymbolicOnDynamo(Rule):
             callers = ", ".join(
                 f"{text} ({where_path(self.ctx, path, line)})" for path, line, _, text in calls[:3]
             )
-            project = self.ctx.project
-            facts = project.facts(self.ctx.path, self.ctx.text) if project is not None else None
-            what = symbolic_stand_in(project, facts, cls) if project and facts else None
-            what = what or "a placeholder"
+            what = self._stand_in(cls) or "a placeholder"
             self.report(
                 node.value,
                 f"`{target.target.value}` is `{cls}.apply`, and {callers or 'the model calls it'}: "
                 f"the dynamo exporter ({where}) ignores `{cls}.symbolic` and exports "
-                f"`{cls}.forward`, {what}: {_CONSEQUENCE[what.startswith('a placeholder')]}; "
-                f"{_WAY_OUT}",
+                f"{_exported(cls, what)}; {_WAY_OUT}",
                 related=tuple(Related(p, ln, col, text) for p, ln, col, text in calls),
             )
             return
+
+    def _stand_in(self, name: str) -> str | None:
+        """What the `forward` of the Function `name` (as written here) does in place of its
+        `symbolic` (`reach.stand_in`), or None."""
+        project = self.ctx.project
+        facts = project.facts(self.ctx.path, self.ctx.text) if project is not None else None
+        return symbolic_stand_in(project, facts, name) if project and facts else None
 
     def _apply(self, node: cst.Call, func: cst.Attribute) -> None:
         sites = [s for s in self.ctx.reaching_exports() if not _traced(s.kind)]
@@ -219,8 +222,7 @@ class AutogradSymbolicOnDynamo(Rule):
         name = dotted(func.value)
         if name is None:
             return
-        facts = self.ctx.project.facts(self.ctx.path, self.ctx.text)
-        what = symbolic_stand_in(self.ctx.project, facts, name) if facts is not None else None
+        what = self._stand_in(name)
         if what is None:
             return
         root = str(self.ctx.config.root) if self.ctx.config.root is not None else None
@@ -234,10 +236,14 @@ class AutogradSymbolicOnDynamo(Rule):
         self.report(
             func,
             f"the dynamo exporter ({where}) ignores `{name}.symbolic` and exports "
-            f"`{name}.forward`, {what}: {_CONSEQUENCE[what.startswith('a placeholder')]}"
-            f"{f' ({chain})' if chain else ''}; {_WAY_OUT}",
+            f"{_exported(name, what)}{f' ({chain})' if chain else ''}; {_WAY_OUT}",
             related=tuple(Related(p, ln, col, text) for p, ln, col, text in steps),
         )
+
+
+def _exported(name: str, what: str) -> str:
+    """`Name.forward`, what it does, and what that makes of the ONNX model."""
+    return f"`{name}.forward`, {what}: {_CONSEQUENCE[what.startswith('a placeholder')]}"
 
 
 def _traced(kind: ExportKind) -> bool:
