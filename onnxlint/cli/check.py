@@ -48,6 +48,7 @@ from onnxlint.source.files import (
 )
 from onnxlint.source.fixes import fix_cells, fix_text, read_source, write_source
 from onnxlint.source.notebook import (
+    Notebook,
     NotebookError,
     file_position,
     is_notebook,
@@ -238,10 +239,13 @@ def _proof_lines(report: object) -> list[str]:
     from onnxlint.deep.fixes import FixReport
 
     assert isinstance(report, FixReport)
+    from onnxlint.deep.notebooks import in_cells
+
     out = []
     for p in report.proofs:
-        v = p.violation
-        where = f"{_display_path(v.path)}:{v.line}: {v.code}"
+        (v,) = in_cells([p.violation])  # a notebook's: at its cell's line
+        cell = f"cell {v.cell}:" if v.cell is not None else ""
+        where = f"{_display_path(v.path)}:{cell}{v.line}: {v.code}"
         if p.fix is not None:
             out.append(f"{where}: proven: {p.title} ({p.seconds:.1f} s)")
         else:
@@ -259,15 +263,25 @@ def _apply_deep_fixes(
     the rewritten code), the files written, and an outcome per file (its diff, or how many
     fixes it got)."""
     from onnxlint.deep.fixes import FixReport
+    from onnxlint.deep.notebooks import in_cells
     from onnxlint.source.fixes import apply_edits, parses
 
     by_path: dict[str, list[Violation]] = {}
     for v in deep:
-        if v.fix is not None and v.cell is None:
+        if v.fix is not None:
             by_path.setdefault(os.path.abspath(v.path), []).append(v)
     written: list[str] = []
     outcomes: list[FileOutcome] = []
+    # what each target's findings were, in the cells of the notebooks as they are now
+    before = {id(r): _cell_keys(r.before) for r in reports if isinstance(r, FixReport)}
     for path, found in sorted(by_path.items()):
+        if is_notebook(path):
+            outcome = _fix_notebook_deep(path, found, diff)
+            if outcome is not None:
+                outcomes.append(outcome)
+                if not diff:
+                    written.append(path)
+            continue
         src = read_source(Path(path))
         edits = [e for v in found for e in (v.fix.edits if v.fix else ())]
         try:
@@ -303,10 +317,64 @@ def _apply_deep_fixes(
             os.path.abspath(p.violation.path) in done for p in r.proofs if p.fix is not None
         ):
             continue
-        gone = {(v.code, os.path.abspath(v.path), v.line) for v in r.before}
-        out = [v for v in out if (v.code, os.path.abspath(v.path), v.line) not in gone]
-        out += [replace(v, path=_display_path(v.path)) for v in after]
+        gone = before[id(r)]
+        out = [v for v in out if _cell_key(v) not in gone]
+        out += [replace(v, path=_display_path(v.path)) for v in in_cells(after)]
     return out, written, outcomes
+
+
+def _cell_key(v: Violation) -> tuple[str, str, int | None, int]:
+    return (v.code, os.path.abspath(v.path), v.cell, v.line)
+
+
+def _cell_keys(found: list[Violation]) -> set[tuple[str, str, int | None, int]]:
+    """The places of findings made at module lines, in their cells (see deep.notebooks)."""
+    from onnxlint.deep.notebooks import in_cells
+
+    return {_cell_key(v) for v in in_cells(found)}
+
+
+def _fix_notebook_deep(path: str, found: list[Violation], diff: bool) -> FileOutcome | None:
+    """Write the proven deep fixes of a notebook's findings (their edits in their cells),
+    cell by cell as `--fix` writes a notebook: only the fixed cells' sources change."""
+    from onnxlint.source.fixes import apply_edits, cell_parses
+
+    shown = _display_path(path)
+    try:
+        src = read_source(Path(path))
+        notebook = read_notebook(src.text)
+    except (OSError, UnicodeDecodeError, NotebookError) as exc:
+        warn(f"{shown}: deep fixes not applied: {exc}")
+        return None
+    by_cell: dict[int, list[Violation]] = {}
+    for v in found:
+        if v.cell is not None and v.fix is not None:
+            by_cell.setdefault(v.cell - 1, []).append(v)
+    sources: dict[int, str] = {}
+    applied = 0
+    for index, mine in sorted(by_cell.items()):
+        if not 0 <= index < len(notebook.cells):
+            continue
+        old = notebook.cells[index].source
+        try:
+            new = apply_edits(old, [e for v in mine for e in (v.fix.edits if v.fix else ())])
+        except ValueError:
+            warn(f"{shown}: cell {index + 1}: deep fixes overlap; not applied")
+            continue
+        if new != old and cell_parses(new):
+            sources[index] = new
+            applied += len(mine)
+    if not sources:
+        return None
+    if diff:
+        return FileOutcome(shown, diff=_cells_diff(shown, notebook, sources))
+    try:
+        new_text = replace_sources(notebook, sources)
+    except NotebookError as exc:
+        warn(f"{shown}: the deep fixes were not written: {exc}")
+        return None
+    write_source(src, new_text)
+    return FileOutcome(shown, fixed=applied)
 
 
 def _recheck(outcomes: list[FileOutcome], paths: list[str], config: Config) -> None:
@@ -544,21 +612,26 @@ def _fix_notebook(
         warn(f"{path}: the fixes were not written: {exc}")
         return outcome
     if diff:
-        outcome.diff = "".join(
-            line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
-            for index, source in sorted(result.sources.items())
-            for line in difflib.unified_diff(
-                notebook.cells[index].source.splitlines(keepends=True),
-                source.splitlines(keepends=True),
-                f"a/{path}:cell {index + 1}",
-                f"b/{path}:cell {index + 1}",
-            )
-        )
+        outcome.diff = _cells_diff(path, notebook, result.sources)
         return outcome
     outcome.fixed = len(result.applied)
     outcome.violations, outcome.created = _mark_created(violations, result.remaining)
     outcome.new_text = new_text
     return outcome
+
+
+def _cells_diff(path: str, notebook: Notebook, sources: dict[int, str]) -> str:
+    """The unified diff of a notebook's changed cells, one hunk header per cell."""
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
+        for index, source in sorted(sources.items())
+        for line in difflib.unified_diff(
+            notebook.cells[index].source.splitlines(keepends=True),
+            source.splitlines(keepends=True),
+            f"a/{path}:cell {index + 1}",
+            f"b/{path}:cell {index + 1}",
+        )
+    )
 
 
 CREATED_NOTE = "this finding appeared after the fixes were applied: the fixed code has it"

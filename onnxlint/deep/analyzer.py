@@ -28,12 +28,29 @@ from onnxlint.deep.cache import ResultCache
 from onnxlint.deep.result import DeepResult
 from onnxlint.deep.targets import Target, classes_built_by, factory_location
 from onnxlint.deep.worker import wire
+from onnxlint.source.notebook import is_notebook
 
 LAUNCHER = Path(__file__).resolve().parent / "worker" / "launch.py"
 STARTUP_TIMEOUT_S = 240.0  # cold `import torch` is 5-40 s; a busy machine needs margin
 GRACE_S = 30.0  # the parent's own backstop beyond the worker's timeout
 
 Progress = Callable[[str, "int | None"], None]
+
+
+def _with_notebook(wire_target: dict[str, Any], script: str) -> str:
+    """A notebook target runs the notebook's code cells as one script: the worker gets
+    their module text as the notebook's overlay (a proof's own overlay, the rewritten
+    module, wins). Returns what is wrong with the notebook ("" when nothing)."""
+    from onnxlint.deep.notebooks import NotebookError, read_module
+
+    files = dict(wire_target.get("overlay") or {})
+    if not any(os.path.realpath(p) == os.path.realpath(script) for p in files):
+        try:
+            files[script] = read_module(script).text
+        except NotebookError as exc:
+            return f"cannot run the notebook {script}: {exc}"
+    wire_target["overlay"] = files
+    return ""
 
 
 class WorkerUnavailable(RuntimeError):
@@ -261,6 +278,10 @@ class DeepAnalyzer:
         with self._lock:
             want_verify = target.verify if verify is None else verify
             wire_target = {**target.to_wire(verify=want_verify), **(wire_extra or {})}
+            if target.script is not None and is_notebook(str(target.script)):
+                problem = _with_notebook(wire_target, str(target.script))
+                if problem:
+                    return result_mod.error_result(target, problem)
             cache_key = None
             if self.cache is not None and use_cache:
                 cache_key = self.cache.key(wire_target, self.python)

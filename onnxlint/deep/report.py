@@ -41,13 +41,19 @@ def _rel(path: str, root: Path) -> str:
         return path
 
 
-def _loc(path: str, line: int, root: Path) -> str:
+def _loc(path: str, line: int, root: Path, cell: int | None = None) -> str:
     """A finding's place in the HTML report: a link to the file (`file:///...#L16`), which
-    VS Code's report view turns into a jump to that line in the editor."""
-    text = f"<code>{_e(_rel(path, root))}:{line}</code>"
+    VS Code's report view turns into a jump to that line in the editor (a notebook cell's
+    place, `nb.ipynb:cell 3:8`, links to the notebook)."""
+    text = f"<code>{_e(_rel(path, root))}:{_cell(cell)}{line}</code>"
     if not path.endswith((".py", ".ipynb")) or not Path(path).is_absolute():
         return text
-    return f'<a class="loc" href="{_e(Path(path).as_uri())}#L{line}">{text}</a>'
+    anchor = f"#L{line}" if cell is None else ""
+    return f'<a class="loc" href="{_e(Path(path).as_uri())}{anchor}">{text}</a>'
+
+
+def _cell(cell: int | None) -> str:
+    return f"cell {cell}:" if cell is not None else ""
 
 
 def _shape(sig: dict[str, Any]) -> str:
@@ -247,12 +253,18 @@ def _script_words(r: DeepResult) -> str:
     """A script target in words: which call it ran to, and what it faked on the way."""
     call = (r.data or {}).get("script_call") or {}
     script = r.target.name.rpartition(":")[0] or r.target.name
+    notebook = r.target.script is not None and str(r.target.script).lower().endswith(".ipynb")
+    if notebook:  # `nb.ipynb:cell 5:2`: its code cells, run as one script
+        script = _rel(str(r.target.script), r.target.root)
     function = (r.target.extra or {}).get("function")
     if function:  # the editor's lens over a call in a function: it imports and calls it
         text = f"called `{function}()` of `{script}` (imported, not run) up to its export call"
     else:
         text = f"ran `{script}` up to its export call"
-    if call:
+    if call and notebook and r.target.name.partition(":cell ")[2]:
+        cell, _, line = r.target.name.rpartition(":cell ")[2].partition(":")
+        text += f" `{call.get('name')}` in cell {cell}, line {line}"
+    elif call:
         text += f" `{call.get('name')}` on line {call.get('line')}"
     skipped = script_skipped(r, r.target.root)
     if skipped:
@@ -267,7 +279,8 @@ def _source_md(r: DeepResult) -> str:
 
 
 def _md_violation(v: Violation, root: Path) -> list[str]:
-    out = [f"- **{v.code}** ({v.severity.value}) `{_rel(v.path, root)}:{v.line}` — {v.message}"]
+    where = f"{_rel(v.path, root)}:{_cell(v.cell)}{v.line}"
+    out = [f"- **{v.code}** ({v.severity.value}) `{where}` — {v.message}"]
     for n in v.notes:
         first, _, rest = n.partition("\n")
         out.append(f"  - {first}")
@@ -409,7 +422,7 @@ def _html_target(r: DeepResult, index: int) -> str:
         out.append(
             f'<div><b class="sev-{v.severity.value}">{_e(v.code)}</b> '
             f'<a href="{_e(v.url)}">{_e(_rule_name(v.code))}</a> '
-            f"{_loc(v.path, v.line, root)}</div>"
+            f"{_loc(v.path, v.line, root, v.cell)}</div>"
         )
         out.append(f"<div>{_inline_md(v.message)}</div>")
         for n in v.notes:
@@ -557,7 +570,13 @@ def _peak_where(mem: dict[str, Any], root: Path) -> str:
         return ""
     where = f" at {at['op']}"
     if at.get("file") and at.get("line"):
-        where += f" ({_rel(str(at['file']), root)}:{at['line']})"
+        line = str(at["line"])
+        if str(at["file"]).lower().endswith(".ipynb"):  # a line of its cells as one module
+            from onnxlint.source.cells import cell_line
+
+            found = cell_line(str(at["file"]), int(at["line"]))
+            line = f"cell {found[0]}:{found[1]}" if found is not None else line
+        where += f" ({_rel(str(at['file']), root)}:{line})"
     return where
 
 

@@ -144,7 +144,14 @@ _line_cache: dict[str, list[str]] = {}
 
 
 def _lines(path: str) -> list[str]:
+    """The file's lines; a notebook's are its code cells' as one module (the lines the
+    worker reports: `onnxlint.deep.notebooks`)."""
     if path not in _line_cache:
+        if path.lower().endswith(".ipynb"):
+            from onnxlint.deep.notebooks import module_text
+
+            _line_cache[path] = (module_text(path) or "").splitlines()
+            return _line_cache[path]
         try:
             _line_cache[path] = Path(path).read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError):

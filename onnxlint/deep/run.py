@@ -19,6 +19,7 @@ from typing import Any
 from onnxlint.core.violation import Severity, Violation
 from onnxlint.deep import report
 from onnxlint.deep.analyzer import DeepAnalyzer
+from onnxlint.deep.notebooks import NotebookError, in_cells, is_notebook, read_module
 from onnxlint.deep.result import DeepResult, gb, line_span
 from onnxlint.deep.targets import (
     Target,
@@ -41,8 +42,9 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         metavar="TARGET",
         help="target names ([[tool.onnxlint.targets]] or module:function), or export scripts "
-        "(SCRIPT.py: every export call it makes; SCRIPT.py:LINE: the call on that line); "
-        "default: all targets",
+        "(SCRIPT.py: every export call it makes; SCRIPT.py:LINE: the call on that line), or "
+        "Jupyter notebooks (NB.ipynb: its code cells run in order as one script; "
+        "'NB.ipynb:cell N:LINE': the call on that line of that cell); default: all targets",
     )
     parser.add_argument(
         "--argv",
@@ -161,6 +163,9 @@ def run_targets(
                 report = prove_fixes(analyzer, t, res, progress=on_proof, together=True)
                 res.violations = report.fixed(res.violations)
                 fix_reports.append(report)
+            # a notebook's findings (and fixes) at its cells' lines, as the static engine's
+            # (the worker and the proofs have them at the lines of its cells as one module)
+            res.violations = in_cells(res.violations)
             results.append(res)
     return results
 
@@ -332,35 +337,64 @@ def run_analyze(args: argparse.Namespace, config: Any) -> int:
     return EXIT_FINDINGS if violations else EXIT_CLEAN
 
 
-_SCRIPT_SPEC = re.compile(r"^(?P<path>.+\.py)(?::(?P<line>\d+))?$")
+_SCRIPT_SPEC = re.compile(
+    r"^(?P<path>.+\.(?:py|ipynb))(?::(?:cell (?P<cell>\d+):)?(?P<line>\d+))?$", re.IGNORECASE
+)
 
 
-def _script_spec(spec: str) -> tuple[Path, int | None] | None:
-    """`export.py` or `export.py:42` -> (path, line); None for a target name."""
+def _script_spec(spec: str) -> tuple[Path, int | None, int | None] | None:
+    """`export.py` or `export.py:42` -> (path, None, line), `export.ipynb:cell 5:2` -> (path,
+    cell, line in the cell); None for a target name."""
     m = _SCRIPT_SPEC.match(spec)
     if m is None:
         return None
-    return Path(m.group("path")), int(m.group("line")) if m.group("line") else None
+    cell = int(m.group("cell")) if m.group("cell") else None
+    return Path(m.group("path")), cell, int(m.group("line")) if m.group("line") else None
 
 
 def _script_targets(
-    spec: tuple[Path, int | None], root: Path, config: Any, argv: str | None
+    spec: tuple[Path, int | None, int | None], root: Path, config: Any, argv: str | None
 ) -> list[Target] | str:
-    """The script targets of `analyze SCRIPT.py[:LINE]`, or what is wrong with the spec."""
+    """The script targets of `analyze SCRIPT.py[:LINE]` (or a notebook, `NB.ipynb[:cell
+    N:LINE]`), or what is wrong with the spec."""
     from dataclasses import replace
 
     from onnxlint.deep.scripts import export_call_lines, script_targets
 
-    path, line = spec
+    path, cell, line = spec
     if not path.is_file():
-        return f"no such script: {path}"
-    if line is not None and not 1 <= line <= len(path.read_text(errors="replace").splitlines()):
+        return f"no such {'notebook' if is_notebook(str(path)) else 'script'}: {path}"
+    if is_notebook(str(path)):
+        found_line = _notebook_line(path, cell, line)
+        if isinstance(found_line, str):
+            return found_line
+        line = found_line
+    elif cell is not None:
+        return f"{path}: only a notebook has cells (give `{path}:LINE`)"
+    elif line is not None and not 1 <= line <= len(path.read_text(errors="replace").splitlines()):
         known = ", ".join(map(str, export_call_lines(path))) or "none found"
         return f"{path}:{line}: the script has no such line (export calls: {known})"
     found = script_targets(path, root, line, getattr(config, "scripts", ()) or ())
     if argv is not None:
         found = [replace(t, argv=tuple(shlex.split(argv))) for t in found]
     return found
+
+
+def _notebook_line(path: Path, cell: int | None, line: int | None) -> int | str | None:
+    """The module line (the notebook's code cells as one script) of `cell`:`line`; None for
+    every export call; a message when the notebook cannot be run or has no such place."""
+    try:
+        module = read_module(path)
+    except NotebookError as exc:
+        return f"{path}: {exc}"
+    if line is None:
+        return None
+    if cell is None:
+        return f"{path}: name a place in a notebook by its cell: `{path}:cell N:LINE`"
+    place = module.place_of_cell(cell - 1)
+    if place is None or not 1 <= line <= place.line_count:
+        return f"{path}: the notebook has no code line at cell {cell}:{line}"
+    return place.start_line + line - 1
 
 
 def _print_text(results: list[DeepResult], problems: list[Violation], root: Path) -> None:
@@ -393,7 +427,8 @@ def _line(v: Violation, root: Path) -> str:
         path = str(Path(v.path).resolve().relative_to(root.resolve()))
     except ValueError:
         path = v.path
-    return f"{path}:{v.line}:{v.column}: {v.code} [{v.severity.value}] {v.message}"
+    cell = f"cell {v.cell}:" if v.cell is not None else ""
+    return f"{path}:{cell}{v.line}:{v.column}: {v.code} [{v.severity.value}] {v.message}"
 
 
 def split_script_argv(args: Sequence[str]) -> tuple[list[str], list[str] | None]:

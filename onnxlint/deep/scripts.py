@@ -16,7 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from onnxlint.deep.targets import Target, python_texts
+from onnxlint.deep.targets import Target, notebook_files, python_texts
+from onnxlint.source.notebook import is_notebook
 
 if TYPE_CHECKING:
     from onnxlint.project.index import ProjectIndex
@@ -26,7 +27,9 @@ def export_call_lines(
     path: Path, text: str | None = None, index: ProjectIndex | None = None
 ) -> list[int]:
     """The lines of the export calls the file makes (any exporter), in order. `index`: the
-    project index to read it with (one for many files), else a new one."""
+    project index to read it with (one for many files), else a new one. A notebook's lines
+    are lines of its code cells as one module (`onnxlint.deep.notebooks`); `text` is then
+    that module's text, or the notebook file's JSON."""
     from onnxlint.project.exports import call_line
     from onnxlint.project.index import ProjectIndex
     from onnxlint.source.blocks import ParseCache
@@ -35,6 +38,12 @@ def export_call_lines(
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
+            return []
+    if is_notebook(str(path)) and text.lstrip().startswith("{"):
+        from onnxlint.source.cells import notebook_module_text
+
+        text = notebook_module_text(text)
+        if text is None:
             return []
     if "export" not in text and "jit" not in text and "onnx" not in text:
         return []
@@ -109,9 +118,17 @@ def _rel(path: Path, root: Path) -> str:
 def script_target(
     path: Path, line: int | None, root: Path, argv: Sequence[str] = (), origin: str = "script"
 ) -> Target:
-    """The target that runs `path` up to its export call at `line` (None: the first reached)."""
+    """The target that runs `path` up to its export call at `line` (None: the first reached).
+    A notebook's `line` is a line of its cells as one module; its name says the cell
+    (`export.ipynb:cell 5:2`)."""
     rel = _rel(path, root)
     name = f"{rel}:{line}" if line else rel
+    if line and is_notebook(str(path)):
+        from onnxlint.source.cells import cell_line
+
+        at = cell_line(str(path), line)
+        if at is not None:
+            name = f"{rel}:cell {at[0]}:{at[1]}"
     return Target(
         name=name,
         factory=name,
@@ -147,16 +164,23 @@ def project_scripts(
     paths: Iterable[Path], scripts: Iterable[Mapping[str, Any]], root: Path
 ) -> list[Target]:
     """Script targets for every export call of every script under `paths` (what
-    `check --deep` and a bare `analyze` run when the project declares no targets)."""
+    `check --deep` and a bare `analyze` run when the project declares no targets), and of
+    every Jupyter notebook (its code cells run in order, as one script)."""
     from onnxlint.project.index import ProjectIndex
     from onnxlint.source.blocks import ParseCache
+    from onnxlint.source.cells import notebook_module_text
 
     entries = list(scripts)
     index = ProjectIndex(ParseCache())
     out: list[Target] = []
-    for path, text in python_texts(paths):
-        if not is_script(text):  # (ast: cheaper than the export calls' libcst parse)
-            continue
+    notebooks = (
+        (path, module)
+        for path, text in notebook_files(paths)
+        if (module := notebook_module_text(text)) is not None
+    )
+    for path, text in [*python_texts(paths), *notebooks]:
+        if not is_notebook(str(path)) and not is_script(text):
+            continue  # (ast: cheaper than the export calls' libcst parse)
         lines = export_call_lines(path, text, index)
         if not lines:
             continue

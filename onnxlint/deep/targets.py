@@ -465,15 +465,26 @@ def python_texts(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
             continue
 
 
-def _python_files(paths: Iterable[Path]) -> Iterable[Path]:
+def notebook_files(paths: Iterable[Path]) -> Iterator[tuple[Path, str]]:
+    """(path, JSON text) of each readable Jupyter notebook under `paths` (folders walked,
+    sorted; Jupyter's `.ipynb_checkpoints` copies skipped)."""
+    for path in _python_files(paths, ".ipynb"):
+        try:
+            yield path, path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+
+
+def _python_files(paths: Iterable[Path], suffix: str = ".py") -> Iterable[Path]:
     skip = {".git", ".venv", "venv", "node_modules", "__pycache__", ".tox", "build", "dist"}
+    skip.add(".ipynb_checkpoints")
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            for f in sorted(p.rglob("*.py")):
+            for f in sorted(p.rglob("*" + suffix)):
                 if not skip.intersection(f.parts):
                     yield f
-        elif p.suffix == ".py":
+        elif p.suffix == suffix:
             yield p
 
 

@@ -69,7 +69,14 @@ class Sources:
         self._parsed: dict[str, Parsed | None] = {}
 
     def text(self, path: str) -> str | None:
+        """The file's text; a notebook's is its code cells as one module (the code the
+        worker runs, at the lines it reports: `onnxlint.deep.notebooks`)."""
         if path not in self._texts:
+            if path.lower().endswith(".ipynb"):
+                from onnxlint.deep.notebooks import module_text
+
+                self._texts[path] = module_text(path)
+                return self._texts[path]
             try:
                 self._texts[path] = Path(path).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):

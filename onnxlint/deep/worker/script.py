@@ -119,7 +119,13 @@ def _run_once(
     real = bool(rec.target.get(wire.RETRY_REAL_TENSORS))  # a rewrite's proof: real weights
     rec.fake_mode = None if real else torch_internals.fake_mode_class()(allow_non_fake_inputs=True)
     module = types.ModuleType("__main__")
-    package, top = _package_of(state.script, code, rec.root)
+    notebook = state.script.lower().endswith(".ipynb")
+    # a notebook (its code cells as one module, the parent's overlay) runs as Jupyter runs
+    # it: no package, in its own folder
+    package: str | None = None
+    top = os.path.dirname(state.script)
+    if not notebook:
+        package, top = _package_of(state.script, code, rec.root)
     module.__dict__.update(
         {
             "__file__": state.script,
@@ -142,7 +148,7 @@ def _run_once(
         sys.path.append(folder)
     sys.modules["__main__"] = module
     with contextlib.suppress(OSError):
-        os.chdir(rec.root)
+        os.chdir(folder if notebook else rec.root)
     os.environ["ONNXLINT_DEEP"] = "1"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
