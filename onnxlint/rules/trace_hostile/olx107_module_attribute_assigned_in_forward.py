@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -150,8 +150,40 @@ class ModuleAttributeAssignedInForward(Rule):
                 """
             )
         ),
+        Valid(  # a grow-only table: an early return while it covers the input (icefall's extend_pe)
+            dedent(
+                """
+                import torch
+                class RelPositionalEncoding(torch.nn.Module):
+                    def extend_pe(self, x):
+                        if self.pe is not None:
+                            if self.pe.size(0) >= x.size(0) * 2 - 1:
+                                self.pe = self.pe.to(dtype=x.dtype, device=x.device)
+                                return
+                        self.pe = make_table(x.size(0)).to(device=x.device, dtype=x.dtype)
+                    def forward(self, x):
+                        self.extend_pe(x)
+                        return x + self.pe[: x.size(0)]
+                """
+            )
+        ),
     ]
     INVALID = [
+        Invalid(  # an early return that does not depend on the input's size: the first size stays
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        if self.pe is not None:
+                            return x + self.pe
+                        self.pe = make_table(x.size(0)) + self.base
+                        return x + self.pe
+                """
+            ),
+            line=6,
+            message="`self.pe`",
+        ),
         Invalid(  # a lazy initialisation that keeps the first batch size
             dedent(
                 """
@@ -261,6 +293,8 @@ class ModuleAttributeAssignedInForward(Rule):
                 return True
             if _grows(test, attr):
                 return True
+        if _returns_while_covered(func.node, self.ctx.ancestors, attr):
+            return True
         cls = self.ctx.class_info
         if cls is not None and func.name != "forward":  # the grow test at the call site
             for n in iter_descendants(cls.node):
@@ -490,6 +524,29 @@ def _opt_in_kwarg(test: cst.BaseExpression) -> bool:
             and _code(n.args[1].value) in ("False", "None")
         ):
             return True
+    return False
+
+
+def _returns_while_covered(
+    func: cst.FunctionDef, ancestors: Sequence[cst.CSTNode], attr: str
+) -> bool:
+    """The write follows a statement of the function that returns early while the table
+    covers the input (`if self.pe.size(1) >= x.size(1): return`, possibly inside `if
+    self.pe is not None:`): a grow-only table written the other way round."""
+    body = func.body
+    if not isinstance(body, cst.IndentedBlock):
+        return False
+    inside = {id(a) for a in ancestors}
+    for stmt in body.body:
+        if id(stmt) in inside:
+            return False  # reached the statement holding the write
+        for n in (stmt, *iter_descendants(stmt)):
+            if (
+                isinstance(n, cst.If)
+                and _grows(n.test, attr)
+                and any(isinstance(r, cst.Return) for r in iter_descendants(n.body))
+            ):
+                return True
     return False
 
 
