@@ -176,7 +176,7 @@ def _is_runtime_wrapper(ctx: FileView, cls: str) -> bool:
         full.split(".", 1)[0] in RUNTIME_BACKENDS for full in ctx.semantic.imports.values()
     )
     if not backend and not (".numpy()" in ctx.text and ".predict" in ctx.text):
-        return False  # the common case, without walking the class
+        return _uses_runtime_handle(ctx, cls)  # the common case: ".numpy()" absent, no walk
     to_numpy = predictor = False
     for node in iter_descendants(info.node):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
@@ -190,7 +190,84 @@ def _is_runtime_wrapper(ctx: FileView, cls: str) -> bool:
             )
             if to_numpy and predictor:
                 return True
+    return _uses_runtime_handle(ctx, cls)
+
+
+# Calls that hand arrays to an inference handle (`self.wrapper.invoke(img.numpy())`).
+_RUN_VERBS = re.compile(r"^(invoke|handle|run|infer|inference|execute\w*|predict\w*|__call__)$")
+
+
+def _uses_runtime_handle(ctx: FileView, cls: str) -> bool:
+    """A class that calls an attribute (`self.wrapper(...)`, `self.wrapper.output_to_list`)
+    which it, or a subclass in the same file, hands NumPy arrays to (`self.wrapper.invoke(
+    img.cpu().numpy())`, `self.wrapper.handle(img_np, ...)`): the attribute is an inference
+    runtime (a submodule would not take NumPy), so the class wraps a deployed backend
+    (mmdeploy's End2EndModel and its SDK subclass) and is never exported itself."""
+    if ".numpy()" not in ctx.text:
+        return False
+    memo = ctx.semantic.memo
+    key = "runtime handles"
+    fed = memo.get(key)
+    if not isinstance(fed, dict):
+        fed = memo[key] = {
+            name: _numpy_fed_attrs(info.node) for name, info in ctx.semantic.classes.items()
+        }
+    info = ctx.semantic.classes.get(cls)
+    if info is None:
+        return False
+    handles = set(fed.get(cls, ()))
+    for name, other in ctx.semantic.classes.items():
+        if name != cls and cls in {b.rsplit(".", 1)[-1] for b in other.bases}:
+            handles |= fed.get(name, set())
+    if not handles:
+        return False
+    for node in iter_descendants(info.node):
+        if isinstance(node, cst.Call) and _self_attr_call(node.func) in handles:
+            return True
     return False
+
+
+def _self_attr_call(func: cst.BaseExpression) -> str | None:
+    """`A` for a call of `self.A(...)` or `self.A.m(...)`."""
+    name = dotted(func) or ""
+    parts = name.split(".")
+    if parts[0] != "self" or len(parts) not in (2, 3):
+        return None
+    if len(parts) == 3 and not _RUN_VERBS.match(parts[2]):
+        return None
+    return parts[1]
+
+
+def _numpy_fed_attrs(node: cst.ClassDef) -> set[str]:
+    """Attributes the class's methods call with a NumPy array as an argument: `.numpy()`
+    in the argument, or a local name assigned from an expression holding one."""
+    out: set[str] = set()
+    for func in iter_descendants(node.body):
+        if not isinstance(func, cst.FunctionDef):
+            continue
+        arrays: set[str] = set()
+        for n in iter_descendants(func.body):
+            if isinstance(n, cst.Assign) and _has_numpy(n.value):
+                arrays |= {t.target.value for t in n.targets if isinstance(t.target, cst.Name)}
+            elif isinstance(n, cst.Call):
+                attr = _self_attr_call(n.func)
+                if attr is not None and any(
+                    _has_numpy(a.value)
+                    or (isinstance(a.value, cst.Name) and a.value.value in arrays)
+                    for a in n.args
+                ):
+                    out.add(attr)
+    return out
+
+
+def _has_numpy(expr: cst.BaseExpression) -> bool:
+    return any(
+        isinstance(n, cst.Call)
+        and isinstance(n.func, cst.Attribute)
+        and n.func.attr.value == "numpy"
+        and not n.args
+        for n in (expr, *iter_descendants(expr))
+    )
 
 
 def in_dead_branch(ctx: FileView) -> bool:

@@ -62,6 +62,14 @@ RUNTIME_BACKENDS = frozenset(
         *("onnxruntime", "tensorrt", "openvino", "ncnn", "mnn", "tvm", "tritonclient"),
         *("pycuda", "sklearn", "faiss", "coremltools", "tflite_runtime", "paddle_inference"),
         *("scipy", "cv2"),
+        *(
+            "pyppl",
+            "acl",
+            "rknn",
+            "rknnlite",
+            "vaststream",
+            "vacl_stream",
+        ),  # PPLNN, Ascend, RKNN, Vastai
     }
 )
 # Bases that look like modules (they have `forward`) but are not.

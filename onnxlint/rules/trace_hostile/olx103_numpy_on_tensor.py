@@ -107,8 +107,58 @@ class NumpyOnTensor(Rule):
                 """
             )
         ),
+        Valid(  # a runtime wrapper: its subclass hands NumPy to the same handle (End2EndModel)
+            dedent(
+                """
+                import torch
+                class End2EndModel(torch.nn.Module):
+                    def __init__(self, backend_files):
+                        super().__init__()
+                        self.wrapper = build_wrapper(backend_files)
+                    def forward(self, inputs):
+                        outputs = self.wrapper({"input": inputs})
+                        return self.pack(outputs)
+                    def pack(self, outputs):
+                        return [o.cpu().numpy() for o in outputs]
+                class SDKEnd2EndModel(End2EndModel):
+                    def forward(self, inputs):
+                        image = inputs[0].contiguous().detach().cpu().numpy()
+                        return self.wrapper.handle(image)
+                """
+            )
+        ),
     ]
     INVALID = [
+        Invalid(  # NumPy handed to a helper object that is not a runtime call: still in forward
+            dedent(
+                """
+                import torch
+                class Captioner(torch.nn.Module):
+                    def forward(self, x):
+                        ids = self.head(x).argmax(-1)
+                        return self.tokenizer.decode(ids.cpu().numpy())
+                """
+            ),
+            line=5,
+            message="`.numpy()` leaves PyTorch",
+        ),
+        Invalid(  # an unrelated class of the file feeds NumPy to its own `self.model`
+            dedent(
+                """
+                import numpy as np
+                import torch
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        y = self.model(x)
+                        return torch.from_numpy(np.exp(y.detach().numpy()))
+                class Predictor:
+                    def __call__(self, image):
+                        return self.model.predict(image.numpy())
+                """
+            ),
+            line=6,
+            message="`.numpy()` leaves PyTorch",
+        ),
         Invalid(
             dedent(
                 """
