@@ -36,6 +36,8 @@ _CRITERION_NAMES = re.compile(r"^(criterion|criterions|loss_fn|loss_func|lossfn|
 
 
 def never_exported(ctx: FileView, func: FunctionInfo) -> bool:
+    if _returns_loss(func):
+        return True
     cls = func.class_name
     if cls is None:
         return False
@@ -50,6 +52,29 @@ def never_exported(ctx: FileView, func: FunctionInfo) -> bool:
             or _is_random_augmentation(ctx, cls)
         )
     return bool(found)
+
+
+_LOSS_VALUE = re.compile(r"^(\w+_)?(loss|losses)$")
+
+
+def _returns_loss(func: FunctionInfo) -> bool:
+    """A training step: every `return` of a value leads with a loss (`return loss, stats`,
+    `return dur_loss, prior_loss, diff_loss, attn`; MatchaTTS.forward, VITS's generator
+    step). A layer that returns its output with an auxiliary loss (`return out, aux_loss`)
+    leads with the output and stays model code."""
+    found = func.memo.get("returns loss")
+    if isinstance(found, bool):
+        return found
+    leads: list[bool] = []
+    for node in iter_descendants(func.node.body):
+        if isinstance(node, cst.Return) and node.value is not None:
+            value = node.value
+            if isinstance(value, cst.Tuple) and value.elements:
+                value = value.elements[0].value
+            leads.append(isinstance(value, cst.Name) and bool(_LOSS_VALUE.match(value.value)))
+    out = bool(leads) and all(leads)
+    func.memo["returns loss"] = out
+    return out
 
 
 def _is_loss(ctx: FileView, cls: str) -> bool:
@@ -227,32 +252,34 @@ def _uses_runtime_handle(ctx: FileView, cls: str) -> bool:
     return False
 
 
-def _self_attr_call(func: cst.BaseExpression) -> str | None:
-    """`A` for a call of `self.A(...)` or `self.A.m(...)`."""
+def _self_attr_call(func: cst.BaseExpression, *, verb: bool = False) -> str | None:
+    """`A` for a call of `self.A(...)` or `self.A.m(...)`; with `verb`, only of
+    `self.A.run(...)`-like calls (`_RUN_VERBS`)."""
     name = dotted(func) or ""
     parts = name.split(".")
     if parts[0] != "self" or len(parts) not in (2, 3):
         return None
-    if len(parts) == 3 and not _RUN_VERBS.match(parts[2]):
+    if verb and not (len(parts) == 3 and _RUN_VERBS.match(parts[2])):
         return None
     return parts[1]
 
 
 def _numpy_fed_attrs(node: cst.ClassDef) -> set[str]:
-    """Attributes the class's methods call with a NumPy array as an argument: `.numpy()`
-    in the argument, or a local name assigned from an expression holding one."""
+    """Attributes the class's methods run on a NumPy array (`self.A.invoke(t.numpy())`,
+    `self.A.handle(img_np, ...)` with `img_np = img.cpu().numpy()`): an argument that is
+    the array itself, not an expression computed from one."""
     out: set[str] = set()
     for func in iter_descendants(node.body):
         if not isinstance(func, cst.FunctionDef):
             continue
         arrays: set[str] = set()
         for n in iter_descendants(func.body):
-            if isinstance(n, cst.Assign) and _has_numpy(n.value):
+            if isinstance(n, cst.Assign) and _is_array(n.value):
                 arrays |= {t.target.value for t in n.targets if isinstance(t.target, cst.Name)}
             elif isinstance(n, cst.Call):
-                attr = _self_attr_call(n.func)
+                attr = _self_attr_call(n.func, verb=True)
                 if attr is not None and any(
-                    _has_numpy(a.value)
+                    _is_array(a.value)
                     or (isinstance(a.value, cst.Name) and a.value.value in arrays)
                     for a in n.args
                 ):
@@ -260,13 +287,15 @@ def _numpy_fed_attrs(node: cst.ClassDef) -> set[str]:
     return out
 
 
-def _has_numpy(expr: cst.BaseExpression) -> bool:
-    return any(
-        isinstance(n, cst.Call)
-        and isinstance(n.func, cst.Attribute)
-        and n.func.attr.value == "numpy"
-        and not n.args
-        for n in (expr, *iter_descendants(expr))
+def _is_array(expr: cst.BaseExpression) -> bool:
+    """`t.cpu().numpy()`, or an item of one (`t.numpy()[0]`)."""
+    while isinstance(expr, cst.Subscript):
+        expr = expr.value
+    return (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Attribute)
+        and expr.func.attr.value == "numpy"
+        and not expr.args
     )
 
 

@@ -127,8 +127,35 @@ class NumpyOnTensor(Rule):
                 """
             )
         ),
+        Valid(  # a training forward: it returns the losses (MatchaTTS.forward)
+            dedent(
+                """
+                import torch
+                class TTS(torch.nn.Module):
+                    def forward(self, x, x_lengths, y, y_lengths, spks=None):
+                        offsets = y.shape[-1] - y_lengths.cpu().numpy()
+                        dur_loss = (self.enc(x, x_lengths) - y).abs().mean()
+                        prior_loss = self.prior(y, offsets)
+                        return dur_loss, prior_loss
+                """
+            )
+        ),
     ]
     INVALID = [
+        Invalid(  # a layer that returns its output with an auxiliary loss stays model code
+            dedent(
+                """
+                import numpy as np
+                import torch
+                class MoE(torch.nn.Module):
+                    def forward(self, x):
+                        out, aux_loss = self.experts(x)
+                        return torch.from_numpy(np.exp(out.detach().numpy())), aux_loss
+                """
+            ),
+            line=6,
+            message="`.numpy()` leaves PyTorch",
+        ),
         Invalid(  # NumPy handed to a helper object that is not a runtime call: still in forward
             dedent(
                 """
