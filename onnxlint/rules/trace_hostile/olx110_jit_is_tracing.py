@@ -8,6 +8,7 @@ from onnxlint.core.violation import FixSafety, Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
 from onnxlint.rules.trace_hostile._common import torch_name
 from onnxlint.semantic.calls import ExportKind
+from onnxlint.semantic.frameworks import is_autograd_function
 from onnxlint.source.walker import dotted, iter_descendants
 
 _TRACING = frozenset({"torch.jit.is_tracing", "torch.jit._trace.is_tracing"})
@@ -117,8 +118,59 @@ class JitIsTracing(Rule):
             "import torch\ndef f(x):\n    if not torch.jit.is_tracing() and x.dim() == 4:\n"
             "        raise ValueError\n    return x\n"
         ),
+        Valid(  # the eager side is an autograd Function computing the same forward in torch
+            dedent(
+                """
+                import torch
+                class DoubleSwishFunction(torch.autograd.Function):
+                    @staticmethod
+                    def forward(ctx, x):
+                        s = torch.sigmoid(x - 1.0)
+                        y = x * s
+                        if x.requires_grad:
+                            ctx.save_for_backward((y * (1 - s) + s).to(torch.uint8))
+                        return y
+                    @staticmethod
+                    def backward(ctx, y_grad):
+                        (d,) = ctx.saved_tensors
+                        return y_grad * d
+                class DoubleSwish(torch.nn.Module):
+                    def forward(self, x):
+                        if torch.jit.is_scripting() or torch.jit.is_tracing():
+                            return x * torch.sigmoid(x - 1.0)
+                        return DoubleSwishFunction.apply(x)
+                """
+            )
+        ),
     ]
     INVALID = [
+        Invalid(  # the Function's forward calls a C++ extension: dynamo cannot trace it
+            dedent(
+                """
+                import torch
+                import swoosh_ext
+                class DoubleSwishFunction(torch.autograd.Function):
+                    @staticmethod
+                    def forward(ctx, x):
+                        s = torch.sigmoid(x - 1.0)
+                        y = swoosh_ext.double_swish(x)
+                        if x.requires_grad:
+                            ctx.save_for_backward((y * (1 - s) + s).to(torch.uint8))
+                        return y
+                    @staticmethod
+                    def backward(ctx, y_grad):
+                        (d,) = ctx.saved_tensors
+                        return y_grad * d
+                class DoubleSwish(torch.nn.Module):
+                    def forward(self, x):
+                        if torch.jit.is_scripting() or torch.jit.is_tracing():
+                            return x * torch.sigmoid(x - 1.0)
+                        return DoubleSwishFunction.apply(x)
+                """
+            ),
+            line=17,
+            message="`forward` returns what eager mode returns",
+        ),
         Invalid(
             dedent(
                 """
@@ -283,6 +335,8 @@ class JitIsTracing(Rule):
                 return f"the dynamo exporter takes the eager path, which calls `{hostile}`"
         func = self.ctx.function
         if func is not None and func.name == "forward" and func.class_name is not None:
+            if self._eager_is_function(func.node, skipped):
+                return None  # the same forward, with a custom backward (dynamo traces it)
             chain = self.ctx.ancestors
             at = next(i for i in range(len(chain) - 1, -1, -1) if chain[i] is guard)
             above = chain[at - 1] if at > 0 else None
@@ -304,6 +358,62 @@ class JitIsTracing(Rule):
                 return None
             child = anc
         return None
+
+    def _eager_is_function(self, func: cst.FunctionDef, skipped: list[cst.CSTNode]) -> bool:
+        """Whether every `return` the eager path reaches returns `F.apply(...)` of an
+        autograd Function of this file whose `forward` is plain torch code (icefall's
+        `DoubleSwishFunction`: the tracing branch's math, written as a Function for a
+        memory-saving backward). Dynamo traces the Function's forward, so the exported
+        outputs are the same; a forward calling NumPy, `.item()` or another library (a
+        C++ extension) is not plain torch code and is still reported."""
+        inside = set()
+        for b in skipped:
+            inside |= {id(n) for n in iter_descendants(b)}
+        returns = [
+            n
+            for n in iter_descendants(func.body)
+            if isinstance(n, cst.Return) and id(n) not in inside
+        ]
+        if not returns:
+            return False
+        for ret in returns:
+            value = ret.value
+            if not (
+                isinstance(value, cst.Call)
+                and isinstance(value.func, cst.Attribute)
+                and value.func.attr.value == "apply"
+                and isinstance(value.func.value, cst.Name)
+                and self._plain_function(value.func.value.value)
+            ):
+                return False
+        return True
+
+    def _plain_function(self, name: str) -> bool:
+        """`name` is an autograd Function class of this file with a `backward`, whose
+        `forward` calls only torch and the tensors' own methods."""
+        model = self.ctx.semantic
+        info = model.classes.get(name)
+        if info is None or "backward" not in info.methods or "forward" not in info.methods:
+            return False
+        if not any(is_autograd_function(model.resolve(b) or b) for b in info.bases):
+            return False
+        body = info.methods["forward"].node.body
+        if self._hostile(body, into_methods=False) is not None:
+            return False
+        for n in iter_descendants(body):
+            if not isinstance(n, cst.Call):
+                continue
+            q = self.ctx.qualname(n.func)
+            if q is not None:
+                if q.split(".", 1)[0] not in ("torch", "math", "builtins"):
+                    return False
+            elif not isinstance(n.func, cst.Attribute):
+                return False  # a local helper or an unknown function: not judged
+            else:
+                head = dotted(n.func.value)
+                if head is not None and head.split(".", 1)[0] in model.imports:
+                    return False  # `ext.op(x)` of an imported module
+        return True
 
     def _hostile(self, code: cst.CSTNode, into_methods: bool = True) -> str | None:
         """A call in `code` (and, `into_methods`, in a method of this class it calls) that
