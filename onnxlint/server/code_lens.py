@@ -11,9 +11,10 @@ from typing import Any
 
 from lsprotocol import types
 
+from onnxlint.server import documents
 from onnxlint.server.app import OnnxlintServer
 from onnxlint.server.protocol import ANALYZE_EXPORT
-from onnxlint.server.targets import Lens, lenses_for
+from onnxlint.server.targets import Lens, cell_lenses, lenses_for
 
 
 def _targets_of(ls: OnnxlintServer) -> Callable[[str], list[Any]] | None:
@@ -29,7 +30,12 @@ async def code_lens(ls: OnnxlintServer, params: types.CodeLensParams) -> list[ty
     text = doc.source
     if not ls.settings_for(uri).enable:
         return []
-    found = await ls.run_check(lambda: lenses_for(ls, uri, text, _targets_of(ls)))
+    notebook = documents.notebook_of(ls, uri)
+    if notebook is not None:  # a cell: the lenses of its notebook, run as one script
+        nb = notebook
+        found = await ls.run_check(lambda: cell_lenses(ls, uri, nb, _targets_of(ls)))
+    else:
+        found = await ls.run_check(lambda: lenses_for(ls, uri, text, _targets_of(ls)))
     lines = ls.lines(text)
     out = []
     for lens in found:

@@ -40,6 +40,14 @@ def is_proven(fix: Any) -> bool:
     return fix is not None and fix in _PROVEN
 
 
+def placed(found: list[Any], moved: list[Any]) -> None:
+    """`moved` are `found` placed elsewhere (a notebook's findings in their cells, their
+    fixes' edits with them): a proven fix stays proven there."""
+    for v, w in zip(found, moved, strict=True):
+        if w.fix is not None and w.fix is not v.fix and is_proven(v.fix):
+            _PROVEN.add(w.fix)
+
+
 def wanted(spec: dict[str, Any], result: Any, setting: bool) -> bool:
     """Whether to prove `result`'s fixes: the command's `proveFixes` if it says, else the
     `deep.proveFixes` setting (`setting`); only for an analysis with deep findings."""
@@ -129,8 +137,12 @@ async def prove(
 
 
 def _buffer_as_read(ls: Any, path: str) -> bool:
-    """The file's open buffer (if open) has the text on disk that the proof read."""
+    """The file's open buffer (if open) has the text on disk that the proof read (an open
+    notebook: the code cells on disk)."""
     real = os.path.realpath(path)
+    if path.lower().endswith(".ipynb"):
+        deep = getattr(ls, "deep", None)
+        return deep is None or not deep.notebook_unsaved(real)
     for uri, doc in list(ls.workspace.text_documents.items()):
         p = ls.path_of(uri)
         if os.path.isabs(p) and os.path.realpath(p) == real:

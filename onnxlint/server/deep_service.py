@@ -24,15 +24,21 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from onnxlint.server import deep_fixes
+from onnxlint.server import deep_fixes, documents
 from onnxlint.server.checks import Checks
 from onnxlint.server.progress import Progress
 from onnxlint.server.protocol import ANALYSIS_STATE, ANALYZE_EXPORT, SHOW_RESULT
-from onnxlint.server.targets import lenses_for
+from onnxlint.server.targets import cell_lenses, lenses_for
+from onnxlint.source.notebook import is_notebook
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from onnxlint.source.cells import CellModule
 
 log = logging.getLogger("onnxlint.server")
 
@@ -196,9 +202,13 @@ class DeepService:
         # No target named (a bare "Analyze export" from a client without code lenses): the
         # target of the file's lens at `line`, else its first one; the lenses choose what
         # each export call runs (see targets.py).
-        doc = self.server.workspace.text_documents.get(uri)
-        text = doc.source if doc is not None else Path(self.server.path_of(uri)).read_text()
-        lenses = lenses_for(self.server, uri, text, lambda u: self.targets(u)[0])
+        notebook = documents.notebook_of(self.server, uri)
+        if notebook is not None:  # a cell: its notebook's lenses there
+            lenses = cell_lenses(self.server, uri, notebook, lambda u: self.targets(u)[0])
+        else:
+            doc = self.server.workspace.text_documents.get(uri)
+            text = doc.source if doc is not None else Path(self.server.path_of(uri)).read_text()
+            lenses = lenses_for(self.server, uri, text, lambda u: self.targets(u)[0])
         lenses = [x for x in lenses if x.command == ANALYZE_EXPORT]
         line = spec.get("line")
         at_line = [x for x in lenses if x.line == line]
@@ -241,7 +251,26 @@ class DeepService:
         root = self._root(uri)
         if not script.is_file():
             raise DeepUnavailable(f"onnxlint: {script} is not a file on disk; save it first")
+        if is_notebook(str(script)) and self.notebook_unsaved(str(script)):
+            # the lens's line is in the cells as the editor has them; the run reads the file
+            raise DeepUnavailable(
+                f"onnxlint: save {script.name} first: the analysis runs the notebook's cells "
+                "as they are on disk"
+            )
         return script_target(script, line, root, script_argv(script, root, cfg.scripts))
+
+    def notebook_unsaved(self, path: str) -> bool:
+        """Whether the notebook at `path` is open with code cells other than on disk (its
+        cells as one module differ: an unsaved edit, or a file changed since)."""
+        from onnxlint.deep.notebooks import module_text
+
+        real = os.path.realpath(path)
+        for nb_uri in list(documents.notebooks_of(self.server)):
+            p = self.server.path_of(nb_uri)
+            if os.path.isabs(p) and os.path.realpath(p) == real:
+                module = documents.cell_module_of(self.server, nb_uri)
+                return module is None or module.text != module_text(real)
+        return False
 
     def _function_target(self, uri: str, script: Path, line: int, function: str) -> Any:
         """The target that imports `script` (its `__main__` block does not run) and calls
@@ -312,6 +341,7 @@ class DeepService:
         progress = await Progress.start(ls, f"onnxlint: analyzing {target.name}", job.cancel)
         ls.protocol.notify(ANALYSIS_STATE, {"state": "started", "target": target.name})
         versions = {u: d.version for u, d in ls.workspace.text_documents.items()}
+        versions.update({u: nb.version for u, nb in documents.notebooks_of(ls).items()})
         loop = ls.get_loop()
 
         def on_progress(phase: str, percent: int | None) -> None:
@@ -412,15 +442,48 @@ class DeepService:
                 continue  # the buffer changed during the analysis: its lines may not match
             ls.set_deep(uri, doc.version, name, found)
             self._keep(real, name, found, digest(doc.source))
+        for nb_uri, real in self._file_notebooks(name, by_file, versions):
+            open_paths[real] = nb_uri
         had = {p for p, by_target in self.files.items() if name in by_target}
         for real in sorted(had | set(by_file)):
-            if real in open_paths:
-                continue
+            if real in open_paths or is_notebook(real):
+                continue  # (a notebook that is not open has no cells to show them in)
             text = _read(real)
             if text is None:
                 continue
             self._keep(real, name, by_file.get(real, []), digest(text))
             self.publish_closed(real, text)
+
+    def _file_notebooks(
+        self, name: str, by_file: dict[str, list[Any]], versions: dict[str, int | None]
+    ) -> list[tuple[str, str]]:
+        """File a result's findings in each open notebook: in the cells they are in (the
+        worker reports them at the lines of the cells as one module), for the notebook's
+        version, unless it changed during the analysis or its cells are not the ones on disk
+        (the analysis ran those). Returns (URI, real path) of the open notebooks."""
+        from onnxlint.deep.notebooks import in_cells, module_text
+
+        ls = self.server
+        out = []
+        for nb_uri, nb in list(documents.notebooks_of(ls).items()):
+            path = ls.path_of(nb_uri)
+            if not os.path.isabs(path):
+                continue
+            real = os.path.realpath(path)
+            out.append((nb_uri, real))
+            found = by_file.get(real, [])
+            st = ls.docs.get(nb_uri)
+            if st is None or (not found and name not in st.deep):
+                continue
+            module = documents.cell_module_of(ls, nb_uri)
+            if nb.version != versions.get(nb_uri) or module is None:
+                continue
+            if found and module.text != module_text(real):
+                continue  # unsaved cells: the findings' lines may not be theirs
+            placed = in_cells(found, _the(module))
+            deep_fixes.placed(found, placed)
+            ls.set_deep(nb_uri, nb.version, name, placed)
+        return out
 
     def _keep(self, real: str, target: str, found: list[Any], text_digest: str) -> None:
         by_target = self.files.setdefault(real, {})
@@ -598,6 +661,11 @@ class DeepService:
             except Exception:
                 log.exception("stopping the deep worker failed")
         self.analyzers.clear()
+
+
+def _the(module: CellModule) -> Callable[[str], CellModule | None]:
+    """The notebook module `in_cells` places findings with (the open notebook's cells)."""
+    return lambda _path: module
 
 
 def cache_folder(root: Path) -> Path:

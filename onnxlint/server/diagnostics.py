@@ -18,7 +18,7 @@ from onnxlint.core.suppression import apply_suppressions
 from onnxlint.core.violation import FixSafety, Related, Violation
 from onnxlint.server import documents
 from onnxlint.server.convert import diagnostic, sort_key
-from onnxlint.server.session import Result, Session
+from onnxlint.server.session import DocState, Result, Session
 
 
 class Diagnostics(Session):
@@ -31,7 +31,7 @@ class Diagnostics(Session):
             nb = self.docs.get(notebook)
             if nb is None or nb.result is None:
                 return None, []
-            res = cell_result(self, uri, notebook, nb.result)
+            res = cell_result(self, uri, notebook, with_deep(self, notebook, nb))
             lines = self.lines(res.text)
             settings = self.settings_for(uri)
             out = [diagnostic(v, lines, settings.severity_for(v.code)) for v in res.violations]
@@ -53,7 +53,7 @@ class Diagnostics(Session):
             nb = self.docs.get(notebook)
             if nb is None or nb.result is None:
                 return []
-            return cell_result(self, uri, notebook, nb.result).violations
+            return cell_result(self, uri, notebook, with_deep(self, notebook, nb)).violations
         st = self.docs.get(uri)
         if st is None or st.result is None:
             return []
@@ -69,7 +69,7 @@ class Diagnostics(Session):
             return
         if documents.is_notebook(self, uri):
             st.published = (st.result.version, st.revision)
-            publish_cells(self, uri, st.result, self.settings_for(uri).enable)
+            publish_cells(self, uri, with_deep(self, uri, st), self.settings_for(uri).enable)
             return
         diags: list[types.Diagnostic]
         if not self.settings_for(uri).enable:
@@ -110,6 +110,33 @@ class Diagnostics(Session):
         st.revision += 1
         st.fix_cache.clear()
         self.refresh(uri)
+
+
+def with_deep(ls: Session, nb_uri: str, st: DocState) -> Result:
+    """The notebook's stored result with its deep findings (the deep analysis ran it as one
+    script; they are in their cells: `onnxlint.deep.notebooks`) for the version they were
+    computed on, each cell's merged with its static findings as a file's are."""
+    res = st.result
+    assert res is not None
+    if not st.deep or st.deep_version != res.version:
+        return res
+    deep = [v for vs in st.deep.values() for v in vs]
+    nb = documents.notebooks_of(ls).get(unquote(nb_uri))
+    texts: dict[int, str] = {}
+    for index, nb_cell in enumerate(nb.cells if nb is not None else []):
+        doc = documents.cell_document(ls, nb_cell.document)
+        texts[index + 1] = doc.source if doc is not None else ""
+    static: dict[int | None, list[Violation]] = {}
+    for v in res.violations:
+        static.setdefault(v.cell, []).append(v)
+    out = list(static.pop(None, []))
+    cells = {v.cell for v in deep if v.cell is not None} | {c for c in static if c is not None}
+    for cell in sorted(cells):
+        mine = [dataclasses.replace(v, cell=None) for v in deep if v.cell == cell]
+        kept = apply_suppressions(texts.get(cell, ""), mine) if mine else []
+        merged = merge_confirmed(static.get(cell, []), kept)
+        out += [v if v.cell == cell else dataclasses.replace(v, cell=cell) for v in merged]
+    return dataclasses.replace(res, violations=out)
 
 
 def cell_result(ls: Session, cell_uri: str, nb_uri: str, res: Result) -> Result:

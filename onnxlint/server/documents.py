@@ -8,8 +8,10 @@ nbformat JSON from the cells the client sent (`snapshot`), so the engine checks 
 cell parses only that cell's blocks again. A request about a cell (pull diagnostics, code
 actions, hover) is answered from the notebook's result by `cell_result` (diagnostics.py): the cell's
 findings with the cell's text and version, so those handlers serve a cell as they serve a
-file. Push clients get one publish per cell. The deep analysis is not offered in
-notebooks: its targets live in `.py` files.
+file. Push clients get one publish per cell. The deep analysis runs a notebook's code cells as
+one script (`onnxlint.deep.notebooks`): a cell with an export call has the "Analyze export"
+lens (targets.py, `cell_lenses`), and the deep findings go to the cells they are in, for the
+notebook's version they were computed on (`diagnostics.with_deep`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from onnxlint.core.violation import Violation
 
 if TYPE_CHECKING:
     from pygls.lsp.server import LanguageServer
+
+    from onnxlint.source.cells import CellModule
 
 # Notebooks the server syncs: Jupyter notebooks' Python cells (VS Code's notebook type).
 NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
@@ -113,18 +117,26 @@ def module_text(ls: LanguageServer, path: str) -> str | None:
     reads for it, as for an open file's unsaved text); None when it is not open."""
     from pygls.uris import to_fs_path
 
+    for uri in list(notebooks_of(ls)):
+        if to_fs_path(uri) == path:
+            module = cell_module_of(ls, uri)
+            return module.text if module is not None else None
+    return None
+
+
+def cell_module_of(ls: LanguageServer, nb_uri: str) -> CellModule | None:
+    """The code cells of the open notebook `nb_uri` as one module (onnxlint.source.cells)."""
     from onnxlint.source.cells import cell_module
     from onnxlint.source.notebook import Cell
 
-    for uri, nb in list(notebooks_of(ls).items()):
-        if to_fs_path(uri) != path:
-            continue
-        cells = []
-        for index, cell in enumerate(nb.cells):
-            doc = cell_document(ls, cell.document)
-            cells.append(Cell(index, _kind(cell, doc), doc.source if doc is not None else ""))
-        return cell_module(cells).text
-    return None
+    nb = notebooks_of(ls).get(unquote(nb_uri))
+    if nb is None:
+        return None
+    cells = []
+    for index, cell in enumerate(nb.cells):
+        doc = cell_document(ls, cell.document)
+        cells.append(Cell(index, _kind(cell, doc), doc.source if doc is not None else ""))
+    return cell_module(cells)
 
 
 def cell_index(ls: LanguageServer, cell_uri: str) -> int | None:

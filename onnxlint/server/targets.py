@@ -183,11 +183,39 @@ def _class_line(facts: Any, cls: Any) -> int | None:
     return None
 
 
+def cell_lenses(
+    ls: Session, cell_uri: str, nb_uri: str, targets_of: Callable[[str], list[Any]] | None
+) -> list[Lens]:
+    """On the engine thread: a notebook cell's lenses, at the cell's lines. They are the
+    notebook's (its code cells as one module, which the deep analysis runs as one script:
+    `onnxlint.deep.notebooks`) on the cell's lines; each names its export call by its line in
+    that module. No "create a target" lens: a notebook always runs as it is."""
+    from onnxlint.server import documents
+
+    module = documents.cell_module_of(ls, nb_uri)
+    index = documents.cell_index(ls, cell_uri)
+    place = module.place_of_cell(index) if module is not None and index is not None else None
+    if module is None or place is None:
+        return []
+    out = []
+    for lens in lenses_for(ls, nb_uri, module.text, targets_of, notebook=True):
+        line = lens.line - place.start_line + 1
+        if lens.command == ANALYZE_EXPORT and 1 <= line <= place.line_count:
+            out.append(Lens(line, lens.title, lens.command, lens.argument))
+    return out
+
+
 def lenses_for(
-    ls: Session, uri: str, text: str, targets_of: Callable[[str], list[Any]] | None
+    ls: Session,
+    uri: str,
+    text: str,
+    targets_of: Callable[[str], list[Any]] | None,
+    *,
+    notebook: bool = False,
 ) -> list[Lens]:
     """On the engine thread: the file's lenses, sorted by line (`targets_of`: the deep
-    targets of the project holding a file, None without the deep service)."""
+    targets of the project holding a file, None without the deep service). `notebook`: `uri`
+    is a notebook, `text` its code cells as one module, run as one script."""
     from onnxlint.deep.scripts import is_script
     from onnxlint.deep.targets import factory_location
     from onnxlint.project.exports import export_sites
@@ -226,7 +254,8 @@ def lenses_for(
             for t in targets:
                 if line is not None and key in builds[t.name]:
                     out.append(analyze(line, t.name))
-        script = is_script(text) and ls.is_file(uri)
+        script = (notebook or is_script(text)) and ls.is_file(uri)
+        runs = "runs this notebook" if notebook else "runs this script"
         reach = script_reach(text, script) if ls.is_file(uri) else ScriptReach(frozenset(), ())
         for site, classes in export_sites(index, facts):
             what = classes[0][1].name if classes else "the model"
@@ -237,8 +266,8 @@ def lenses_for(
             function = reach.function_at(site.line)
             arg: dict[str, Any] = {"line": site.line}
             if site.line in reach.reached:  # no set-up: the lens runs this script up to it
-                how, arg = "runs this script", {**arg, "script": here}
-            elif function is not None:  # the lens calls the function that makes the call
+                how, arg = runs, {**arg, "script": here}
+            elif function is not None and not notebook:  # it calls the function that exports
                 how, arg = f"runs {function}()", {**arg, "script": here, "function": function}
             elif chosen:  # a declared target builds its model: with the call's settings
                 how, arg = f"target {chosen[0]}", {**arg, "target": chosen[0], "call": settings}
