@@ -332,8 +332,56 @@ def kind_here(ctx: Context, expr: cst.BaseExpression, at: cst.CSTNode) -> Kind:
     narrowed = narrowed_kind(ctx.semantic, ctx.ancestors, expr)
     if narrowed is not None:
         return narrowed  # `else:` of `isinstance(x, torch.Tensor)`: whatever the if-branch assigned
+    unpacked = _unpacked_kind(ctx, expr, at)
+    if unpacked is not None:
+        return unpacked
     last = last_value(ctx, expr, at)
     return ctx.kind(expr) if last is None else ctx.kind(last)
+
+
+_TENSOR_SPLITS = frozenset({"split", "chunk", "unbind", "tensor_split", "split_with_sizes"})
+
+
+def _unpacked_kind(ctx: Context, name: cst.Name, at: cst.CSTNode) -> Kind | None:
+    """The kind of `name` when its last binding before `at` unpacks a value (`a, b =
+    multi_apply(...)`; the flow-insensitive kind would merge a later `a = torch.cat(a)`):
+    an item of a shape is a size, of `x.split(...)`/`x.unbind()` a tensor, of a literal
+    tuple its element's kind, anything else unknown. None when the last binding is a
+    plain assignment (or there is none)."""
+    func = ctx.function
+    if func is None:
+        return None
+    enclosing = {id(a) for a in ctx.ancestors}
+    found: Kind | None = None
+    for node in iter_descendants(func.node.body):
+        if node is at:
+            break
+        if id(node) in enclosing or not isinstance(node, cst.Assign):
+            continue
+        for t in node.targets:
+            target = t.target
+            if isinstance(target, cst.Name):
+                if target.value == name.value:
+                    found = None
+                continue
+            if not isinstance(target, (cst.Tuple, cst.List)):
+                continue
+            for i, el in enumerate(target.elements):
+                if isinstance(el.value, cst.Name) and el.value.value == name.value:
+                    found = _item_kind(ctx, node.value, i, len(target.elements))
+    return found
+
+
+def _item_kind(ctx: Context, value: cst.BaseExpression, i: int, n: int) -> Kind:
+    if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == n:
+        return ctx.kind(value.elements[i].value)
+    if ctx.kind(value) is Kind.SHAPE:
+        return Kind.SIZE
+    if isinstance(value, cst.Call):
+        last = (dotted(value.func) or "").rsplit(".", 1)[-1]
+        if last in _TENSOR_SPLITS:
+            return Kind.TENSOR
+    return Kind.UNKNOWN
 
 
 def shape_names(ctx: Context, cache: dict[int, set[str]]) -> set[str]:

@@ -124,8 +124,37 @@ class IterationOverTensor(Rule):
                 """
             )
         ),
+        Valid(  # per-level outputs unpacked from a helper, concatenated after the loop
+            dedent(
+                """
+                import torch
+                from mmdet.models.utils import multi_apply
+                class Head(torch.nn.Module):
+                    def forward(self, feats):
+                        depth_logits, _ = multi_apply(self.depth_func, feats, self.depthnet)
+                        depth_logits = [d.flatten(2, 3) for d in depth_logits]
+                        depth_logits = torch.cat(depth_logits, dim=-1)
+                        return depth_logits
+                """
+            )
+        ),
     ]
     INVALID = [
+        Invalid(  # a piece of `x.split(...)` unpacked, then iterated: a tensor
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        a, b = x.split(4, dim=1)
+                        rows = [r.sum() for r in a]
+                        a = torch.stack(rows)
+                        return a, b
+                """
+            ),
+            line=5,
+            message="iterating over a tensor",
+        ),
         Invalid(
             dedent(
                 """
