@@ -418,6 +418,8 @@ class Kinds:
             ops = [c.operator for c in expr.comparisons]
             if all(isinstance(op, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for op in ops):
                 return Kind.BOOL
+            if Kind.NONE in kinds and all(isinstance(op, (cst.Equal, cst.NotEqual)) for op in ops):
+                return Kind.BOOL  # `t == None`: Tensor.__eq__(None) is the Python False
             if Kind.TENSOR in kinds:
                 return Kind.TENSOR
             if Kind.DATA in kinds:

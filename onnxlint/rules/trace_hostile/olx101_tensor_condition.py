@@ -115,6 +115,18 @@ class TensorCondition(Rule):
                 """
             )
         ),
+        Valid(  # `t == None` is the Python False (Tensor.__eq__(None)), not tensor data
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x, data=None):
+                        if data == None:
+                            data = torch.zeros_like(x)
+                        return x + data
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(
