@@ -127,6 +127,8 @@ def outcome_of(r: DeepResult) -> str:
         return "exports, but with static dims that were asked to be dynamic"
     if codes_found & _VERIFY:
         return "exports, but onnxruntime disagrees with PyTorch"
+    if "OLX827" in codes_found:
+        return "exports, but at another opset than the one asked for"
     if "OLX825" in codes_found:
         return "exports, but only some sizes of a dynamic dim work"
     if any(v.code == "OLX823" and v.severity != Severity.INFO for v in r.violations):

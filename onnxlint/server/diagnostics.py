@@ -185,15 +185,19 @@ def publish_cells(ls: Session, nb_uri: str, res: Result | None, enabled: bool) -
 
 
 # Deep findings that confirm a static OLX1xx finding on the same line (one cause).
-CONFIRMING = frozenset({"OLX801", "OLX802", "OLX803", "OLX804", "OLX818"})
+CONFIRMING = frozenset({"OLX801", "OLX802", "OLX803", "OLX804", "OLX818", "OLX827"})
+# Other static findings a deep one confirms: OLX501 warns that an opset below 18 may not be
+# written; OLX827 is the analysis finding that it is not.
+CONFIRMS = {"OLX827": "OLX501"}
 
 
 def merge_confirmed(static: list[Violation], deep: list[Violation]) -> list[Violation]:
     """One diagnostic per cause: deep findings (OLX801/802/...) on the line of a static
-    OLX1xx finding are folded into it (its message says, in a few words, that the deep
-    analysis confirmed it; the deep findings' own messages are its related information),
-    and several such deep findings on a line without one become one, the most severe,
-    with the others as related."""
+    OLX1xx finding (or of the static finding a deep one confirms, `CONFIRMS`) are folded
+    into it (its message says, in a few words, that the deep analysis confirmed it; the
+    deep findings' own messages are its related information), and several such deep
+    findings on a line without one become one, the most severe, with the others as
+    related."""
     by_line: dict[tuple[str, int], list[Violation]] = {}
     rest: list[Violation] = []
     for v in deep:
@@ -204,10 +208,13 @@ def merge_confirmed(static: list[Violation], deep: list[Violation]) -> list[Viol
     out = list(static)
     for (path, line), found in by_line.items():
         found.sort(key=lambda v: (-v.severity.rank, v.code))
+        also = {CONFIRMS[v.code] for v in found if v.code in CONFIRMS}
         at = [
             i
             for i, s in enumerate(out)
-            if s.code.startswith("OLX1") and s.line == line and os.path.realpath(s.path) == path
+            if (s.code.startswith("OLX1") or s.code in also)
+            and s.line == line
+            and os.path.realpath(s.path) == path
         ]
         if at:
             i = min(at, key=lambda i: -out[i].severity.rank)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import linecache
+import os
 import re
 import time
 import traceback
@@ -600,8 +601,108 @@ def _report_output_dims(rec: Analysis, guards: list[dict[str, Any]]) -> None:
                         "probes": [(size, shape[axis], exported)],
                         "guard": _failing_guard(guards, symbols, values, rec.root),
                     }
+    blamed = _blame_examples(rec, groups, found, guards, hints)
     for r in found.values():
-        rec.add(_output_dim_finding(rec, r))
+        if r["name"] not in blamed:
+            rec.add(_output_dim_finding(rec, r))
+
+
+def _blame_examples(
+    rec: Analysis,
+    groups: dict[str, list[tuple[int, int, Any]]],
+    found: dict[tuple[int, int], dict[str, Any]],
+    guards: list[dict[str, Any]],
+    hints: dict[Any, int],
+) -> set[str]:
+    """The dims whose baked output sizes are the example's doing, each reported once at
+    the example's line; their names.
+
+    An input dim can stay dynamic while the model's inside is traced at the example's size:
+    with a size-1 example, a guard such as `Eq(s0, 1)` in an op holds, torch keeps it (as a
+    runtime assertion the ONNX model drops) and specialises what follows (RT-DETR's encoder
+    flattens to `[1, 256, 400]`). Sizes 0 and 1 are special to torch; with an example of 2
+    or more such guards go the general way. So when an output dim comes out as the constant
+    the example has on a requested dim of that name, the example is the cause to fix first
+    (the guard that holds only at that size, if any, is named in a note).
+    """
+    examples = torch.utils._pytree.tree_leaves((rec.args, rec.kwargs))
+    labels = {(f, d): label for f, d, _n, label in rec.requested_dims()}
+    blamed: set[str] = set()
+    for name, members in groups.items():
+        small = [
+            (f, d, int(examples[f].shape[d]))
+            for f, d, _sym in members
+            if f < len(examples)
+            and isinstance(examples[f], torch.Tensor)
+            and d < examples[f].dim()
+            and int(examples[f].shape[d]) in (0, 1)
+        ]
+        mine = [r for r in found.values() if r["name"] == name]
+        if not small:
+            continue
+        flat, dim, size = small[0]
+        if not any(r["static"] and str(r["expr"]) == str(size) for r in mine):
+            # A guard that holds only at this size (`Eq(s0, 1)`) is not enough on its own:
+            # nn.MultiheadAttention leaves one in torch's program, and its ONNX file still
+            # runs right at other sizes; where it does not, --verify says so (OLX811).
+            continue
+        held = _held_only_at(guards, {m[2] for m in members}, hints, size)
+        label = labels.get((flat, dim), f"input {flat}")
+        others = [labels.get((f, d), f"input {f}") + f".shape[{d}]" for f, d, _ in small[1:]]
+        outputs = ", ".join(f"output {r['output']} dim {r['axis']}" for r in mine)
+        probe, eager, exported = mine[0]["probes"][0]
+        what = (
+            f"{outputs} come out fixed (eager PyTorch gives {eager} at {name}={probe}, "
+            f"the export {exported})"
+        )
+        if held is not None:
+            fr, _chain = rec.locate(held["stack"])
+            where = f" ({os.path.basename(fr['file'])}:{fr['line']})" if fr else ""
+            cond = _rename_symbols(held["expr"], {m[2] for m in members}, name)
+            what += f"; torch.export assumed `{cond}`{where}, which holds only at this size"
+        notes = [
+            f"With this example the input stays dynamic, but the model is traced at size "
+            f"{size}: {what}.",
+            "torch.export treats sizes 0 and 1 as special (broadcasting, empty tensors): a "
+            "guard like `size == 1` holds for this example and what follows is traced for "
+            "that size only. With an example of size 2 or more, code that really forces the "
+            "size is reported at its own line.",
+        ]
+        if others:
+            notes.append("the same holds for " + ", ".join(others))
+        head = f"torch specialises sizes 0 and 1, so the export is only right at size {size}"
+        f = finding(
+            wire.KIND_DIM_SPECIALIZED,
+            f"dim {name!r} ({label}.shape[{dim}]) was requested dynamic, but the example "
+            f"input has size {size} there: {head}; give the example a size of 2 or more",
+            notes=notes,
+            dim={"input": label, "dim": dim, "name": name, "value": size, "cause": "example"},
+        )
+        rec.add(place(f, rec.input_lines.get(flat) or rec.factory_loc))
+        blamed.add(name)
+    return blamed
+
+
+def _held_only_at(
+    guards: list[dict[str, Any]], symbols: set[Any], hints: dict[Any, int], size: int
+) -> dict[str, Any] | None:
+    """The first guard on `symbols` that holds at the example's size and not at 2 or 3
+    (`Eq(s0, 1)`, `s0 <= 1`): the trace is only valid at the example's size."""
+    for g in guards:
+        free = torch_internals.free_symbols(g["expr"])
+        if not free or not free <= set(hints) or not free & symbols:
+            continue
+        # every size at the example's size moves together (two inputs with that batch)
+        moving = symbols | {s for s in free if hints.get(s) == size}
+        at = {**hints, **{s: size for s in moving}}
+        if torch_internals.substitute(g["expr"], at) is not True:
+            continue
+        if all(
+            torch_internals.substitute(g["expr"], {**hints, **{s: n for s in moving}}) is False
+            for n in (2, 3)
+        ):
+            return g
+    return None
 
 
 def _dim_symbols(

@@ -3,6 +3,7 @@ and onnx.checker with shape inference on the structure."""
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import Counter
 from typing import Any
@@ -40,10 +41,49 @@ def run(rec: Analysis) -> None:
         rec.failed["translate"] = f"{type(e).__name__}"
         return
     problem = torch_internals.convert_opset(rec.onnx_program, rec.opset_or_default())
-    if problem:
+    if problem and rec.result.get("script_exporter"):
+        # the script's call takes the TorchScript exporter, which writes its opset itself
         rec.result["skipped"]["opset"] = f"conversion to opset {rec.opset_or_default()}: {problem}"
+    elif problem:
+        rec.add(_opset_kept(rec, problem))
     rec.result["onnx"] = _onnx_summary(rec.onnx_program, rec.opset_or_default(), rec)
     _name_collisions(rec, rec.onnx_program.model)
+
+
+def _opset_kept(rec: Analysis, problem: str) -> dict[str, Any]:
+    """The requested opset torch.onnx.export does not write: it exports at its own lowest
+    opset (18), converts down, and keeps 18 with a log line when the conversion fails."""
+    wanted = rec.opset_or_default()
+    written = int(rec.onnx_program.model.opset_imports.get("", 0))
+    f = finding(
+        wire.KIND_OPSET_KEPT,
+        f"torch.onnx.export writes this model at opset {written}, not the requested "
+        f"{wanted}: the conversion down from {written} fails on it, and torch only logs "
+        '"The model was not modified"; ask for opset 18 or more, or convert the file '
+        "yourself",
+        notes=[f"the conversion: {first_line(problem)}"],
+        opset={"requested": wanted, "written": written},
+    )
+    return place(f, _opset_argument(rec) or rec.factory_loc)
+
+
+def _opset_argument(rec: Analysis) -> dict[str, Any] | None:
+    """The `opset_version=` argument of the script's own export call, else the call."""
+    call = rec.result.get("script_call") or {}
+    path, line = call.get("file"), call.get("line")
+    if not path or not line:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError):
+        return {"file": path, "line": line}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or line):
+            for kw in node.keywords:
+                if kw.arg == "opset_version" and node.lineno == line:
+                    return {"file": path, "line": kw.value.lineno}
+    return {"file": path, "line": line}
 
 
 def _name_collisions(rec: Analysis, model: Any) -> None:

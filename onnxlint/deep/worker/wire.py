@@ -72,6 +72,7 @@ KIND_SCALAR_INPUT = "python-scalar-example-input"
 KIND_NAME_COLLISION = "onnx-name-collision"
 KIND_DIM_RELATION = "dynamic-dim-relation"
 KIND_AXES_MOVED = "dynamic-axes-moved"
+KIND_OPSET_KEPT = "opset-conversion-failed"
 
 PHASES = ("load", "memory", "explain", "export", "decompose", "translate", "verify")
 

@@ -1,0 +1,28 @@
+"""One diagnostic per cause: a deep finding folded into the static finding it confirms."""
+
+from __future__ import annotations
+
+from onnxlint.core.violation import Severity, Span, Violation
+from onnxlint.server.diagnostics import merge_confirmed
+
+
+def _v(code: str, line: int, message: str, severity: Severity, source: str) -> Violation:
+    span = Span(line, 9, line, 25)
+    return Violation("/p/export.py", span, code, message, severity, source=source)
+
+
+def test_opset_the_exporter_does_not_write_folds_into_the_static_opset_warning() -> None:
+    # OLX501 says an opset below 18 may be kept at 18; OLX827 is the analysis finding that
+    # it is, on the same `opset_version=` line: one diagnostic, confirmed.
+    static = [_v("OLX501", 65, "`opset_version=16` is below 18", Severity.WARNING, "static")]
+    deep = [_v("OLX827", 65, "writes this model at opset 18", Severity.WARNING, "deep")]
+    out = merge_confirmed(static, deep)
+    assert [v.code for v in out] == ["OLX501"]
+    assert out[0].message.endswith("(confirmed by the deep analysis)")
+    assert "writes this model at opset 18" in out[0].related[0].message
+
+
+def test_a_deep_finding_on_another_static_line_stays_its_own() -> None:
+    static = [_v("OLX405", 65, "ignored argument", Severity.WARNING, "static")]
+    deep = [_v("OLX827", 65, "writes this model at opset 18", Severity.WARNING, "deep")]
+    assert [v.code for v in merge_confirmed(static, deep)] == ["OLX405", "OLX827"]
