@@ -471,6 +471,7 @@ def fakes(state: ScriptRun) -> Iterator[None]:
         return str(real_format(self, spec))
 
     with contextlib.ExitStack() as stack:
+        stack.enter_context(patched(torch, "tensor", _tensor_of_fakes(torch.tensor, state)))
         stack.enter_context(patched(torch.Tensor, "__format__", tensor_format))
         stack.enter_context(after_import("cv2", _cv2))
         stack.enter_context(present_checkpoints(state))
@@ -494,6 +495,45 @@ def fakes(state: ScriptRun) -> Iterator[None]:
             st = importlib.import_module("safetensors.torch")
             stack.enter_context(patched(st, "load_file", lambda f, *a, **k: torch_load(f)))
         yield
+
+
+def _tensor_of_fakes(original: Callable[..., Any], state: ScriptRun) -> Callable[..., Any]:
+    """`torch.tensor([-b, *left, torch.zeros_like(up[0][None]), *right, b])` (D-FINE's
+    `weighting_function`): a list that holds tensors reads their values, which fake tensors
+    have only as the constant of a literal (`torch.tensor([0.5])`); torch raises "its data
+    is not allocated yet" where a real run goes on. The list is made again from the
+    constants, or from zeros where a value does not exist (it does not matter here)."""
+
+    def tensor(data: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(data, *args, **kwargs)
+        except RuntimeError:
+            if not isinstance(data, (list, tuple)) or not _holds_fakes(data):
+                raise
+            missing: list[bool] = []
+            values = _values_of(data, missing)
+            if missing:
+                state.skip("tensor values the analysis does not have (made of zeros)")
+            return original(values, *args, **kwargs)
+
+    return tensor
+
+
+def _values_of(data: Any, missing: list[bool]) -> Any:
+    """The list with each fake tensor replaced by its values (a one-element tensor by its
+    number, as torch.tensor reads it in a list)."""
+    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+
+    if isinstance(data, (list, tuple)):
+        return [_values_of(d, missing) for d in data]
+    if not isinstance(data, FakeTensor):
+        return data
+    const = getattr(data, "constant", None)
+    with unset_fake_temporarily():
+        if const is None:
+            missing.append(True)
+            const = torch.zeros(tuple(data.shape), dtype=data.dtype)
+        return const.reshape(()).item() if const.numel() == 1 else const.tolist()
 
 
 _REAL_ISFILE = os.path.isfile

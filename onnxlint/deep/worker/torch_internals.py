@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import logging
 import re
 import sys
 import traceback
@@ -913,14 +914,41 @@ def convert_opset(program: Any, opset: int) -> str | None:
     before = int(program.model.opset_imports.get("", 0))
     if before == opset:
         return None
+    said: list[logging.LogRecord] = []
+    handler = _Keep(said)
+    log = logging.getLogger("onnxscript.version_converter")
+    log.addHandler(handler)
     try:
         program.model = onnxscript_apis.convert_version(program.model, opset)
     except Exception as e:
         return f"{type(e).__name__}: {e}"
+    finally:
+        log.removeHandler(handler)
     after = int(program.model.opset_imports.get("", 0))
     if after != opset:
-        return f"the model stayed at opset {after} (conversion from {before} to {opset} failed)"
+        # onnxscript logs the ONNX C API's error ("No Adapter To Version $17 for Pad") and
+        # keeps the model: that error is the cause
+        why = [r.exc_info[1] for r in said if r.exc_info and r.exc_info[1] is not None]
+        cause = f": {type(why[-1]).__name__}: {_last_line(str(why[-1]))}" if why else ""
+        stayed = f"the model stayed at opset {after} (conversion from {before} to {opset} failed)"
+        return stayed + cause
     return None
+
+
+class _Keep(logging.Handler):
+    """Keeps the records a library logs while it runs (to read the error it swallowed)."""
+
+    def __init__(self, into: list[logging.LogRecord]) -> None:
+        super().__init__(logging.WARNING)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record)
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else text
 
 
 def is_custom_op(target: Any) -> bool:
