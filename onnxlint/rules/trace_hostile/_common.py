@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -304,16 +304,32 @@ def assigned_values(ctx: Context, name: cst.Name, at: cst.CSTNode) -> list[cst.B
 
     found: list[cst.BaseExpression] = []
     enclosing = {id(a) for a in ctx.ancestors}  # `x = np.exp(x)`: not yet assigned
+    other = _other_branches(ctx.ancestors)
     for node in iter_descendants(func.node.body):
         if node is at:
             break
-        if id(node) in enclosing:
+        if id(node) in enclosing or id(node) in other:
             continue
         if isinstance(node, cst.Assign) and any(
             isinstance(t.target, cst.Name) and t.target.value == name.value for t in node.targets
         ):
             found.append(node.value)
     return found
+
+
+def _other_branches(chain: Sequence[cst.CSTNode]) -> set[int]:
+    """Nodes in the branches of the enclosing `if`s that the walked node is not in (`if a:
+    x = torch.cat(x)` / `else: for v in x:`): an assignment there never runs before it."""
+    out: set[int] = set()
+    for i, anc in enumerate(chain[:-1]):
+        if not isinstance(anc, cst.If):
+            continue
+        child = chain[i + 1]
+        if child is anc.body and anc.orelse is not None:
+            out |= {id(n) for n in iter_descendants(anc.orelse)}
+        elif child is anc.orelse:
+            out |= {id(n) for n in iter_descendants(anc.body)}
+    return out
 
 
 def last_value(ctx: Context, name: cst.Name, at: cst.CSTNode) -> cst.BaseExpression | None:
@@ -352,11 +368,12 @@ def _unpacked_kind(ctx: Context, name: cst.Name, at: cst.CSTNode) -> Kind | None
     if func is None:
         return None
     enclosing = {id(a) for a in ctx.ancestors}
+    other = _other_branches(ctx.ancestors)
     found: Kind | None = None
     for node in iter_descendants(func.node.body):
         if node is at:
             break
-        if id(node) in enclosing or not isinstance(node, cst.Assign):
+        if id(node) in enclosing or id(node) in other or not isinstance(node, cst.Assign):
             continue
         for t in node.targets:
             target = t.target

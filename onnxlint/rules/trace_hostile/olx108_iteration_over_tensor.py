@@ -138,6 +138,24 @@ class IterationOverTensor(Rule):
                 """
             )
         ),
+        Valid(  # a list of levels in one branch, concatenated in the other (FastBEV)
+            dedent(
+                """
+                import torch
+                class Neck(torch.nn.Module):
+                    def forward(self, feats):
+                        volumes = []
+                        for f in feats:
+                            volumes.append(self.proj(f))
+                        if self.style == "v1":
+                            volumes = torch.cat(volumes, dim=1)
+                        else:
+                            for i, v in enumerate(volumes):
+                                volumes[i] = v.flatten(2)
+                        return volumes
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(  # a piece of `x.split(...)` unpacked, then iterated: a tensor
