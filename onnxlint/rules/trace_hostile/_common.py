@@ -392,8 +392,11 @@ def _unpacked_kind(ctx: Context, name: cst.Name, at: cst.CSTNode) -> Kind | None
 def _item_kind(ctx: Context, value: cst.BaseExpression, i: int, n: int) -> Kind:
     if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == n:
         return ctx.kind(value.elements[i].value)
-    if ctx.kind(value) is Kind.SHAPE:
+    kind = ctx.kind(value)
+    if kind is Kind.SHAPE:
         return Kind.SIZE
+    if kind is Kind.TENSOR:
+        return Kind.TENSOR  # `ids, counts = torch.unique_consecutive(...)`, rows of a tensor
     if isinstance(value, cst.Call):
         last = (dotted(value.func) or "").rsplit(".", 1)[-1]
         if last in _TENSOR_SPLITS:

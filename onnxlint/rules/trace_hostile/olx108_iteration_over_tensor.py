@@ -158,6 +158,21 @@ class IterationOverTensor(Rule):
         ),
     ]
     INVALID = [
+        Invalid(  # items of a torch function's tuple are tensors (xmod's lang_adapter)
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x, lang_ids):
+                        ids, counts = torch.unique_consecutive(lang_ids, return_counts=True)
+                        outs = [self.adapters[int(i.item())](x) for i in ids]
+                        ids = torch.stack(outs)
+                        return ids
+                """
+            ),
+            line=5,
+            message="iterating over a tensor",
+        ),
         Invalid(  # a piece of `x.split(...)` unpacked, then iterated: a tensor
             dedent(
                 """
