@@ -3,6 +3,10 @@ projects' own export scripts, each as a small script, in the real worker with re
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -10,7 +14,7 @@ from typing import Any
 import pytest
 
 from .conftest import line_of
-from .test_scripts import NET, _analyze, _codes
+from .test_scripts import CONV_BN, NET, _analyze, _codes
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.deep]
@@ -648,4 +652,120 @@ def test_a_tensor_made_of_a_list_with_tensors_in_it_is_made(analyzer: Any, tmp_p
     root = _project(tmp_path, {"export.py": TENSOR_OF_TENSORS})
     res = _analyze(analyzer, root, "export.py", None)
     assert "OLX812" not in _codes(res), res.violations
+    assert res.outcome == "ok", res.violations
+
+
+DROP_PATH_SCHEDULE = """
+import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, drop):
+        super().__init__()
+        self.drop = drop
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        if self.training and self.drop > 0.1:
+            keep = torch.randperm(x.shape[0])[: max(int(x.shape[0] * (1 - self.drop)), 1)]
+            x = x.index_add(0, keep, self.fc(x[keep]))
+        else:
+            x = x + self.fc(x)
+        return x
+
+
+class Net(nn.Module):
+    def __init__(self, depth=4, drop_path_rate=0.0):
+        super().__init__()
+        rates = [r.item() for r in torch.linspace(0, drop_path_rate, depth)]
+        self.blocks = nn.Sequential(*[Block(r) for r in rates])
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+torch.onnx.export(Net(), (torch.randn(2, 8),), "net.onnx")
+"""
+
+
+def test_a_schedule_made_from_numbers_has_its_values(analyzer: Any, tmp_path: Path) -> None:
+    # Depth-Anything-ONNX's dynamo.py (DINOv2 blocks, exported without eval()): the blocks'
+    # stochastic-depth rates come from `[x.item() for x in torch.linspace(0, rate, depth)]`.
+    # The run's fake linspace had no values, the rates became a placeholder above 0.1, and
+    # the training-only branch with torch.randperm was analysed: "fails at step 3/3" (no
+    # ONNX translation of randperm), where torch 2.13 exports the model (rate 0: the
+    # plain branch). Checked with torch 2.13.
+    root = _project(tmp_path, {"export.py": DROP_PATH_SCHEDULE})
+    res = _analyze(analyzer, root, "export.py", None)
+    assert res.outcome == "ok", res.violations
+
+
+TWO_EXPORTS = """
+import argparse
+
+import torch
+import torch.nn as nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--format", default="onnx")
+args = parser.parse_args()
+model = nn.Linear(4, 4).eval()
+if args.format == "onnx":
+    torch.onnx.export(model, (torch.randn(2, 4),), "m.onnx")
+else:
+    torch.export.save(torch.export.export(model, (torch.randn(2, 4),)), "m.pt2")
+"""
+
+
+def test_an_export_call_another_path_of_the_command_line_takes_is_not_reached(
+    tmp_path: Path,
+) -> None:
+    # Depth-Anything-ONNX's dynamo.py: `export --format onnx` reaches one of its three export
+    # calls; the other two were "cannot be analysed" errors (OLX812) and the command exited
+    # 1, though the script did what it was asked. They are said as not reached by this run
+    # (information), and the exit code is the reached call's.
+    root = _project(tmp_path, {"export.py": TWO_EXPORTS})
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "onnxlint",
+            "analyze",
+            "export.py",
+            "--no-cache",
+            "--format",
+            "json",
+            "--",
+            "--format",
+            "onnx",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    data = json.loads(proc.stdout)
+    outcomes = sorted(t["status"] for t in data["targets"])
+    assert outcomes == ["not reached by this run", "ok"], proc.stdout
+    (finding,) = data["violations"]
+    assert finding["code"] == "OLX812" and finding["severity"] == "info"
+    assert "not reached by this run" in finding["message"]
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_conversion_to_an_opset_below_18_runs_on_the_small_weights(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # onnxscript's C API call serialises the weights up to 1000 elements (batch norm's), which
+    # have no values here: the conversion failed with "SerdeError: Error calling
+    # serialize_model_into" and OLX827 said opset 18 would be written, where torch 2.13
+    # writes the conv + batch-norm block at opset 17 (Depth-Anything at 17 too).
+    root = _project(
+        tmp_path, {"export.py": CONV_BN.replace("opset_version=11", "opset_version=17")}
+    )
+    res = _analyze(analyzer, root, "export.py", None)
     assert res.outcome == "ok", res.violations

@@ -434,6 +434,26 @@ def _stopped(
 ) -> None:
     """The script ended before the export call: one finding at the line that stopped it."""
     where = f"the export call at line {state.line}" if state.line else "an export call"
+    ended_well = error is None and (exit_code is None or exit_code.code in (0, None))
+    if ended_well and state.passed:
+        # the run took another path: it made other export calls and ended normally (a
+        # command line that picks one of several exports); a real run skips this one too
+        lines = ", ".join(str(c.line) for c in state.passed)
+        made = f"calls at lines {lines}" if len(state.passed) > 1 else f"call at line {lines}"
+        f = finding(
+            wire.KIND_TARGET_ERROR,
+            f"target {name!r}: not reached by this run: the script made the export {made} "
+            f"and ended normally without reaching {where}",
+            notes=[
+                "Give the command line that runs this call (`onnxlint analyze "
+                f"{_rel(state.script, rec.root)}:{state.line} -- ARGS`, or `argv` in a "
+                "[[tool.onnxlint.scripts]] entry) to analyse it."
+            ],
+        )
+        f["severity"] = "info"
+        rec.add(place(f, {"file": state.script, "line": state.line or 1}))
+        rec.failed["load"] = "not reached by this run"
+        return
     if error is None and exit_code is None:
         at = {"file": state.script, "line": state.line or 1}
         msg = f"the script ran to its end without reaching {where}"

@@ -471,7 +471,11 @@ def fakes(state: ScriptRun) -> Iterator[None]:
         return str(real_format(self, spec))
 
     with contextlib.ExitStack() as stack:
-        stack.enter_context(patched(torch, "tensor", _tensor_of_fakes(torch.tensor, state)))
+        stack.enter_context(
+            patched(torch, "tensor", _with_values(_tensor_of_fakes(torch.tensor, state)))
+        )
+        for attr in ("linspace", "logspace", "arange"):
+            stack.enter_context(patched(torch, attr, _with_values(getattr(torch, attr))))
         stack.enter_context(patched(torch.Tensor, "__format__", tensor_format))
         stack.enter_context(after_import("cv2", _cv2))
         stack.enter_context(present_checkpoints(state))
@@ -495,6 +499,44 @@ def fakes(state: ScriptRun) -> Iterator[None]:
             st = importlib.import_module("safetensors.torch")
             stack.enter_context(patched(st, "load_file", lambda f, *a, **k: torch_load(f)))
         yield
+
+
+VALUES_LIMIT = 4096
+"""Elements a tensor made from numbers alone keeps its values for (see `_with_values`)."""
+
+
+def _with_values(original: Callable[..., Any]) -> Callable[..., Any]:
+    """A tensor made from numbers alone keeps its values, as a real run has them.
+
+    `dpr = [x.item() for x in torch.linspace(0, drop_path_rate, depth)]` (timm, DINOv2,
+    Swin: the stochastic-depth schedule) reads values of a tensor no weight is in. A fake
+    tensor has none (torch keeps the value of one-element literals only), so the run stopped,
+    or went on with a placeholder rate that took the model's training-only branch
+    (Depth-Anything's blocks: `torch.randperm`, which has no ONNX translation) where the real
+    rate is 0. Small tensors made from numbers get their real values as the fake's constant;
+    what is computed from them keeps values as torch's fake tensors do (an element, a
+    scalar), the rest has shapes only."""
+    from torch._subclasses.fake_tensor import FakeTensor, unset_fake_temporarily
+
+    def make(*args: Any, **kwargs: Any) -> Any:
+        out = original(*args, **kwargs)
+        if (
+            isinstance(out, FakeTensor)
+            and out.constant is None
+            and out.numel() <= VALUES_LIMIT
+            and not _holds_fakes(list(args))
+            and not _holds_fakes(list(kwargs.values()))
+        ):
+            with unset_fake_temporarily():
+                try:
+                    real = original(*args, **{**kwargs, "device": "cpu"})
+                except Exception:  # a value the real call would not make here either
+                    return out
+            if tuple(real.shape) == tuple(out.shape) and real.dtype == out.dtype:
+                out.constant = real
+        return out
+
+    return make
 
 
 def _tensor_of_fakes(original: Callable[..., Any], state: ScriptRun) -> Callable[..., Any]:

@@ -918,21 +918,58 @@ def convert_opset(program: Any, opset: int) -> str | None:
     handler = _Keep(said)
     log = logging.getLogger("onnxscript.version_converter")
     log.addHandler(handler)
+    swapped = _small_weights_as_zeros(program.model)
     try:
         program.model = onnxscript_apis.convert_version(program.model, opset)
     except Exception as e:
         return f"{type(e).__name__}: {e}"
     finally:
         log.removeHandler(handler)
+        _put_back(program.model, swapped)
     after = int(program.model.opset_imports.get("", 0))
     if after != opset:
         # onnxscript logs the ONNX C API's error ("No Adapter To Version $17 for Pad") and
         # keeps the model: that error is the cause
-        why = [r.exc_info[1] for r in said if r.exc_info and r.exc_info[1] is not None]
+        why = [_root(r.exc_info[1]) for r in said if r.exc_info and r.exc_info[1] is not None]
         cause = f": {type(why[-1]).__name__}: {_last_line(str(why[-1]))}" if why else ""
         stayed = f"the model stayed at opset {after} (conversion from {before} to {opset} failed)"
         return stayed + cause
     return None
+
+
+_C_API_KEEPS = 1000
+"""Elements up to which onnxscript's call of the ONNX C API keeps an initializer's values
+in the proto it serialises (`_c_api_utils._BIG_TENSOR_SIZE_LIMIT`); larger ones it drops."""
+
+
+def _small_weights_as_zeros(model: Any) -> dict[str, Any]:
+    """The weights the C API would serialise have no values here (fake tensors): it failed
+    with "SerdeError: Error calling serialize_model_into", where a real export serialises
+    them. They become zeros of their shape for the conversion (at most 1000 elements each);
+    the conversion reads the graph, not the weights' values. Returns name -> the original."""
+    import numpy as np
+    import onnx_ir as ir
+
+    swapped: dict[str, Any] = {}
+    for name, value in list(model.graph.initializers.items()):
+        tensor = value.const_value
+        if tensor is None or tensor.size > _C_API_KEEPS:
+            continue
+        try:
+            tensor.numpy()
+        except Exception:
+            dims = tuple(int(d) for d in tensor.shape)
+            value.const_value = ir.tensor(np.zeros(dims, dtype=tensor.dtype.numpy()), name=name)
+            swapped[name] = tensor
+    return swapped
+
+
+def _put_back(model: Any, swapped: dict[str, Any]) -> None:
+    """The fake weights back in place of the zeros (by name: the converted model is new)."""
+    for name, tensor in swapped.items():
+        value = model.graph.initializers.get(name)
+        if value is not None:
+            value.const_value = tensor
 
 
 class _Keep(logging.Handler):
@@ -944,6 +981,15 @@ class _Keep(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.into.append(record)
+
+
+def _root(error: BaseException) -> BaseException:
+    """The exception at the bottom of a chain (`raise ... from`), which says why."""
+    seen = {id(error)}
+    while error.__cause__ is not None and id(error.__cause__) not in seen:
+        error = error.__cause__
+        seen.add(id(error))
+    return error
 
 
 def _last_line(text: str) -> str:
