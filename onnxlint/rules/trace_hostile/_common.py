@@ -355,9 +355,6 @@ def kind_here(ctx: Context, expr: cst.BaseExpression, at: cst.CSTNode) -> Kind:
     return ctx.kind(expr) if last is None else ctx.kind(last)
 
 
-_TENSOR_SPLITS = frozenset({"split", "chunk", "unbind", "tensor_split", "split_with_sizes"})
-
-
 def _unpacked_kind(ctx: Context, name: cst.Name, at: cst.CSTNode) -> Kind | None:
     """The kind of `name` when its last binding before `at` unpacks a value (`a, b =
     multi_apply(...)`; the flow-insensitive kind would merge a later `a = torch.cat(a)`):
@@ -385,7 +382,10 @@ def _unpacked_kind(ctx: Context, name: cst.Name, at: cst.CSTNode) -> Kind | None
                 continue
             for i, el in enumerate(target.elements):
                 if isinstance(el.value, cst.Name) and el.value.value == name.value:
-                    found = _item_kind(ctx, node.value, i, len(target.elements))
+                    if isinstance(el, cst.StarredElement):
+                        found = Kind.OTHER  # `a, *rest = ...`: rest is a list
+                    else:
+                        found = _item_kind(ctx, node.value, i, len(target.elements))
     return found
 
 
@@ -396,12 +396,8 @@ def _item_kind(ctx: Context, value: cst.BaseExpression, i: int, n: int) -> Kind:
     if kind is Kind.SHAPE:
         return Kind.SIZE
     if kind is Kind.TENSOR:
-        return Kind.TENSOR  # `ids, counts = torch.unique_consecutive(...)`, rows of a tensor
-    if isinstance(value, cst.Call):
-        last = (dotted(value.func) or "").rsplit(".", 1)[-1]
-        if last in _TENSOR_SPLITS:
-            return Kind.TENSOR
-    return Kind.UNKNOWN
+        return Kind.TENSOR  # `ids, counts = torch.unique_consecutive(...)`, `a, b = x.split(4)`
+    return Kind.UNKNOWN  # `a, b = name.split(".")`, `feats, _ = multi_apply(...)`
 
 
 def shape_names(ctx: Context, cache: dict[int, set[str]]) -> set[str]:

@@ -156,6 +156,20 @@ class IterationOverTensor(Rule):
                 """
             )
         ),
+        Valid(  # a starred target is a list; `str.split` pieces are strings
+            dedent(
+                """
+                import torch
+                class Head(torch.nn.Module):
+                    def forward(self, preds, name: str):
+                        boxes, scores, *extra = preds.split([4, 80, 32], dim=-1)
+                        *path, attr = name.split(".")
+                        for part in path:
+                            boxes = getattr(self, part)(boxes)
+                        return torch.cat([boxes, scores, *(self.gather(e) for e in extra)], dim=-1)
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(  # items of a torch function's tuple are tensors (xmod's lang_adapter)
