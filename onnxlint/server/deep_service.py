@@ -640,8 +640,12 @@ class DeepService:
             f"onnxlint-report-{os.getpid()}"
         )
         md, html = folder / "report.md", folder / "report.html"
-        write_report(self.results, md)
-        write_report(self.results, html)
+        from onnxlint.deep.notebooks import in_cells
+
+        # a notebook's findings at their cells (the results keep the worker's lines)
+        results = [dataclasses.replace(r, violations=in_cells(r.violations)) for r in self.results]
+        write_report(results, md)
+        write_report(results, html)
         return {"markdown": str(md), "html": str(html)}
 
     def restart(self) -> None:
