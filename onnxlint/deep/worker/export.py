@@ -197,7 +197,7 @@ def _nonstrict(rec: Analysis) -> None:
         rec.result["export_fails"] = True
         rec.failed["export"] = "fails at step 1/3: a dynamic dim is pinned"
     if (
-        not _report_specialized(rec, first_events + events, torch_error)
+        not _report_specialized(rec, first_events + events, torch_error, auto=auto)
         and auto
         and first_error is not None
     ):
@@ -432,7 +432,7 @@ def _fake_quantize_advice() -> str:
 
 
 def _report_specialized(
-    rec: Analysis, events: list[dict[str, Any]], torch_error: str | None
+    rec: Analysis, events: list[dict[str, Any]], torch_error: str | None, *, auto: bool = False
 ) -> bool:
     """Compare the requested dynamic dims with the exported inputs; report each static one.
 
@@ -462,6 +462,11 @@ def _report_specialized(
         )
         info = {"input": label, "dim": dim, "name": name, "value": value}
         if example_size in (0, 1) and value == example_size:
+            if auto and rec.onnx_capture:
+                # pinned by the plain torch.export retry (Dim.AUTO), which specialises sizes
+                # 0 and 1; under torch.onnx.export's settings the dim stays dynamic (timm's
+                # ViT at batch 1 fails on its height and width only)
+                continue
             f = finding(
                 wire.KIND_DIM_SPECIALIZED,
                 f"dim {name!r} ({label}.shape[{dim}]) was requested dynamic, but the example "

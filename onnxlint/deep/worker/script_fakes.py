@@ -493,6 +493,7 @@ def fakes(state: ScriptRun) -> Iterator[None]:
         stack.enter_context(patched(builtins, "input", _no_input))
         stack.enter_context(after_import("transformers.modeling_utils", _transformers(state)))
         stack.enter_context(after_import("gdown", _gdown(state)))
+        stack.enter_context(after_import("huggingface_hub.file_download", _hf_hub(state)))
         stack.enter_context(patched(torch.hub, "load_state_dict_from_url", state_dict_from_url))
         stack.enter_context(patched(torch.hub, "download_url_to_file", download_url_to_file))
         with contextlib.suppress(ImportError):
@@ -799,6 +800,46 @@ def _gdown(state: ScriptRun) -> Callable[[types.ModuleType], Callable[[], None]]
 
         def undo() -> None:
             setattr(mod, "download", original)  # noqa: B010
+
+        return undo
+
+    return patch
+
+
+def _hf_hub(state: ScriptRun) -> Callable[[types.ModuleType], Callable[[], None]]:
+    """`hf_hub_download(repo, "model.safetensors")`, how timm (and many others) fetch
+    pretrained weights: when the weights file is not in the local cache (the network is off
+    for the run), the download gives a path where it is not, which the run reads as an empty
+    checkpoint. Configs and other files still fail as they would."""
+
+    def patch(mod: types.ModuleType) -> Callable[[], None]:
+        saved = {
+            name: getattr(mod, name)
+            for name in ("_hf_hub_download_to_cache_dir", "_hf_hub_download_to_local_dir")
+            if hasattr(mod, name)
+        }
+
+        def wrap(original: Callable[..., Any], folder_key: str) -> Callable[..., Any]:
+            def download(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return original(*args, **kwargs)
+                except Exception:
+                    filename = str(kwargs.get("filename") or "")
+                    if not is_weights_file(filename):
+                        raise
+                    state.skip("huggingface_hub download of weights (not fetched)")
+                    folder = str(kwargs.get(folder_key) or ".")
+                    return os.path.join(folder, "onnxlint-not-fetched", filename)
+
+            return download
+
+        for name, original in saved.items():
+            key = "cache_dir" if name.endswith("cache_dir") else "local_dir"
+            setattr(mod, name, wrap(original, key))
+
+        def undo() -> None:
+            for name, original in saved.items():
+                setattr(mod, name, original)
 
         return undo
 
