@@ -834,3 +834,16 @@ def test_a_batch_one_example_is_not_blamed_when_torch_onnx_fails_on_another_dim(
     res = _analyze(analyzer, root, "export.py", None)
     dims = [v for v in res.violations if v.code == "OLX804"]
     assert [("'height'" in v.message) for v in dims] == [True], res.violations
+
+
+def test_a_removed_export_call_writes_no_file_at_another_opset(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # YOLOX's tools/export_onnx.py: `torch.onnx._export(..., opset_version=11)` raises
+    # AttributeError on torch 2.13, so no file is written at all; OLX827 said it would be
+    # written at opset 18 (the users' reports bench counted it false).
+    text = CONV_BN.replace("torch.onnx.export(", "torch.onnx._export(")
+    root = _project(tmp_path, {"export.py": text})
+    res = _analyze(analyzer, root, "export.py", None)
+    assert res.outcome == "fails at the script's own call", res.violations
+    assert "OLX827" not in _codes(res), res.violations

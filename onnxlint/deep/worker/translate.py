@@ -41,8 +41,13 @@ def run(rec: Analysis) -> None:
         rec.failed["translate"] = f"{type(e).__name__}"
         return
     problem = torch_internals.convert_opset(rec.onnx_program, rec.opset_or_default())
-    if problem and rec.result.get("script_exporter"):
-        # the script's call takes the TorchScript exporter, which writes its opset itself
+    if problem and (
+        rec.result.get("script_exporter")
+        or rec.result.get("script_call_removed")
+        or rec.result.get("script_call_fails")
+    ):
+        # the script's call takes the TorchScript exporter, which writes its opset itself, or
+        # writes nothing (`torch.onnx._export` raises): no file at the wrong opset
         rec.result["skipped"]["opset"] = f"conversion to opset {rec.opset_or_default()}: {problem}"
     elif problem:
         rec.add(_opset_kept(rec, problem))
