@@ -97,8 +97,8 @@ def outcome_of(r: DeepResult) -> str:
     codes_found = {v.code for v in r.violations}
     if "OLX812" in codes_found:
         raised = any(v.code == "OLX812" and " raised " in v.message for v in r.violations)
-        if (r.data or {}).get("failed", {}).get("load") == "not reached by this run":
-            return "not reached by this run"
+        if (r.data or {}).get("failed", {}).get("load") == wire.NOT_REACHED:
+            return wire.NOT_REACHED
         return "factory raised" if raised else "cannot be analysed"
     failed = (r.data or {}).get("failed") or {}  # the worker's phases that did not succeed
     if "load" in failed:

@@ -454,12 +454,7 @@ def _report_specialized(
         value = torch_internals.static_int(shape[dim])
         if value is None:
             continue
-        example = examples[flat] if flat < len(examples) else None
-        example_size = (
-            int(example.shape[dim])
-            if isinstance(example, torch.Tensor) and dim < example.dim()
-            else None
-        )
+        example_size = _example_size(examples, flat, dim)
         info = {"input": label, "dim": dim, "name": name, "value": value}
         if example_size in (0, 1) and value == example_size:
             if auto and rec.onnx_capture:
@@ -634,14 +629,8 @@ def _blame_examples(
     labels = {(f, d): label for f, d, _n, label in rec.requested_dims()}
     blamed: set[str] = set()
     for name, members in groups.items():
-        small = [
-            (f, d, int(examples[f].shape[d]))
-            for f, d, _sym in members
-            if f < len(examples)
-            and isinstance(examples[f], torch.Tensor)
-            and d < examples[f].dim()
-            and int(examples[f].shape[d]) in (0, 1)
-        ]
+        sizes = [(f, d, _example_size(examples, f, d)) for f, d, _sym in members]
+        small = [(f, d, n) for f, d, n in sizes if n in (0, 1)]
         mine = [r for r in found.values() if r["name"] == name]
         if not small:
             continue
@@ -686,6 +675,14 @@ def _blame_examples(
         rec.add(place(f, rec.input_lines.get(flat) or rec.factory_loc))
         blamed.add(name)
     return blamed
+
+
+def _example_size(examples: list[Any], flat: int, dim: int) -> int | None:
+    """The size of the example input `flat` (a flat index of the inputs) on `dim`."""
+    example = examples[flat] if flat < len(examples) else None
+    if isinstance(example, torch.Tensor) and dim < example.dim():
+        return int(example.shape[dim])
+    return None
 
 
 def _held_only_at(

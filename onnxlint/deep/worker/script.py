@@ -452,7 +452,7 @@ def _stopped(
         )
         f["severity"] = "info"
         rec.add(place(f, {"file": state.script, "line": state.line or 1}))
-        rec.failed["load"] = "not reached by this run"
+        rec.failed["load"] = wire.NOT_REACHED
         return
     if error is None and exit_code is None:
         at = {"file": state.script, "line": state.line or 1}

@@ -14,6 +14,7 @@ import collections
 import contextlib
 import dataclasses
 import logging
+import logging.handlers
 import re
 import sys
 import traceback
@@ -914,8 +915,8 @@ def convert_opset(program: Any, opset: int) -> str | None:
     before = int(program.model.opset_imports.get("", 0))
     if before == opset:
         return None
-    said: list[logging.LogRecord] = []
-    handler = _Keep(said)
+    handler = logging.handlers.BufferingHandler(capacity=1000)  # keeps what it logs
+    handler.setLevel(logging.WARNING)
     log = logging.getLogger("onnxscript.version_converter")
     log.addHandler(handler)
     swapped = _small_weights_as_zeros(program.model)
@@ -930,7 +931,9 @@ def convert_opset(program: Any, opset: int) -> str | None:
     if after != opset:
         # onnxscript logs the ONNX C API's error ("No Adapter To Version $17 for Pad") and
         # keeps the model: that error is the cause
-        why = [_root(r.exc_info[1]) for r in said if r.exc_info and r.exc_info[1] is not None]
+        why = [
+            _root(r.exc_info[1]) for r in handler.buffer if r.exc_info and r.exc_info[1] is not None
+        ]
         cause = f": {type(why[-1]).__name__}: {_last_line(str(why[-1]))}" if why else ""
         stayed = f"the model stayed at opset {after} (conversion from {before} to {opset} failed)"
         return stayed + cause
@@ -970,17 +973,6 @@ def _put_back(model: Any, swapped: dict[str, Any]) -> None:
         value = model.graph.initializers.get(name)
         if value is not None:
             value.const_value = tensor
-
-
-class _Keep(logging.Handler):
-    """Keeps the records a library logs while it runs (to read the error it swallowed)."""
-
-    def __init__(self, into: list[logging.LogRecord]) -> None:
-        super().__init__(logging.WARNING)
-        self.into = into
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.into.append(record)
 
 
 def _root(error: BaseException) -> BaseException:

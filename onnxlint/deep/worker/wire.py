@@ -41,6 +41,8 @@ EV_FATAL = "fatal"  # the zygote itself cannot work (e.g. torch missing)
 # again in a fresh child with the key set in the target (the model is built with real
 # tensors from the start).
 RETRY_REAL_TENSORS = "real_tensors"
+NOT_REACHED = "not reached by this run"
+"""`failed["load"]` of a script run that made other export calls and ended without this one."""
 
 # End statuses
 STATUS_OK = "ok"
