@@ -34,6 +34,7 @@ KIND_TO_CODE: dict[str, str] = {
     wire.KIND_DIM_RELATION: "OLX825",
     wire.KIND_AXES_MOVED: "OLX826",
     wire.KIND_OPSET_KEPT: "OLX827",
+    wire.KIND_TRAINING_MODE: "OLX828",
 }
 
 RUN_MEMORY_OVER_BUDGET = "OLX819"

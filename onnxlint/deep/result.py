@@ -82,7 +82,7 @@ _PROCESS_OUTCOME = {
     wire.STATUS_CANCELLED: "cancelled",
 }
 # The exporter's steps: 1/3 torch.export, 2/3 ONNX decompositions, 3/3 ONNX translation.
-_STEP1 = frozenset({"OLX802", "OLX803", "OLX806"})
+_STEP1 = frozenset({"OLX802", "OLX803", "OLX828", "OLX806"})
 _STEP3 = frozenset({"OLX805", "OLX807"})
 _DIMS = frozenset({"OLX804", "OLX818"})
 _VERIFY = frozenset({"OLX810", "OLX811"})
@@ -284,6 +284,14 @@ def from_worker(target: Target, end: dict[str, Any], data: dict[str, Any] | None
                         "the same model class"
                     )
             via, related = chain_of(target, f)
+            related = (
+                *(
+                    Related(str(r["file"]), int(r["line"]), 1, str(r.get("message") or ""))
+                    for r in f.get("related") or ()
+                    if r.get("file") and r.get("line")
+                ),
+                *related,
+            )
             sev = f.get("severity")
             res.violations.append(
                 violation(

@@ -185,10 +185,13 @@ def publish_cells(ls: Session, nb_uri: str, res: Result | None, enabled: bool) -
 
 
 # Deep findings that confirm a static OLX1xx finding on the same line (one cause).
-CONFIRMING = frozenset({"OLX801", "OLX802", "OLX803", "OLX804", "OLX818", "OLX827"})
+CONFIRMING = frozenset({"OLX801", "OLX802", "OLX803", "OLX804", "OLX818", "OLX827", "OLX828"})
 # Other static findings a deep one confirms: OLX501 warns that an opset below 18 may not be
-# written; OLX827 is the analysis finding that it is not.
-CONFIRMS = {"OLX827": "OLX501"}
+# written, OLX827 is the analysis finding that it is not; OLX201 warns that the model is in
+# training mode, OLX828 that the export fails because of it.
+CONFIRMS = {"OLX827": "OLX501", "OLX828": "OLX201"}
+# What the folded diagnostic adds when the deep finding says more than "it is so".
+CONFIRMED_AS = {"OLX828": "the deep analysis: the export fails because of it"}
 
 
 def merge_confirmed(static: list[Violation], deep: list[Violation]) -> list[Violation]:
@@ -218,7 +221,9 @@ def merge_confirmed(static: list[Violation], deep: list[Violation]) -> list[Viol
         ]
         if at:
             i = min(at, key=lambda i: -out[i].severity.rank)
-            primary, others, lead = out[i], found, "confirmed by the deep analysis"
+            said = [CONFIRMED_AS[v.code] for v in found if v.code in CONFIRMED_AS]
+            lead = said[0] if said else "confirmed by the deep analysis"
+            primary, others = out[i], found
         elif len(found) > 1:
             primary, others = found[0], found[1:]
             lead = f"and {len(others)} more deep finding{'s' if len(others) > 1 else ''} here"

@@ -26,3 +26,16 @@ def test_a_deep_finding_on_another_static_line_stays_its_own() -> None:
     static = [_v("OLX405", 65, "ignored argument", Severity.WARNING, "static")]
     deep = [_v("OLX827", 65, "writes this model at opset 18", Severity.WARNING, "deep")]
     assert [v.code for v in merge_confirmed(static, deep)] == ["OLX405", "OLX827"]
+
+
+def test_an_export_failing_in_training_mode_folds_into_the_static_mode_warning() -> None:
+    # OLX201 warns that the model is in training mode at the export; OLX828 is the deep
+    # finding that the export fails because of it, at the same model argument: one
+    # diagnostic, an error, whose message says what the deep analysis adds.
+    static = [_v("OLX201", 35, "`model` is in training mode", Severity.WARNING, "static")]
+    deep = [_v("OLX828", 35, "the export fails because `model`", Severity.ERROR, "deep")]
+    out = merge_confirmed(static, deep)
+    assert [v.code for v in out] == ["OLX201"]
+    assert out[0].severity is Severity.ERROR
+    assert out[0].message.endswith("(the deep analysis: the export fails because of it)")
+    assert "the export fails because `model`" in out[0].related[0].message

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from . import frames, torch_internals, wire
-from .inputs import example_site
+from .inputs import call_argument, example_site
 from .record import Analysis, cause, finding, first_line, place, resize_inputs
 
 PROBE_BUDGET_S = 30.0
@@ -31,8 +31,15 @@ PROBE_BUDGET_S = 30.0
 def run(rec: Analysis) -> None:
     """Capture as torch.onnx.export does: non-strict torch.export, and when that fails,
     strict torch.export (its fallback strategy). The export succeeds when either does;
-    the first capture's failure is then kept as information at its line."""
+    the first capture's failure is then kept as information at its line. A failure that
+    eval mode does not have is the model's mode (`_blame_training_mode`)."""
     before = len(rec.findings)
+    _capture(rec, before)
+    if rec.ep is None or rec.result.get("export_fails"):
+        _blame_training_mode(rec, rec.findings[before:])
+
+
+def _capture(rec: Analysis, before: int) -> None:
     _nonstrict(rec)
     failed = rec.ep is None or rec.result.get("export_fails")
     if (
@@ -88,6 +95,83 @@ def _strict_fallback(rec: Analysis, first: list[dict[str, Any]]) -> None:
             "The ONNX model comes from the strict capture (TorchDynamo), which traces this "
             "code instead of running it; torch.onnx.export prints the same two attempts.",
         )
+
+
+def _blame_training_mode(rec: Analysis, found: list[dict[str, Any]]) -> None:
+    """A capture that fails in training mode and succeeds in eval mode fails because the
+    model is in training mode (YOLOv4's head returns its training outputs, whose `torch.cat`
+    fails under export): one error at the export call's model, which the static OLX201
+    flags as a warning, instead of torch's error deep in the training-only code. The
+    failure's own findings go into it; the export is tried again only when it failed and
+    some module is in training mode."""
+    failures = [f for f in found if f["kind"] in _STEP1_KINDS and f.get("severity") != "info"]
+    model = rec.model
+    if (
+        not failures
+        or not isinstance(model, torch.nn.Module)
+        or rec.failed.get("export") == ("unsupported torch")
+    ):
+        return
+    modes = {m: m.training for m in model.modules()}
+    training = [name for name, m in model.named_modules() if m.training]
+    if not training:
+        return
+    dims = torch_internals.to_export_dims(rec.dynamic_shapes)
+    strategies = (False, True) if rec.onnx_capture else (bool(rec.target.get("strict")),)
+    exported = False
+    try:
+        model.eval()
+        for strict in strategies:
+            try:
+                ep = torch_internals.export(
+                    model, rec.args, rec.kwargs, dims, onnx=rec.onnx_capture, strict=strict
+                )
+                exported = _leaked_constant(ep) is None
+                break
+            except Exception:
+                continue
+            finally:
+                with contextlib.suppress(Exception):
+                    torch_internals.reset_dynamo()
+    finally:
+        for m, was in modes.items():
+            m.training = was
+    if not exported:
+        return
+    site = call_argument(rec, "model", 0)
+    name = f"`{site['text']}`" if site and site.get("text") else "the model"
+    first = failures[0]
+    where = _link(first) if first.get("file") else "torch"
+    said = first["message"].removeprefix("torch.export failed: ")
+    f = finding(
+        wire.KIND_TRAINING_MODE,
+        f"the export fails because {name} is in training mode: torch.export stops at {where} "
+        f"({said}), and captures the model in eval mode; call `.eval()` on it before exporting",
+        notes=[
+            f"{len(training)} of its modules are in training mode (a module's mode until "
+            "`.eval()` is called); in eval mode the same capture, with the same inputs and "
+            "dynamic shapes, succeeds",
+            *(
+                ["its path: " + " -> ".join(_link(c) for c in first["chain"])]
+                if first.get("chain")
+                else []
+            ),
+            *(n for f in failures for n in f.get("notes") or ()),
+        ],
+        related=[
+            {"file": f["file"], "line": f["line"], "message": f["message"]}
+            for f in failures
+            if f.get("file") and f.get("line")
+        ],
+    )
+    place(f, site or example_site(rec))
+    for old in failures:
+        rec.findings.remove(old)
+    rec.add(f)
+
+
+def _link(c: dict[str, Any]) -> str:
+    return f"{os.path.basename(str(c['file']))}:{c['line']}"
 
 
 _STEP1_KINDS = frozenset(
@@ -217,13 +301,8 @@ def _leaked_tensor(rec: Analysis) -> bool:
     constants (`torch.autograd.grad` in forward leaks the weights its backward saved). torch
     skips it when the inputs are already fake, as they are here, so it is made again: a
     constant torch named `lifted_tensor_*` that holds no value of its own."""
-    if rec.ep is None:
-        return False
-    for name, value in (getattr(rec.ep, "constants", None) or {}).items():
-        if not name.rpartition(".")[2].startswith("lifted_tensor"):
-            continue
-        if not torch_internals.is_fake(value) or getattr(value, "constant", None) is not None:
-            continue
+    name = _leaked_constant(rec.ep)
+    if name is not None:
         f = finding(
             wire.KIND_EXPORT_FAILURE,
             "torch.export failed: RuntimeError: We found a fake tensor in the exported "
@@ -248,6 +327,16 @@ def _leaked_tensor(rec: Analysis) -> bool:
         rec.ep = None
         return True
     return False
+
+
+def _leaked_constant(ep: Any) -> str | None:
+    """The name of a constant of the program that is a tensor made while tracing."""
+    for name, value in (getattr(ep, "constants", None) or {}).items():
+        if not name.rpartition(".")[2].startswith("lifted_tensor"):
+            continue
+        if torch_internals.is_fake(value) and getattr(value, "constant", None) is None:
+            return str(name)
+    return None
 
 
 _DATA_ATTR = re.compile(r"\.data\b(?!\s*\()")

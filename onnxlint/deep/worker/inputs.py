@@ -117,6 +117,39 @@ def _dynamic_scalars(rec: Analysis) -> set[str]:
     return {label for label, _value, spec in rec.input_specs() if spec is not None}
 
 
+def call_argument(
+    rec: Analysis, keyword: str, position: int | None = None
+) -> dict[str, Any] | None:
+    """An argument of the script's own export call (`opset_version=`, the model: keyword, or
+    positional at `position`) with its source text; the call when the argument is not
+    written; None without a script call."""
+    call = rec.result.get("script_call") or {}
+    path, line = call.get("file"), call.get("line")
+    if not path or not line:
+        return None
+    site: dict[str, Any] = {"file": path, "line": line}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return site
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.lineno == line):
+            continue
+        arg = next((kw.value for kw in node.keywords if kw.arg == keyword), None)
+        positional = node.args[: (position or 0) + 1]
+        if (
+            arg is None
+            and position is not None
+            and len(positional) == position + 1
+            and not any(isinstance(a, ast.Starred) for a in positional)
+        ):
+            arg = node.args[position]
+        if arg is not None:
+            return {**site, "line": arg.lineno, "text": ast.unparse(arg)}
+    return site
+
+
 def example_site(rec: Analysis) -> dict[str, Any] | None:
     """Where the examples are given: a script's export call, else the factory's last
     `return` (its `def` line when the source cannot be read)."""

@@ -429,6 +429,21 @@ def _axes_findings(rec: Analysis, call: Captured, converted: script_axes.Axes) -
         rec.add(place(finding(wire.KIND_AXES_MOVED, message, notes=script_axes.MOVED_NOTES), at))
 
 
+def _unwritten_file(state: ScriptRun, error: BaseException | None) -> tuple[str, Captured] | None:
+    """The output file of an export call the script made, when the error that stopped the
+    run is about reading it (the analysis writes no file)."""
+    if error is None:
+        return None
+    said = str(error)
+    for call in state.passed:
+        if call.kind != "onnx":
+            continue
+        path = call.kwargs.get("f", call.args[2] if len(call.args) > 2 else None)
+        if isinstance(path, (str, os.PathLike)) and os.path.basename(os.fspath(path)) in said:
+            return os.fspath(path), call
+    return None
+
+
 def _stopped(
     rec: Analysis, state: ScriptRun, name: str, error: BaseException | None, exit_code: Any
 ) -> None:
@@ -448,6 +463,32 @@ def _stopped(
                 "Give the command line that runs this call (`onnxlint analyze "
                 f"{_rel(state.script, rec.root)}:{state.line} -- ARGS`, or `argv` in a "
                 "[[tool.onnxlint.scripts]] entry) to analyse it."
+            ],
+        )
+        f["severity"] = "info"
+        rec.add(place(f, {"file": state.script, "line": state.line or 1}))
+        rec.failed["load"] = wire.NOT_REACHED
+        return
+    unwritten = _unwritten_file(state, error)
+    if unwritten is not None and error is not None:
+        # the script goes on past an export call it made and reads the file that call
+        # writes (onnxruntime, onnx.load, onnxsim): the analysis writes no file, so its run
+        # ends there, where a real run goes on; whether the real run reaches this call is
+        # not known
+        written, writer = unwritten
+        fr, _chain = rec.locate(rec.exception_frames(error))
+        stop = f" at line {fr['line']}" if fr and fr.get("file") == state.script else ""
+        f = finding(
+            wire.KIND_TARGET_ERROR,
+            f"target {name!r}: not reached by this run: the script made the export call at "
+            f"line {writer.line}, then stopped{stop} reading "
+            f"{os.path.basename(written)!r}, the file that call writes, which the analysis "
+            "does not write",
+            notes=[
+                f"{type(error).__name__}: {first_line(str(error))}",
+                "Give the command line that runs this call (`onnxlint analyze "
+                f"{_rel(state.script, rec.root)}:{state.line} -- ARGS`, or `argv` in a "
+                "[[tool.onnxlint.scripts]] entry) to analyse it.",
             ],
         )
         f["severity"] = "info"

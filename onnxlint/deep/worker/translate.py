@@ -3,12 +3,12 @@ and onnx.checker with shape inference on the structure."""
 
 from __future__ import annotations
 
-import ast
 import re
 from collections import Counter
 from typing import Any
 
 from . import frames, torch_internals, wire
+from .inputs import call_argument
 from .record import Analysis, cause, finding, first_line, place
 
 _FUNCTION = re.compile(r"Error when calling function '\w*\(<function (\w+)")
@@ -69,26 +69,7 @@ def _opset_kept(rec: Analysis, problem: str) -> dict[str, Any]:
         notes=[f"the conversion: {first_line(problem)}"],
         opset={"requested": wanted, "written": written},
     )
-    return place(f, _opset_argument(rec) or rec.factory_loc)
-
-
-def _opset_argument(rec: Analysis) -> dict[str, Any] | None:
-    """The `opset_version=` argument of the script's own export call, else the call."""
-    call = rec.result.get("script_call") or {}
-    path, line = call.get("file"), call.get("line")
-    if not path or not line:
-        return None
-    try:
-        with open(path, encoding="utf-8") as fh:
-            tree = ast.parse(fh.read())
-    except (OSError, SyntaxError, ValueError):
-        return {"file": path, "line": line}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or line):
-            for kw in node.keywords:
-                if kw.arg == "opset_version" and node.lineno == line:
-                    return {"file": path, "line": kw.value.lineno}
-    return {"file": path, "line": line}
+    return place(f, call_argument(rec, "opset_version") or rec.factory_loc)
 
 
 def _name_collisions(rec: Analysis, model: Any) -> None:

@@ -75,6 +75,7 @@ KIND_NAME_COLLISION = "onnx-name-collision"
 KIND_DIM_RELATION = "dynamic-dim-relation"
 KIND_AXES_MOVED = "dynamic-axes-moved"
 KIND_OPSET_KEPT = "opset-conversion-failed"
+KIND_TRAINING_MODE = "export-fails-in-training-mode"
 
 PHASES = ("load", "memory", "explain", "export", "decompose", "translate", "verify")
 
