@@ -5,8 +5,10 @@ export reaches is judged as exported, whatever it looks like):
 
 - `never_exported(ctx, func)`: the function belongs to a loss or criterion (its class is
   named so, derives from a torch loss, takes targets in `forward`, or the file builds it
-  as a criterion), or to a runtime-side wrapper that hands NumPy arrays to an inference
-  backend (onnxruntime, TensorRT, OpenVINO, ...);
+  as a criterion), to a runtime-side wrapper that hands NumPy arrays to an inference
+  backend (onnxruntime, TensorRT, OpenVINO, ...), to a metric, or to the data pipeline: a
+  random augmentation, an mmengine-style data preprocessor, a transform whose `forward`
+  returns NumPy arrays or PIL images;
 - `in_dead_branch(ctx)`: the node being walked sits in a part of its function that an
   export never runs (onnxlint.semantic.branches): a training-only branch (`if self.training:`;
   exports run in eval mode), a branch taken only when targets are passed, or the code
@@ -50,6 +52,8 @@ def never_exported(ctx: FileView, func: FunctionInfo) -> bool:
             or _is_metric(ctx, cls)
             or _is_runtime_wrapper(ctx, cls)
             or _is_random_augmentation(ctx, cls)
+            or _is_data_preprocessor(ctx, cls)
+            or _is_host_transform(ctx, cls)
         )
     return bool(found)
 
@@ -165,14 +169,21 @@ _AUGMENTATION_NAME = re.compile(
 )
 
 
+# The attribute an augmentation's random draw is compared with (`np.random.rand() > self.prob`).
+_PROBABILITY = re.compile(r"^(p|prob|probability|\w+_prob|prob_\w+)$")
+
+
 def _is_random_augmentation(ctx: FileView, cls: str) -> bool:
     """A module named as an augmentation (`RandomFlip`, `AddNoise`, `DropChunk`,
-    `SpeedPerturb`) whose `forward` draws random numbers: a training-time augmentation,
-    never part of an exported model's inference. Inference algorithms that sample
-    (RANSAC) are not named so; `Dropout` layers call `F.dropout`, not `torch.rand`."""
+    `SpeedPerturb`) whose `forward` draws random numbers, or any module whose `forward`
+    applies itself with a probability (`if np.random.rand() > self.prob: return inputs`,
+    GridMask): a training-time augmentation, never part of an exported model's inference.
+    Inference algorithms that sample (RANSAC) are not named so and test no probability;
+    `Dropout` layers call `F.dropout`, not `torch.rand`."""
     if "Augment" in cls:
         return True  # `MixAugmentationBase`, `AdaptiveDiscriminatorAugmentation`
-    if not _AUGMENTATION_NAME.search(cls):
+    named = bool(_AUGMENTATION_NAME.search(cls))
+    if not named and "rand" not in ctx.text:
         return False
     fwd = ctx.semantic.find_method(cls, "forward")
     if fwd is None:
@@ -183,11 +194,95 @@ def _is_random_augmentation(ctx: FileView, cls: str) -> bool:
         methods += [info.methods[m] for m in fwd.self_calls if m in info.methods]
     for m in methods:
         for node in iter_descendants(m.node.body):
-            if isinstance(node, cst.Call):
-                q = ctx.semantic.qualname(node.func)
-                if q is not None and _RANDOM_CALLS.match(q):
-                    return True
+            if named and isinstance(node, cst.Call) and _random_call(ctx, node):
+                return True
+            if isinstance(node, cst.If) and _draw_against_probability(ctx, node.test):
+                return True
     return False
+
+
+def _random_call(ctx: FileView, node: cst.CSTNode) -> bool:
+    if not isinstance(node, cst.Call):
+        return False
+    q = ctx.semantic.qualname(node.func)
+    return q is not None and bool(_RANDOM_CALLS.match(q))
+
+
+def _draw_against_probability(ctx: FileView, test: cst.BaseExpression) -> bool:
+    """`np.random.rand() > self.prob`, `random.random() < self.p`."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    prob = any(
+        isinstance(s, cst.Attribute)
+        and dotted(s) == f"self.{s.attr.value}"
+        and _PROBABILITY.match(s.attr.value)
+        for s in sides
+    )
+    return prob and any(_random_call(ctx, s) for s in sides)
+
+
+def _is_data_preprocessor(ctx: FileView, cls: str) -> bool:
+    """An mmengine-style data preprocessor (`Det3DDataPreprocessor`, a subclass of
+    `BaseDataPreprocessor`): it batches, normalises and voxelizes the data before the
+    model; exports (mmdeploy's `create_input`) run it outside the exported graph."""
+    info = ctx.semantic.classes.get(cls)
+    if info is None:
+        return False
+    names = [cls, *((ctx.semantic.resolve(b) or b).rsplit(".", 1)[-1] for b in info.bases)]
+    return any(n.endswith("DataPreprocessor") for n in names)
+
+
+# Libraries whose values are host data, never tensors: NumPy arrays, PIL images, OpenCV.
+_HOST_LIBRARIES = ("numpy.", "PIL.", "cv2.")
+
+
+def _is_host_transform(ctx: FileView, cls: str) -> bool:
+    """A data transform written as a module: every `return` of its `forward` is a NumPy
+    array or a PIL image (`return Image.fromarray(np.array(pic)[:, :, ::-1])`, `tensor =
+    np.array(pic, dtype=np.float32)` ... `return tensor`). An exported model returns
+    tensors; this one runs on images in the data pipeline."""
+    fwd = ctx.semantic.find_method(cls, "forward")
+    if fwd is None or not any(lib.rstrip(".") in ctx.text for lib in ("np", "numpy", "PIL", "cv2")):
+        return False
+    assigned: dict[str, list[cst.BaseExpression]] = {}
+    returns: list[cst.BaseExpression] = []
+    for node in iter_descendants(fwd.node.body):
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            return False  # a nested scope: keep it simple
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    assigned.setdefault(t.target.value, []).append(node.value)
+        elif isinstance(node, cst.Return):
+            if node.value is None:
+                return False
+            returns.append(node.value)
+    if not returns:
+        return False
+    for value in returns:
+        if _host_value(ctx, value):
+            continue
+        if not isinstance(value, cst.Name) or value.value not in assigned:
+            return False
+        values = assigned[value.value]
+        empty = [v for v in values if isinstance(v, cst.List) and not v.elements]
+        if len(empty) == len(values) or not all(
+            _host_value(ctx, v) for v in values if not isinstance(v, cst.List) or v.elements
+        ):
+            return False
+    return True
+
+
+def _host_value(ctx: FileView, value: cst.BaseExpression) -> bool:
+    """A call into NumPy, PIL or OpenCV (`np.array(pic)`, `Image.fromarray(a)`), or a list
+    comprehension of one."""
+    if isinstance(value, cst.ListComp):
+        value = value.elt
+    if not isinstance(value, cst.Call):
+        return False
+    q = ctx.semantic.qualname(value.func) or ""
+    return q.startswith(_HOST_LIBRARIES)
 
 
 def _is_runtime_wrapper(ctx: FileView, cls: str) -> bool:

@@ -2,18 +2,69 @@
 
 from __future__ import annotations
 
+import itertools
+import re
+
 import libcst as cst
 
 from onnxlint.core.violation import Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import kind_here, traced, under_export_guard
 from onnxlint.semantic.kinds import Kind
-from onnxlint.source.walker import iter_descendants
+from onnxlint.source.walker import dotted, iter_descendants
 
 _MODULES = ("numpy.", "math.", "random.")
 # Writing arrays to files: a function that does is a dump of values for debugging or for
 # another tool (`np.savez(f"layer_{i}.npz", query=query.cpu().numpy())`), run when asked.
 _DUMPS = frozenset({"numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt"})
+
+
+# The option that selects a function's output type (`return_tensors="np"`, transformers).
+_OPTION_NAMES = frozenset({"return_tensors", "tensor_type", "return_type", "output_type"})
+_NUMPY_OPTIONS = frozenset({"np", "numpy"})
+_TENSOR_OPTIONS = frozenset({"pt", "torch"})
+# Host metadata of mmdet-style models (`img_metas`, `batch_input_metas`): dicts of Python
+# values read from the data pipeline (`img_meta["delta_timestamp"]`), never tensors.
+_METADATA = re.compile(r"(^|_)(img_)?metas?($|_)")
+
+
+def _opens_for_writing(q: str | None, call: cst.Call) -> bool:
+    """`open(path, "w")` (or "a", "wb", `mode="w"`)."""
+    if q != "builtins.open":
+        return False
+    mode = next((a.value for a in call.args[1:2] if a.keyword is None), None)
+    mode = next((a.value for a in call.args if a.keyword and a.keyword.value == "mode"), mode)
+    return isinstance(mode, cst.SimpleString) and any(c in mode.value for c in "wa")
+
+
+def _option_value(test: cst.BaseExpression) -> str | None:
+    """ "np" for `return_tensors == "np"` (either side)."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    if not isinstance(test.comparisons[0].operator, cst.Equal):
+        return None
+    left, right = test.left, test.comparisons[0].comparator
+    if isinstance(left, cst.SimpleString):
+        left, right = right, left
+    name = dotted(left) or ""
+    if name.rsplit(".", 1)[-1] not in _OPTION_NAMES or not isinstance(right, cst.SimpleString):
+        return None
+    return right.value.strip("'\"")
+
+
+def _metadata(expr: cst.BaseExpression) -> bool:
+    """`img_meta["delta_timestamp"]`, `img_metas[0]["scale_factor"]`: a value of the
+    host metadata (a string key of a `*meta*` name)."""
+    if not isinstance(expr, cst.Subscript):
+        return False
+    keys = [e.slice for e in expr.slice if isinstance(e.slice, cst.Index)]
+    if not any(isinstance(k.value, cst.SimpleString) for k in keys):
+        return False
+    inner: cst.BaseExpression = expr
+    while isinstance(inner, cst.Subscript):
+        inner = inner.value
+    name = dotted(inner) or ""
+    return bool(_METADATA.search(name.rsplit(".", 1)[-1]))
 
 
 class NumpyOnTensor(Rule):
@@ -218,7 +269,9 @@ class NumpyOnTensor(Rule):
     ]
 
     def _in_a_dump(self) -> bool:
-        """The enclosing function writes arrays to files (`np.savez`, `np.save`)."""
+        """The enclosing function writes arrays to files (`np.savez`, `np.save`), or the
+        enclosing `if` block opens a file to write the values to (`if dump_feat:` ...
+        `f = open("feat.txt", "w")`; a debugging dump, run when asked)."""
         func = self.ctx.function
         if func is None:
             return False
@@ -228,7 +281,28 @@ class NumpyOnTensor(Rule):
                 isinstance(n, cst.Call) and self.ctx.qualname(n.func) in _DUMPS
                 for n in iter_descendants(func.node.body)
             )
-        return bool(memo["numpy-dump"])
+        if memo["numpy-dump"]:
+            return True
+        block = next((a for a in reversed(self.ctx.ancestors) if isinstance(a, cst.If)), None)
+        return block is not None and any(
+            isinstance(n, cst.Call) and _opens_for_writing(self.ctx.qualname(n.func), n)
+            for n in iter_descendants(block.body)
+        )
+
+    def _numpy_option(self) -> bool:
+        """The call sits where a NumPy output was asked for: the body of `if return_tensors
+        == "np":` or the `else` of `if return_tensors == "pt":` (an option of the function;
+        an export takes the tensor path)."""
+        chain = self.ctx.ancestors
+        for a, child in itertools.pairwise(chain):
+            if not isinstance(a, cst.If) or child is a.test:
+                continue
+            option = _option_value(a.test)
+            if option in _NUMPY_OPTIONS and child is a.body:
+                return True
+            if option in _TENSOR_OPTIONS and child is a.orelse:
+                return True
+        return False
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -240,10 +314,13 @@ class NumpyOnTensor(Rule):
             q = self.ctx.qualname(func)
             if q is None or not q.startswith(_MODULES) or not self.ctx.in_forward:
                 return
-            if not any(kind_here(self.ctx, a.value, node) is Kind.TENSOR for a in node.args):
+            if not any(
+                kind_here(self.ctx, a.value, node) is Kind.TENSOR and not _metadata(a.value)
+                for a in node.args
+            ):
                 return
             what = f"`{q}` on a tensor"
-        if under_export_guard(self.ctx, node) or self._in_a_dump():
+        if under_export_guard(self.ctx, node) or self._in_a_dump() or self._numpy_option():
             return
         frozen = traced(self.ctx)
         self.report(
