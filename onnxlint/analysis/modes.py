@@ -32,7 +32,8 @@ from onnxlint.analysis.scope import (
     statements_with,
     words_by_statement,
 )
-from onnxlint.semantic.index import FunctionInfo
+from onnxlint.semantic.index import ClassInfo, FunctionInfo
+from onnxlint.semantic.model import SemanticModel
 from onnxlint.source.walker import dotted, iter_descendants
 
 if TYPE_CHECKING:
@@ -524,7 +525,7 @@ class ModeFlow:
         if isinstance(func, cst.Name):
             local = func.value
             if local in self.ctx.semantic.classes:
-                if self._wraps_model(expr) or _wraps_argument(self.ctx, local, expr):
+                if self._wraps_model(expr) or _wraps_argument(self.ctx.semantic, local, expr):
                     return frozenset({Origin(Mode.UNKNOWN, local)})
                 mode = self._init_mode(local)
                 return frozenset({Origin(mode, local, mode is Mode.EVAL)})
@@ -535,10 +536,27 @@ class ModeFlow:
             if helper is not None:
                 return self._helper_returns(helper[0], helper[1], expr, state)
         if last is not None and is_camel(last.rsplit(".", 1)[-1]):
-            if self._wraps_model(expr):
+            if self._wraps_model(expr) or self._project_wrapper(func, expr):
                 return UNKNOWN_STATE
             return frozenset({Origin(Mode.TRAIN, self._imported(func))})
         return UNKNOWN_STATE
+
+    def _project_wrapper(self, func: cst.BaseExpression, call: cst.Call) -> bool:
+        """`ExportModel(model)` with a class of another project module that keeps the
+        argument or its submodules (`_wraps_argument`)."""
+        project = self.ctx.project
+        q = self._imported(func)
+        if project is None or q is None or q.startswith(NOT_PROJECT) or not call.args:
+            return False
+        key = ("project class", self.ctx.path, q)
+        if key not in self.memo:
+            self.memo[key] = project.class_at(self.ctx.path, q)
+        found = self.memo[key]
+        if not isinstance(found, tuple):
+            return False
+        home: FileAnalysis = found[0]
+        info: ClassInfo = found[1]
+        return _wraps_argument(home.semantic, info.name, call)
 
     def _imported(self, expr: cst.BaseExpression) -> str | None:
         """The qualified name of the class `expr` names when the file imports it from
@@ -623,12 +641,15 @@ class ModeFlow:
         return frozenset(out)
 
 
-def _wraps_argument(ctx: FileView, cls_name: str, call: cst.Call) -> bool:
-    """`Wrapper(model, ...)` with a local class that keeps the argument (`self.model =
-    model`) and calls it in `forward`: the wrapped model's own mode decides what is
-    exported, and the wrapper's fresh training flag changes nothing by itself."""
-    init = ctx.semantic.find_method(cls_name, "__init__")
-    fwd = ctx.semantic.find_method(cls_name, "forward")
+def _wraps_argument(semantic: SemanticModel, cls_name: str, call: cst.Call) -> bool:
+    """`Wrapper(model, ...)` with a class (of the file `semantic` describes) that keeps
+    the argument (`self.model = model`) and calls it in `forward`, or that keeps the
+    argument's submodules (`self.backbone = model.backbone`, `model.neck.convert()`) and
+    builds no module of its own and reads no `self.training`: the wrapped model's own
+    mode decides what is exported (torch 2.13: a fresh wrapper's training flag does not
+    reach the eval-mode submodules it holds), and the wrapper's flag changes nothing."""
+    init = semantic.find_method(cls_name, "__init__")
+    fwd = semantic.find_method(cls_name, "forward")
     if init is None or fwd is None:
         return False
     params = [p.name.value for p in init.params()]
@@ -642,15 +663,55 @@ def _wraps_argument(ctx: FileView, cls_name: str, call: cst.Call) -> bool:
             passed.add(params[i])
     if not passed:
         return False
+    parts = False
     for node in iter_descendants(init.node.body):
-        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name):
-            if node.value.value not in passed:
-                continue
+        if not isinstance(node, cst.Assign):
+            continue
+        if isinstance(node.value, cst.Name) and node.value.value in passed:
             for t in node.targets:
                 d = dotted(t.target)
                 if d is not None and d.startswith("self.") and d[5:] in fwd.self_calls:
                     return True
-    return False
+        if any((dotted(t.target) or "").startswith("self.") for t in node.targets):
+            parts = parts or _part_of(node.value, passed)
+    return parts and _builds_nothing(semantic, cls_name, init)
+
+
+def _part_of(value: cst.BaseExpression, passed: set[str]) -> bool:
+    """`model.backbone`, `model.neck.convert(make_copy=True)`, `copy.deepcopy(model.head)`,
+    `a if c else b` of such: a part of one of the `passed` arguments."""
+    if isinstance(value, cst.IfExp):
+        return _part_of(value.body, passed) and _part_of(value.orelse, passed)
+    if isinstance(value, cst.Call):
+        if dotted(value.func) in ("copy.deepcopy", "deepcopy") and value.args:
+            return _part_of(value.args[0].value, passed)
+        if not isinstance(value.func, cst.Attribute):
+            return False
+        value = value.func.value
+    while isinstance(value, (cst.Attribute, cst.Call)):
+        value = value.value if isinstance(value, cst.Attribute) else value.func
+    return isinstance(value, cst.Name) and value.value in passed
+
+
+def _builds_nothing(semantic: SemanticModel, cls_name: str, init: FunctionInfo) -> bool:
+    """The class's `__init__` builds no module (no call of a class but `super()`), and no
+    method reads `self.training`."""
+    for node in iter_descendants(init.node.body):
+        if isinstance(node, cst.Call):
+            d = dotted(node.func)
+            if d is not None and d != "super" and is_camel(d.rsplit(".", 1)[-1]):
+                return False
+    info = semantic.classes.get(cls_name)
+    if info is None or (info.bases and not all(_plain_module(semantic, b) for b in info.bases)):
+        return False
+    return not any(
+        isinstance(n, cst.Attribute) and dotted(n) == "self.training"
+        for n in iter_descendants(info.node)
+    )
+
+
+def _plain_module(semantic: SemanticModel, base: str) -> bool:
+    return semantic.resolve(base) in ("torch.nn.Module", "torch.nn.modules.module.Module")
 
 
 _MODE_METHODS = frozenset({"eval", "train"})

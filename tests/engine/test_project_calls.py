@@ -1091,3 +1091,85 @@ def test_a_wrapper_exports_the_model_its_caller_assigned_last(tmp_path) -> None:
     assert sorted(found) == [11, 22], found
     assert found[11].endswith("no export in this project reaches it"), found[11]
     assert not found[22].endswith("no export in this project reaches it"), found[22]
+
+
+def test_an_export_wrapper_of_another_module_that_holds_the_models_submodules(tmp_path) -> None:
+    """FastBEV's pattern: a builder of another module wraps the model it is given in an
+    export class of a third module that keeps the model's submodules (`self.backbone =
+    model.backbone`) and builds none of its own; `.eval()` runs on one path only, and the
+    model is built once (`if self.onnx_model is None:`), so its class is not known. torch
+    2.13: the wrapper's fresh training flag does not reach the submodules it holds, so
+    the export is the model's own mode (the caller's, unknown here): not reported. A
+    wrapper that builds its own Dropout is still in training mode: reported."""
+    root = project(
+        tmp_path,
+        {
+            "models/__init__.py": "",
+            "models/net.py": NET,
+            "models/export_net.py": """
+                import copy
+
+                from torch import nn
+
+
+                class ExportModel(nn.Module):
+                    def __init__(self, model):
+                        super().__init__()
+                        self.conv = model.conv.convert() if hasattr(model.conv, "convert") else model.conv
+                        self.bn = copy.deepcopy(model.bn)
+
+                    def forward(self, x):
+                        return self.bn(self.conv(x))
+
+
+                class DropExportModel(nn.Module):
+                    def __init__(self, model):
+                        super().__init__()
+                        self.conv = model.conv
+                        self.drop = nn.Dropout(0.5)
+
+                    def forward(self, x):
+                        return self.drop(self.conv(x))
+            """,
+            "models/onnx_export.py": """
+                from models.export_net import DropExportModel, ExportModel
+
+
+                def create_export_model(model, quantized=False):
+                    wrapper = ExportModel(model)
+                    if not quantized:
+                        wrapper.eval()
+                    return wrapper
+
+
+                def create_drop_model(model, quantized=False):
+                    wrapper = DropExportModel(model)
+                    if not quantized:
+                        wrapper.eval()
+                    return wrapper
+            """,
+            "models/detector.py": """
+                import torch
+                from torch import nn
+
+                from models.onnx_export import create_drop_model, create_export_model
+
+
+                class Detector(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.onnx_model = None
+                        self.drop_model = None
+
+                    def predict(self, x, quantized=False):
+                        if self.onnx_model is None:
+                            self.onnx_model = create_export_model(self, quantized=quantized)
+                        torch.onnx.export(self.onnx_model, (x,), "det.onnx")
+                        if self.drop_model is None:
+                            self.drop_model = create_drop_model(self, quantized=quantized)
+                        torch.onnx.export(self.drop_model, (x,), "drop.onnx")
+            """,
+        },
+    )
+    found = found_in(check(root), "models/detector.py", "OLX201")
+    assert [f["line"] for f in found] == [19], found
