@@ -34,6 +34,7 @@ from . import (
     verify,
     wire,
 )
+from .module_state import ModuleState
 from .record import Analysis, Emit, finding, first_line
 from .script_fakes import autograd_mode
 
@@ -65,11 +66,16 @@ def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
     if ok:
         # a script's call made under `torch.inference_mode()` / `no_grad()` is analysed so;
         # an ONNX export runs with torch.onnx.is_in_onnx_export() true, as torch's does
+        # each phase's forward sees the model as the export call does (a cache a forward
+        # fills is the first call's, not the memory count's)
+        state = ModuleState(rec.model)
         with autograd_mode(rec.autograd), torch_internals.onnx_exporting(rec.onnx_capture):
             with _Phase(rec, "memory", 5):
                 memory.run(rec)
+            state.restore()
             with _Phase(rec, "explain", 10):
                 explain.run(rec)
+            state.restore()
             with _Phase(rec, "export", 30):
                 export.run(rec)
             if rec.ep is not None:
