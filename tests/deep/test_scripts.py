@@ -1134,7 +1134,22 @@ class Detect(nn.Module):
         return y[:, :2] + self.grid[0]
 
 
-torch.onnx.export(Detect().eval(), (torch.randn(1, 3, 8, 8),), "detect.onnx")
+class Anchors(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shape = None
+        self.anchors = torch.empty(0)
+
+    def forward(self, x):
+        if self.shape != x.shape:  # ultralytics' Detect: its anchors, made once a shape
+            self.anchors = torch.arange(x.shape[-1]).float()
+            self.shape = x.shape
+        return x + self.anchors
+
+
+torch.onnx.export(
+    nn.Sequential(Detect(), Anchors()).eval(), (torch.randn(1, 3, 8, 8),), "detect.onnx"
+)
 """
 
 

@@ -15,8 +15,6 @@ from typing import Any
 
 import torch
 
-_SKIP = frozenset({"_parameters", "_modules", "training"})
-
 
 def _holds_tensor(value: Any, depth: int = 0) -> bool:
     if isinstance(value, torch.Tensor):
@@ -31,40 +29,37 @@ def _holds_tensor(value: Any, depth: int = 0) -> bool:
 
 
 class ModuleState:
-    """Each module's buffers and tensor-holding plain attributes (the containers' items
-    too: `self.grid[i] = ...` changes the list in place), at the time of `snapshot`."""
+    """Each module's attributes at the time of the snapshot, and the items of its lists and
+    dicts that hold tensors (`self.grid[i] = ...` changes the list in place; buffers live
+    in `_buffers`). All of them, not only the tensors: ultralytics' Detect keeps
+    `self.shape` next to `self.anchors`, and putting one back without the other would give
+    the export a state no real call has."""
 
     def __init__(self, model: Any) -> None:
-        self._saved: list[tuple[torch.nn.Module, str, Any, Any]] = []
-        self._names: list[tuple[torch.nn.Module, frozenset[str]]] = []
+        self._saved: list[tuple[torch.nn.Module, dict[str, Any], dict[str, Any]]] = []
         if not isinstance(model, torch.nn.Module):
             return
         for module in model.modules():
-            self._names.append((module, frozenset(vars(module))))
-            self._saved.append((module, "_buffers", module._buffers, dict(module._buffers)))
-            for name, value in vars(module).items():
-                if name in _SKIP or name.startswith("__") or not _holds_tensor(value):
-                    continue
-                items = (
-                    list(value)
-                    if isinstance(value, list)
-                    else dict(value)
-                    if isinstance(value, dict)
-                    else None
-                )
-                self._saved.append((module, name, value, items))
+            attrs = dict(vars(module))
+            items = {
+                name: list(value) if isinstance(value, list) else dict(value)
+                for name, value in attrs.items()
+                if isinstance(value, (list, dict)) and name != "_modules" and _holds_tensor(value)
+            }
+            self._saved.append((module, attrs, items))
 
     def restore(self) -> None:
-        """Put back what each saved attribute was (and held); tensors a run cached in a new
-        attribute (`self.cache = x` on a first call) are dropped."""
-        for module, names in self._names:
-            for name in [n for n in vars(module) if n not in names]:
-                if _holds_tensor(vars(module)[name]):
-                    del module.__dict__[name]
-        for module, name, value, items in self._saved:
-            if isinstance(value, list) and items is not None:
-                value[:] = items
-            elif isinstance(value, dict) and items is not None:
-                value.clear()
-                value.update(items)
-            module.__dict__[name] = value
+        """Put back each module's attributes (what a run added is dropped) and the saved
+        items of its containers."""
+        for module, attrs, items in self._saved:
+            now = vars(module)
+            for name in [n for n in now if n not in attrs]:
+                del now[name]
+            now.update(attrs)
+            for name, saved in items.items():
+                value = attrs[name]
+                if isinstance(value, list):
+                    value[:] = saved
+                else:
+                    value.clear()
+                    value.update(saved)
