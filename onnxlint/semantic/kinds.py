@@ -278,6 +278,13 @@ def _no_space(ws: cst.BaseParenthesizableWhitespace) -> bool:
     return type(ws) is cst.SimpleWhitespace and ws.value == ""
 
 
+# `forward(self, hidden_states, output_attentions)`: the switches Hugging Face-style layers
+# take positionally, without a default, are Python bools (config flags), not inputs.
+FLAG_PARAM = re.compile(
+    r"^(output_(attentions|hidden_states|router_logits|\w+_attentions)|return_dict|use_cache"
+    r"|return_\w+_weights)$"
+)
+
 _LEARN_TYPES = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For})
 
 
@@ -303,7 +310,8 @@ class Kinds:
                     if p.default is not None:
                         kind = Kind.UNKNOWN if is_none(p.default) else Kind.OTHER
                     else:
-                        kind = Kind.TENSOR if is_forward else Kind.UNKNOWN
+                        tensor = is_forward and not FLAG_PARAM.match(p.name.value)
+                        kind = Kind.TENSOR if tensor else Kind.UNKNOWN
                 self.names[p.name.value] = kind
             if func.node.params.star_arg and isinstance(func.node.params.star_arg, cst.Param):
                 self.names[func.node.params.star_arg.name.value] = Kind.OTHER

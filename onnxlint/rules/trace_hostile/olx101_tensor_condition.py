@@ -13,7 +13,7 @@ from onnxlint.rules.trace_hostile._common import (
     traced,
     under_export_guard,
 )
-from onnxlint.semantic.branches import skips_right_in_eval
+from onnxlint.semantic.branches import half_precision_only, skips_right_in_eval
 from onnxlint.semantic.kinds import Kind
 
 _TESTED = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf)
@@ -127,6 +127,44 @@ class TensorCondition(Rule):
                 """
             )
         ),
+        Valid(  # float16-only: the float32 export short-circuits on the dtype test
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, h):
+                        if h.dtype == torch.float16 and (
+                            torch.isinf(h).any() or torch.isnan(h).any()
+                        ):
+                            h = torch.clamp(h, -1000, 1000)
+                        return h
+                """
+            )
+        ),
+        Valid(  # an assert under tracing: checked on the example, nothing recorded
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        lens = x.sum(1)
+                        assert torch.all(lens > 0)
+                        return x * 2
+                m = torch.jit.trace(M(), torch.ones(2, 3))
+                """
+            )
+        ),
+        Valid(  # a config flag passed positionally to a layer, not a tensor
+            dedent(
+                """
+                import torch
+                class Layer(torch.nn.Module):
+                    def forward(self, hidden_states, output_attentions):
+                        attentions = () if output_attentions else None
+                        return hidden_states, attentions
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(
@@ -189,11 +227,42 @@ class TensorCondition(Rule):
             message="tracing records only",
             severity=Severity.WARNING,
         ),
+        Invalid(  # a dtype test that does not exclude float32 keeps the finding
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, h):
+                        if h.dtype != torch.float16 and torch.isinf(h).any():
+                            h = torch.clamp(h, -1000, 1000)
+                        return h
+                """
+            ),
+            line=4,
+            message="`if` on a tensor",
+        ),
+        Invalid(  # under a dynamo export the assert stays reported; a tensor input too
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x, output_mask):
+                        assert torch.all(x > 0)
+                        return x if output_mask else -x
+                torch.onnx.export(M(), (torch.ones(2), torch.ones(2)), "m.onnx")
+                """
+            ),
+            line=4,
+            message="`assert` on a tensor",
+            count=2,
+        ),
     ]
 
     def _check(self, test: cst.BaseExpression, what: str) -> None:
         if not self.ctx.in_forward:
             return
+        if what == "`assert`" and traced(self.ctx):
+            return  # tracing checks it on the example and records nothing: the graph is the same
         for expr, how in self._tensor_truths(test, True, what):
             if not under_export_guard(self.ctx, test):
                 self._report(expr, how)
@@ -207,6 +276,8 @@ class TensorCondition(Rule):
             yield from self._tensor_truths(expr.left, True, f"`{op}`")
             if mentions_export_guard(self.ctx, expr.left) or skips_right_in_eval(expr):
                 return  # `not is_compiling() and x.any()`: written with export in mind
+            if half_precision_only(expr):
+                return  # `h.dtype == torch.float16 and h.isinf().any()`: float32 skips it
             yield from self._tensor_truths(expr.right, tested, what if tested else f"`{op}`")
         elif isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
             yield from self._tensor_truths(expr.expression, True, "`not`")
