@@ -167,6 +167,53 @@ class ModuleAttributeAssignedInForward(Rule):
                 """
             )
         ),
+        Valid(  # a local moved to the input's device, then kept: the same values (GPT-J)
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def _get_embed_positions(self, position_ids):
+                        embed_positions = self.embed_positions
+                        if embed_positions.device != position_ids.device:
+                            embed_positions = embed_positions.to(position_ids.device)
+                            self.embed_positions = embed_positions
+                        return embed_positions.repeat(position_ids.shape[0], 1, 1)
+                    def forward(self, position_ids):
+                        return self._get_embed_positions(position_ids)
+                """
+            )
+        ),
+        Valid(  # a constant cached per dtype and device (GPTBigCode's mask value)
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def _get_mask_value(self, device, dtype):
+                        if self.mask_value is None or self.mask_value.dtype != dtype:
+                            self.mask_value = torch.full(
+                                [], torch.finfo(dtype).min, dtype=dtype, device=device
+                            )
+                        return self.mask_value
+                    def forward(self, x):
+                        return torch.where(x > 0, x, self._get_mask_value(x.device, x.dtype))
+                """
+            )
+        ),
+        Valid(  # a debugging branch switched off in the code
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        print_max = False
+                        if print_max == True:
+                            if x.max() > self.max_feat:
+                                self.max_feat = x.max()
+                                print(self.max_feat)
+                        return x
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(  # an early return that does not depend on the input's size: the first size stays
@@ -228,6 +275,55 @@ class ModuleAttributeAssignedInForward(Rule):
             message="baked",
             severity=Severity.INFO,
         ),
+        Invalid(  # a local that is not a move of the attribute: new values carried
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        w = self.w
+                        w = w * x.mean()
+                        self.w = w
+                        return x + w
+                """
+            ),
+            line=6,
+            message="`self.w`",
+        ),
+        Invalid(  # a size from the input next to the dtype: still from the inputs
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def _mask(self, n, dtype):
+                        if self.mask is None or self.mask.shape[0] != n:
+                            self.mask = torch.zeros(n, dtype=dtype)
+                        return self.mask
+                    def forward(self, x):
+                        return x + self._mask(x.shape[0], x.dtype)
+                """
+            ),
+            line=5,
+            message="`self.mask`",
+        ),
+        Invalid(  # a debug switch that can be turned on: still reported
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        show = False
+                        if x.dim() > 3:
+                            show = True
+                        if show == True:
+                            if x.max() > self.peak:
+                                self.peak = x.max()
+                        return x
+                """
+            ),
+            line=9,
+            message="`self.peak`",
+        ),
     ]
 
     def _check(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
@@ -245,7 +341,9 @@ class ModuleAttributeAssignedInForward(Rule):
         if under_export_guard(self.ctx, target):
             return  # `if not is_compiling: self.cache = ...`: the export path never writes it
         attr = f"self.{target.attr.value}"
-        if value is not None and _moves_itself(value, attr):
+        if value is not None and (
+            _moves_itself(value, attr) or _moved_local(func.node, value, attr)
+        ):
             return  # `self.w = self.w.to(x.device)`: a device/dtype move, same value
         if value is not None and not _read_before_written(func.node, target.attr.value):
             return  # written before any read in this call: nothing carried across calls
@@ -308,12 +406,13 @@ class ModuleAttributeAssignedInForward(Rule):
         """Whether the value is computed from the call's inputs: a tensor, a shape or a
         size, or an expression mentioning a name that holds one (`self.compute(h, w)`
         with `h, w = x.shape[-2:]`) or a parameter of the method (`x.shape[0]`)."""
-        if self.ctx.kind(value) in _INPUT_KINDS:
-            return True
+        if self.ctx.kind(value) in _INPUT_KINDS and not _factory(value):
+            return True  # a factory's tensor is from the inputs when its arguments are
         kinds = self.ctx.kinds()
         func = self.ctx.function
         params = {p.name.value for p in func.params()} if func is not None else set()
-        for n in (value, *iter_descendants(value)):
+        params -= _PLACEMENT
+        for n in _value_parts(value):
             if isinstance(n, cst.Name) and (
                 n.value in params or kinds.names.get(n.value) in _INPUT_KINDS
             ):
@@ -331,6 +430,86 @@ class ModuleAttributeAssignedInForward(Rule):
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._check(node.target, node.value)
+
+
+# A method's `dtype`/`device` parameters place a value; they carry no input data.
+_PLACEMENT = frozenset({"dtype", "device"})
+
+
+def _value_parts(value: cst.BaseExpression) -> Iterator[cst.CSTNode]:
+    """`value` and its descendants, without what only places it or reads a dtype's limits:
+    `dtype=`/`device=` arguments and `torch.finfo(...)`/`torch.iinfo(...)`
+    (`torch.full([], torch.finfo(dtype).min, dtype=dtype, device=device)`, GPTBigCode's
+    mask value: the same constant for every input of that dtype)."""
+    stack: list[cst.CSTNode] = [value]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Arg) and n.keyword is not None and n.keyword.value in _PLACEMENT:
+            continue
+        if isinstance(n, cst.Call) and (dotted(n.func) or "").rsplit(".", 1)[-1] in (
+            "finfo",
+            "iinfo",
+        ):
+            continue
+        yield n
+        stack.extend(iter_children(n))
+
+
+def _moved_local(func: cst.FunctionDef, value: cst.BaseExpression, attr: str) -> bool:
+    """`self.w = w` where the function binds `w` only to `self.w` or to a device/dtype
+    move of `w` (`w = self.w; if w.device != x.device: w = w.to(x.device); self.w = w`,
+    GPT-J's `_get_embed_positions`): the same values, moved."""
+    if not isinstance(value, cst.Name):
+        return False
+    name = value.value
+    found = False
+    for n in iter_descendants(func.body):
+        if isinstance(n, (cst.AugAssign, cst.For)):
+            target: cst.BaseExpression = n.target
+            if any(
+                isinstance(d, cst.Name) and d.value == name
+                for d in (target, *iter_descendants(target))
+            ):
+                return False  # `w += 1`, `for w in ...`: other values
+            continue
+        if not isinstance(n, (cst.Assign, cst.AnnAssign)) or n.value is None:
+            continue
+        targets = [t.target for t in n.targets] if isinstance(n, cst.Assign) else [n.target]
+        for t in targets:
+            if isinstance(t, cst.Name):
+                if t.value != name:
+                    continue
+                if dotted(n.value) == attr or _moves_name(n.value, name):
+                    found = True
+                else:
+                    return False
+            elif isinstance(t, (cst.Tuple, cst.List)) and any(
+                isinstance(d, cst.Name) and d.value == name for d in iter_descendants(t)
+            ):
+                return False  # bound by unpacking: anything
+    return found
+
+
+_FACTORIES = frozenset({"full", "zeros", "ones", "empty", "tensor", "as_tensor", "eye"})
+
+
+def _factory(value: cst.BaseExpression) -> bool:
+    """`torch.full(...)`, `torch.zeros(...)`: a new tensor made from its arguments."""
+    if not isinstance(value, cst.Call):
+        return False
+    d = dotted(value.func) or ""
+    return d.startswith("torch.") and d.count(".") == 1 and d[6:] in _FACTORIES
+
+
+def _moves_name(value: cst.BaseExpression, name: str) -> bool:
+    """`w.to(x.device)` (`w.cuda()`, `w.half()`, ...) of the local `name`."""
+    return (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value in _MOVES
+        and isinstance(value.func.value, cst.Name)
+        and value.func.value.value == name
+    )
 
 
 def _read_before_written(func: cst.FunctionDef, attr: str) -> bool:
@@ -504,13 +683,30 @@ def _batch_sized(value: cst.BaseExpression) -> bool:
 
 
 def _off_by_default(func: cst.FunctionDef) -> set[str]:
-    """Parameters whose default is False or None: opt-in switches an export leaves off."""
+    """Parameters whose default is False or None: opt-in switches an export leaves off;
+    and local switches the function only ever sets to False (`debug = False` then `if
+    debug == True:`, a debugging branch left off in the code)."""
     p = func.params
-    return {
+    params = {
         a.name.value
         for a in (*p.params, *p.kwonly_params)
         if a.default is not None and _code(a.default) in ("False", "None")
     }
+    values: dict[str, set[str]] = {}
+    for n in iter_descendants(func.body):
+        if isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For)) and isinstance(
+            n.target, cst.Name
+        ):
+            values.setdefault(n.target.value, set()).add("?")
+        elif isinstance(n, cst.Assign):
+            for t in n.targets:
+                for d in (t.target, *iter_descendants(t.target)):
+                    if isinstance(d, cst.Name):
+                        code = _code(n.value) if d is t.target else "?"
+                        values.setdefault(d.value, set()).add(code)
+    all_names = {p.name.value for p in (*p.params, *p.kwonly_params)}
+    local_off = {n for n, vs in values.items() if vs == {"False"} and n not in all_names}
+    return params | local_off
 
 
 def _opt_in_kwarg(test: cst.BaseExpression) -> bool:
