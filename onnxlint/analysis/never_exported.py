@@ -42,13 +42,14 @@ def never_exported(ctx: FileView, func: FunctionInfo) -> bool:
         return True
     cls = func.class_name
     if cls is None:
-        return False
+        return _only_for_never_exported(ctx, func)
     memo = ctx.semantic.memo
     key = ("never exported", cls)
     found = memo.get(key)
     if found is None:
         found = memo[key] = (
             _is_loss(ctx, cls)
+            or _is_data_preprocessor(ctx, cls)
             or _is_metric(ctx, cls)
             or _is_runtime_wrapper(ctx, cls)
             or _is_random_augmentation(ctx, cls)
@@ -56,6 +57,41 @@ def never_exported(ctx: FileView, func: FunctionInfo) -> bool:
             or _is_host_transform(ctx, cls)
         )
     return bool(found)
+
+
+def _only_for_never_exported(ctx: FileView, func: FunctionInfo) -> bool:
+    """A module-level function that only never-exported modules of the file call (DETA's
+    `sample_topk_per_gt`, called by its target assigners alone): the forwards of the
+    other module classes do not reach it."""
+    model = ctx.semantic
+    if not model.is_reachable(func):
+        return False
+    memo = model.memo
+    found = memo.get("reached by exportable forwards")
+    if not isinstance(found, set):
+        roots = []
+        for c in model.module_classes():
+            fwd = model.find_method(c.name, "forward")
+            if fwd is not None and not never_exported(ctx, fwd):
+                roots.append(fwd)
+        found = memo["reached by exportable forwards"] = model.reachable_from(roots)
+    return func.key not in found
+
+
+# mmengine's data preprocessors (`BaseDataPreprocessor`, `Det3DDataPreprocessor`): they
+# batch and normalise the loaded samples before the model; deployment feeds the model
+# the batched tensors (mmdeploy exports the model's `forward(mode='tensor')`).
+_DATA_PREPROCESSOR = re.compile(r"DataPreprocessor\d*$")
+
+
+def _is_data_preprocessor(ctx: FileView, cls: str) -> bool:
+    if _DATA_PREPROCESSOR.search(cls):
+        return True
+    info = ctx.semantic.classes.get(cls)
+    return info is not None and any(
+        _DATA_PREPROCESSOR.search((ctx.semantic.resolve(b) or b).rsplit(".", 1)[-1])
+        for b in info.bases
+    )
 
 
 _LOSS_VALUE = re.compile(r"^(\w+_)?(loss|losses)$")

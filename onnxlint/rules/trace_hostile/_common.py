@@ -294,9 +294,13 @@ def torch_name(model: SemanticModel) -> str | None:
     return None
 
 
-def assigned_values(ctx: Context, name: cst.Name, at: cst.CSTNode) -> list[cst.BaseExpression]:
+def assigned_values(
+    ctx: Context, name: cst.Name, at: cst.CSTNode, *, unpack: bool = False
+) -> list[cst.BaseExpression]:
     """The values assigned to `name` before `at` in the current function, in source order
-    (empty when there is none, e.g. a parameter)."""
+    (empty when there is none, e.g. a parameter); with `unpack`, also its element of a
+    literal tuple unpacked in parallel (`main, rest = parts[0], parts[1:]` gives `rest`
+    the value `parts[1:]`)."""
     func = ctx.function
     if func is None:
         return []
@@ -310,11 +314,39 @@ def assigned_values(ctx: Context, name: cst.Name, at: cst.CSTNode) -> list[cst.B
             break
         if id(node) in enclosing or id(node) in other:
             continue
-        if isinstance(node, cst.Assign) and any(
+        if not isinstance(node, cst.Assign):
+            continue
+        if any(
             isinstance(t.target, cst.Name) and t.target.value == name.value for t in node.targets
         ):
             found.append(node.value)
+        elif unpack:
+            item = _parallel_item(node, name.value)
+            if item is not None:
+                found.append(item)
     return found
+
+
+def _parallel_item(node: cst.Assign, name: str) -> cst.BaseExpression | None:
+    """`a, b = x, y`: the value `name` gets (None when it is not a plain element there)."""
+    value = node.value
+    if not isinstance(value, (cst.Tuple, cst.List)):
+        return None
+    for t in node.targets:
+        target = t.target
+        if not isinstance(target, (cst.Tuple, cst.List)):
+            continue
+        if len(target.elements) != len(value.elements):
+            continue
+        for el, v in zip(target.elements, value.elements, strict=True):
+            if (
+                isinstance(el, cst.Element)
+                and isinstance(v, cst.Element)
+                and isinstance(el.value, cst.Name)
+                and el.value.value == name
+            ):
+                return v.value
+    return None
 
 
 def _other_branches(chain: Sequence[cst.CSTNode]) -> set[int]:

@@ -7,6 +7,7 @@ import libcst as cst
 from onnxlint.core.violation import Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
 from onnxlint.rules.trace_hostile._common import (
+    assigned_values,
     kind_here,
     last_value,
     specialising_path,
@@ -170,6 +171,47 @@ class IterationOverTensor(Rule):
                 """
             )
         ),
+        Valid(  # the chunks of `chunk`, sliced and unpacked in parallel: a tuple (ProphetNet)
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, v):
+                        parts = v.chunk(3, dim=2)
+                        main, rest = parts[0], parts[1:]
+                        return torch.cat([torch.cat([main, r], 2) for r in rest], 2)
+                """
+            )
+        ),
+        Valid(  # an mmengine data preprocessor batches samples before the model
+            dedent(
+                """
+                import torch
+                class Det3DDataPreprocessor(torch.nn.Module):
+                    def forward(self, data):
+                        return self.collate_data(data)
+                    def collate_data(self, data):
+                        imgs = torch.stack(data["img"])
+                        return torch.stack([self.preprocess_img(i) for i in imgs])
+                """
+            )
+        ),
+        Valid(  # a helper only the target assigner (never exported) calls (DETA)
+            dedent(
+                """
+                import torch
+                def sample_topk_per_gt(pr_inds: torch.Tensor, gt_inds: torch.Tensor, k: int):
+                    gt_inds2, counts = gt_inds.unique(return_counts=True)
+                    return torch.cat([pr_inds[:c] for c in counts])
+                class Stage1Assigner(torch.nn.Module):
+                    def forward(self, outputs, targets):
+                        return sample_topk_per_gt(outputs, targets, 4)
+                class Detector(torch.nn.Module):
+                    def forward(self, x):
+                        return x * 2
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(  # items of a torch function's tuple are tensors (xmod's lang_adapter)
@@ -248,6 +290,49 @@ class IterationOverTensor(Rule):
             message="tracing freezes",
             severity=Severity.WARNING,
         ),
+        Invalid(  # one chunk of `chunk`, iterated: a tensor
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, v):
+                        parts = v.chunk(3, dim=2)
+                        first = parts[0]
+                        return torch.stack([r.sum() for r in first])
+                """
+            ),
+            line=6,
+            message="iterating over a tensor",
+        ),
+        Invalid(  # a helper the model's forward calls too
+            dedent(
+                """
+                import torch
+                def per_row(x: torch.Tensor):
+                    return torch.stack([r.sum() for r in x])
+                class Stage1Assigner(torch.nn.Module):
+                    def forward(self, outputs, targets):
+                        return per_row(outputs)
+                class Detector(torch.nn.Module):
+                    def forward(self, x):
+                        return per_row(x)
+                """
+            ),
+            line=3,
+            message="iterating over a tensor",
+        ),
+        Invalid(  # an image preprocessor inside the model is model code
+            dedent(
+                """
+                import torch
+                class ImagePreprocessor(torch.nn.Module):
+                    def forward(self, imgs: torch.Tensor):
+                        return torch.stack([i / 255 for i in imgs])
+                """
+            ),
+            line=4,
+            message="iterating over a tensor",
+        ),
     ]
 
     def _check(self, it: cst.BaseExpression, at: cst.CSTNode) -> None:
@@ -322,11 +407,19 @@ class IterationOverTensor(Rule):
         return any(w in code for w in ("nonzero(", "unique(", "masked_select(", "argwhere("))
 
     def _splits(self, it: cst.BaseExpression, at: cst.CSTNode) -> bool:
-        if isinstance(it, cst.Name):
-            value = last_value(self.ctx, it, at)
-            if value is None:
+        """A tuple from `split`/`chunk`/`unbind`, also sliced and named on the way
+        (`parts = v.chunk(3)`; `main, rest = parts[0], parts[1:]`; `for r in rest:`)."""
+        for _ in range(4):
+            while isinstance(it, cst.Subscript) and all(
+                isinstance(e.slice, cst.Slice) for e in it.slice
+            ):
+                it = it.value  # `parts[1:]`: still a tuple
+            if not isinstance(it, cst.Name):
+                break
+            values = assigned_values(self.ctx, it, at, unpack=True)
+            if not values:
                 return False
-            it = value
+            it = values[-1]
         while isinstance(it, cst.Subscript):
             it = it.value
         if not isinstance(it, cst.Call):
