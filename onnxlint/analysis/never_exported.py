@@ -18,6 +18,7 @@ export reaches is judged as exported, whatever it looks like):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -25,7 +26,7 @@ import libcst as cst
 from onnxlint.semantic.branches import TARGET_PARAMS, dead_step
 from onnxlint.semantic.frameworks import RUNTIME_BACKENDS
 from onnxlint.semantic.index import FunctionInfo
-from onnxlint.source.walker import dotted, iter_descendants
+from onnxlint.source.walker import children, dotted, iter_descendants
 
 if TYPE_CHECKING:
     from onnxlint.analysis.file import FileView
@@ -106,7 +107,7 @@ def _returns_loss(func: FunctionInfo) -> bool:
     if isinstance(found, bool):
         return found
     leads: list[bool] = []
-    for node in iter_descendants(func.node.body):
+    for node in _own_nodes(func.node.body):
         if isinstance(node, cst.Return) and node.value is not None:
             value = node.value
             if isinstance(value, cst.Tuple) and value.elements:
@@ -115,6 +116,17 @@ def _returns_loss(func: FunctionInfo) -> bool:
     out = bool(leads) and all(leads)
     func.memo["returns loss"] = out
     return out
+
+
+def _own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The nodes under `node` outside nested functions and classes (their `return`s are
+    theirs: HubertModel.compute_loss's inner `compute_correct` returns counts)."""
+    stack = children(node)[::-1]
+    while stack:
+        current = stack.pop()
+        yield current
+        if not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            stack.extend(children(current)[::-1])
 
 
 def _is_loss(ctx: FileView, cls: str) -> bool:

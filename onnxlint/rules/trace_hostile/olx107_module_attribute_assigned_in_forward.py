@@ -167,6 +167,25 @@ class ModuleAttributeAssignedInForward(Rule):
                 """
             )
         ),
+        Valid(  # a loss method: its nested helper's returns are not its own (HuBERT)
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        return self.compute_loss(x)
+                    def compute_loss(self, x):
+                        loss = x.sum()
+                        extra = [x.mean(), x.max()]
+                        if len(self.loss_weights) == 1:
+                            self.loss_weights = [self.loss_weights[0]] * len(extra)
+                        def compute_correct(logits):
+                            return logits.argmax(-1), logits.numel()
+                        corr, count = compute_correct(x)
+                        return loss, count
+                """
+            )
+        ),
         Valid(  # a local moved to the input's device, then kept: the same values (GPT-J)
             dedent(
                 """
@@ -274,6 +293,24 @@ class ModuleAttributeAssignedInForward(Rule):
             line=4,
             message="baked",
             severity=Severity.INFO,
+        ),
+        Invalid(  # a method whose own returns do not lead with a loss
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        return self.step(x)
+                    def step(self, x):
+                        def loss_of(y):
+                            loss = y.sum()
+                            return loss
+                        self.total = self.total + x.sum()
+                        return x, loss_of(x)
+                """
+            ),
+            line=9,
+            message="`self.total`",
         ),
         Invalid(  # a local that is not a move of the attribute: new values carried
             dedent(
