@@ -8,7 +8,8 @@ export reaches is judged as exported, whatever it looks like):
   as a criterion), to a runtime-side wrapper that hands NumPy arrays to an inference
   backend (onnxruntime, TensorRT, OpenVINO, ...), to a metric, or to the data pipeline: a
   random augmentation, an mmengine-style data preprocessor, a transform whose `forward`
-  returns NumPy arrays or PIL images;
+  returns NumPy arrays or PIL images; or, for a module-level function, when only such
+  modules of its file call it (a target assigner's helper);
 - `in_dead_branch(ctx)`: the node being walked sits in a part of its function that an
   export never runs (onnxlint.semantic.branches): a training-only branch (`if self.training:`;
   exports run in eval mode), a branch taken only when targets are passed, or the code
@@ -50,7 +51,6 @@ def never_exported(ctx: FileView, func: FunctionInfo) -> bool:
     if found is None:
         found = memo[key] = (
             _is_loss(ctx, cls)
-            or _is_data_preprocessor(ctx, cls)
             or _is_metric(ctx, cls)
             or _is_runtime_wrapper(ctx, cls)
             or _is_random_augmentation(ctx, cls)
@@ -77,22 +77,6 @@ def _only_for_never_exported(ctx: FileView, func: FunctionInfo) -> bool:
                 roots.append(fwd)
         found = memo["reached by exportable forwards"] = model.reachable_from(roots)
     return func.key not in found
-
-
-# mmengine's data preprocessors (`BaseDataPreprocessor`, `Det3DDataPreprocessor`): they
-# batch and normalise the loaded samples before the model; deployment feeds the model
-# the batched tensors (mmdeploy exports the model's `forward(mode='tensor')`).
-_DATA_PREPROCESSOR = re.compile(r"DataPreprocessor\d*$")
-
-
-def _is_data_preprocessor(ctx: FileView, cls: str) -> bool:
-    if _DATA_PREPROCESSOR.search(cls):
-        return True
-    info = ctx.semantic.classes.get(cls)
-    return info is not None and any(
-        _DATA_PREPROCESSOR.search((ctx.semantic.resolve(b) or b).rsplit(".", 1)[-1])
-        for b in info.bases
-    )
 
 
 _LOSS_VALUE = re.compile(r"^(\w+_)?(loss|losses)$")
