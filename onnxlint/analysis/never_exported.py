@@ -63,20 +63,26 @@ def never_exported(ctx: FileView, func: FunctionInfo) -> bool:
 def _only_for_never_exported(ctx: FileView, func: FunctionInfo) -> bool:
     """A module-level function that only never-exported modules of the file call (DETA's
     `sample_topk_per_gt`, called by its target assigners alone): the forwards of the
-    other module classes do not reach it."""
+    other module classes of the file do not reach it. One the file's own modules do not
+    reach at all is reached from another file's forward code (the project model adds
+    those), and stays forward code."""
     model = ctx.semantic
     if not model.is_reachable(func):
         return False
     memo = model.memo
-    found = memo.get("reached by exportable forwards")
-    if not isinstance(found, set):
-        roots = []
+    found = memo.get("reached by the file's forwards")
+    if not isinstance(found, tuple):
+        every, exportable = [], []
         for c in model.module_classes():
             fwd = model.find_method(c.name, "forward")
-            if fwd is not None and not never_exported(ctx, fwd):
-                roots.append(fwd)
-        found = memo["reached by exportable forwards"] = model.reachable_from(roots)
-    return func.key not in found
+            if fwd is not None:
+                every.append(fwd)
+                if not never_exported(ctx, fwd):
+                    exportable.append(fwd)
+        found = (model.reachable_from(every), model.reachable_from(exportable))
+        memo["reached by the file's forwards"] = found
+    in_file, by_exportable = found
+    return func.key in in_file and func.key not in by_exportable
 
 
 _LOSS_VALUE = re.compile(r"^(\w+_)?(loss|losses)$")
