@@ -1164,3 +1164,32 @@ def test_a_grid_a_forward_caches_is_the_export_calls_not_an_earlier_phases(
     res = _analyze(analyzer, root, "export.py", None)
     assert res.outcome == "ok", res.violations
     assert not res.violations, res.violations
+
+
+CHECKPOINTER_POP = """
+import torch
+
+from nets import Net
+
+
+def load(model, path):
+    checkpoint = torch.load(path, map_location="cpu")
+    state = checkpoint.pop("model")  # detectron2's and fast-reid's Checkpointer
+    model.load_state_dict(state, strict=False)
+    return checkpoint.pop("iteration", 0)
+
+
+model = Net().eval()
+load(model, "model_final.pth")
+torch.onnx.export(model, (torch.randn(2, 3, 16, 16),), "reid.onnx")
+"""
+
+
+def test_a_missing_checkpoint_read_with_pop_is_no_obstacle(analyzer: Any, tmp_path: Path) -> None:
+    # fast-reid's tools/deploy/onnx_export.py (JDAI-CV/fast-reid c9bc3ce) loads through its
+    # Checkpointer, which pops "model": the empty checkpoint the analysis reads for the
+    # missing weights raised KeyError, and the run stopped (torch 2.13 exports the model).
+    root = _project(tmp_path, {"export.py": CHECKPOINTER_POP})
+    res = _analyze(analyzer, root, "export.py", None)
+    assert "OLX812" not in _codes(res), res.violations
+    assert res.outcome != "cannot be analysed", res.outcome

@@ -24,6 +24,15 @@ def run(rec: Analysis) -> None:
         rec.failed["decompose"] = "unsupported torch"
         return
     except Exception as e:
+        if rec.result.get("assumed_branches") and torch_internals.is_data_dependent_error(e):
+            # the graph was traced on as if the data-dependent conditions held (the export
+            # stops at step 1/3 before this): a condition the decomposition meets is one of
+            # those, already reported (OLX802) where the code makes it
+            rec.result["skipped"]["decompose"] = (
+                f"the decomposition of the graph traced past the data-dependent guard: {cause(e)}"
+            )
+            rec.failed["decompose"] = f"{type(e).__name__}"
+            return
         f = finding(
             wire.KIND_TRANSLATION_FAILURE,
             f"ONNX decomposition (step 2/3) failed: {cause(e)}",

@@ -199,6 +199,12 @@ class EmptyCheckpoint(dict[str, Any]):
     def get(self, key: Any, default: Any = None) -> Any:
         return self._child(key) if default is None else default
 
+    def pop(self, key: Any, *default: Any) -> Any:
+        # detectron2's and fast-reid's Checkpointer: `checkpoint.pop("model")`
+        if key in self:
+            return super().pop(key)
+        return default[0] if default else self._child(key)
+
     def _value(self, *args: Any) -> Any:
         raise RuntimeError(self.value_text())
 
