@@ -1193,3 +1193,41 @@ def test_a_missing_checkpoint_read_with_pop_is_no_obstacle(analyzer: Any, tmp_pa
     res = _analyze(analyzer, root, "export.py", None)
     assert "OLX812" not in _codes(res), res.violations
     assert res.outcome != "cannot be analysed", res.outcome
+
+
+ONNX_PROGRAM_USED = """
+import torch
+import torch.nn as nn
+
+
+class A(nn.Module):
+    def forward(self, x):
+        return x.relu() + 1
+
+
+class B(nn.Module):
+    def forward(self, x):
+        return x.sigmoid() * 2
+
+
+x = torch.randn(2, 4)
+onnx_program = torch.onnx.export(A().eval(), (x,), dynamo=True)
+onnx_program.optimize()
+onnx_program.save("a.onnx")
+outs = onnx_program(x)
+torch.testing.assert_close(outs[0], A()(x))
+program_b = torch.onnx.export(B().eval(), (x,), "b.onnx", dynamo=True)
+"""
+
+
+def test_the_onnx_program_an_export_returns_runs_for_the_script_that_checks_it(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # torch's tutorial way: `onnx_program = torch.onnx.export(..., dynamo=True)`, then
+    # `onnx_program(x)` against eager. The stand-in the analysis returned for the skipped
+    # call could not be indexed ("'Inert' object is not subscriptable"), and the export
+    # after it was an OLX812 error; torch 2.13 runs the script to its end.
+    root = _project(tmp_path, {"export.py": ONNX_PROGRAM_USED})
+    script = root / "export.py"
+    res = _analyze(analyzer, root, "export.py", line_of(script, "program_b = "))
+    assert res.outcome == "ok", res.violations

@@ -149,8 +149,36 @@ class Inert:
             raise AttributeError(name)
         return self
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Inert:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """`onnx_program(x)`, `ep.module()(x)`, `traced(x)` with tensors run the exported
+        model, as the real program would (the script then checks them against eager:
+        `torch.testing.assert_close(onnx_program(x)[0], model(x))`); any other call (`.save`,
+        `.optimize`) is a no-op."""
+        leaves = torch.utils._pytree.tree_leaves((args, kwargs))
+        model = self._model()
+        if model is None or not any(isinstance(v, torch.Tensor) for v in leaves):
+            return self
+        try:
+            out = model(*args, **kwargs)
+        except Exception:
+            return self
+        if self._call is not None and self._call.kind == "onnx":
+            # ONNXProgram.__call__ gives the outputs as a flat sequence of tensors
+            return [v for v in torch.utils._pytree.tree_leaves(out) if isinstance(v, torch.Tensor)]
+        return out
+
+    def _model(self) -> Any:
+        call = self._call
+        if call is None:
+            return None
+        model = call.kwargs.get("model", call.args[0] if call.args else None)
+        return model if callable(model) else None
+
+    def __getitem__(self, key: Any) -> Inert:
         return self
+
+    def __len__(self) -> int:
+        return 0
 
     def __iter__(self) -> Iterator[Any]:
         return iter(())
