@@ -1231,3 +1231,30 @@ def test_the_onnx_program_an_export_returns_runs_for_the_script_that_checks_it(
     script = root / "export.py"
     res = _analyze(analyzer, root, "export.py", line_of(script, "program_b = "))
     assert res.outcome == "ok", res.violations
+
+
+CHECKS_THE_MODEL_PROTO = """
+import onnx
+import torch
+
+from nets import Net
+
+x = torch.randn(2, 3, 16, 16)
+onnx_program = torch.onnx.export(Net().eval(), (x,), dynamo=True)
+onnx.checker.check_model(onnx_program.model_proto)
+torch.onnx.export(Net().eval(), (x,), "second.onnx", dynamo=True)
+"""
+
+
+def test_a_call_after_an_onnx_tool_reads_the_exported_model_is_not_reached(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # The analysis makes no real ONNX model: the checker's stop on the program's
+    # `model_proto` is its own, said as information for the call after it.
+    root = _project(tmp_path, {"export.py": CHECKS_THE_MODEL_PROTO})
+    script = root / "export.py"
+    second = line_of(script, '"second.onnx"')
+    res = _analyze(analyzer, root, "export.py", second)
+    assert res.outcome == "not reached by this run", res.violations
+    (stop,) = res.violations
+    assert stop.severity.value == "info" and "in onnx, on the ONNX model" in stop.message

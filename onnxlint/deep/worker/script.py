@@ -31,7 +31,7 @@ from typing import Any
 
 import torch
 
-from . import load, overlay, script_axes, torch_internals, wire
+from . import frames, load, overlay, script_axes, torch_internals, wire
 from .record import Analysis, finding, first_line, place
 from .script_args import required_arguments
 from .script_explain import (
@@ -429,18 +429,40 @@ def _axes_findings(rec: Analysis, call: Captured, converted: script_axes.Axes) -
         rec.add(place(finding(wire.KIND_AXES_MOVED, message, notes=script_axes.MOVED_NOTES), at))
 
 
-def _unwritten_file(state: ScriptRun, error: BaseException | None) -> tuple[str, Captured] | None:
-    """The output file of an export call the script made, when the error that stopped the
-    run is about reading it (the analysis writes no file)."""
-    if error is None:
+_ONNX_TOOLS = ("onnx", "onnxruntime", "onnxsim", "onnxoptimizer", "onnxslim")
+
+
+def _own_stop(state: ScriptRun, error: BaseException | None) -> tuple[str, Captured] | None:
+    """Why the run stopped after an export call the script made, when the stop is the
+    analysis's own (it writes no file and makes no real program): the script reads the
+    file that call writes, uses what the call returns, or hands the exported model to an
+    ONNX tool. (what the script was doing, the call) or None."""
+    calls = [c for c in state.passed if c.kind == "onnx"] or list(state.passed)
+    if error is None or not calls:
         return None
     said = str(error)
-    for call in state.passed:
-        if call.kind != "onnx":
-            continue
+    for call in calls:
         path = call.kwargs.get("f", call.args[2] if len(call.args) > 2 else None)
         if isinstance(path, (str, os.PathLike)) and os.path.basename(os.fspath(path)) in said:
-            return os.fspath(path), call
+            name = os.path.basename(os.fspath(path))
+            return (
+                f"reading {name!r}, the file that call writes, which the analysis does not write",
+                call,
+            )
+    if "'Inert'" in said:
+        return "using what that call returns, which the analysis does not make", calls[-1]
+    tools = {
+        part
+        for fr in frames.exception_stack(error)
+        for part in fr.filename.replace("\\", "/").split("/")
+        if part in _ONNX_TOOLS
+    }
+    if tools and any(c.kind == "onnx" for c in calls):
+        tool = sorted(tools)[0]
+        return (
+            f"in {tool}, on the ONNX model that call makes, which the analysis does not make",
+            calls[-1],
+        )
     return None
 
 
@@ -469,21 +491,19 @@ def _stopped(
         rec.add(place(f, {"file": state.script, "line": state.line or 1}))
         rec.failed["load"] = wire.NOT_REACHED
         return
-    unwritten = _unwritten_file(state, error)
-    if unwritten is not None and error is not None:
+    own = _own_stop(state, error)
+    if own is not None and error is not None:
         # the script goes on past an export call it made and reads the file that call
         # writes (onnxruntime, onnx.load, onnxsim): the analysis writes no file, so its run
         # ends there, where a real run goes on; whether the real run reaches this call is
         # not known
-        written, writer = unwritten
+        doing, writer = own
         fr, _chain = rec.locate(rec.exception_frames(error))
         stop = f" at line {fr['line']}" if fr and fr.get("file") == state.script else ""
         f = finding(
             wire.KIND_TARGET_ERROR,
             f"target {name!r}: not reached by this run: the script made the export call at "
-            f"line {writer.line}, then stopped{stop} reading "
-            f"{os.path.basename(written)!r}, the file that call writes, which the analysis "
-            "does not write",
+            f"line {writer.line}, then stopped{stop} {doing}",
             notes=[
                 f"{type(error).__name__}: {first_line(str(error))}",
                 "Give the command line that runs this call (`onnxlint analyze "
