@@ -827,3 +827,34 @@ def test_a_crash_of_torch_itself_says_in_which_step(analyzer: Any, tmp_path: Pat
     [v] = [v for v in res.violations if v.code == "OLX813"]
     assert "SIGSEGV in the ONNX decompositions (step 2/3" in v.message, v.message
     assert "torch.onnx.export runs the same step" in " ".join(v.notes)
+
+
+ITEM_AS_SIZE = """
+import torch
+
+
+class ItemSize(torch.nn.Module):
+    def forward(self, x):
+        n = int(x.abs().max().ceil())
+        return torch.zeros(n) + x.sum()
+
+
+def make():
+    return ItemSize().eval(), (torch.randn(4) * 3,), {}, None
+"""
+
+
+def test_a_value_used_as_a_size_exports_through_the_strict_fallback(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # torch 2.13's non-strict capture fails on `int(tensor)` ("Could not guard on
+    # data-dependent expression"), and torch.onnx.export's strict fallback captures it: the
+    # file is written. The analysis traced on past the guard with an assumed value, never
+    # tried the strict capture, and said "fails at step 1/3".
+    mod = _module(tmp_path, "itemsize", ITEM_AS_SIZE)
+    assert _torch_exports(tmp_path, "itemsize:make")
+    res = _analyze(analyzer, tmp_path, "itemsize:make")
+    assert res.outcome == "ok", res.violations
+    guard = [v for v in res.violations if v.code == "OLX802"]
+    assert guard and all(v.severity.value == "info" for v in guard), res.violations
+    assert guard[0].line == line_of(mod, "n = int(")

@@ -41,7 +41,9 @@ def run(rec: Analysis) -> None:
 
 def _capture(rec: Analysis, before: int) -> None:
     _nonstrict(rec)
-    failed = rec.ep is None or rec.result.get("export_fails")
+    # a graph traced on past a data-dependent guard is the analysis's, not torch's: the
+    # non-strict capture failed there, and torch.onnx.export tries the strict one
+    failed = rec.ep is None or rec.result.get("export_fails") or rec.result.get("assumed_branches")
     if (
         not failed
         or not rec.onnx_capture

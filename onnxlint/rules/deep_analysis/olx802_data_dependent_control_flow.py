@@ -23,6 +23,10 @@ class DataDependentControlFlow(Rule):
     error that follows from it says so. `.tolist()` sizes that must add up (`torch.split(x,
     lengths.tolist())`) can still stop the graph-break search (OLX816); export goes on.
 
+    When torch.onnx.export's fallback capture (strict torch.export, TorchDynamo) succeeds
+    where the non-strict one stops here (`torch.zeros(int(t))`, `x[:, int(n):]`), the export
+    goes on with that graph, as torch's does, and the finding is information.
+
     ## Why is this bad?
     An exported graph has no Python: the exporter must decide each branch at export time,
     and a branch on tensor data cannot be decided. `torch.onnx.export` stops with
