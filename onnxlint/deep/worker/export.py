@@ -111,7 +111,7 @@ def _blame_training_mode(rec: Analysis, found: list[dict[str, Any]]) -> None:
     if (
         not failures
         or not isinstance(model, torch.nn.Module)
-        or rec.failed.get("export") == ("unsupported torch")
+        or rec.failed.get("export") == "unsupported torch"
     ):
         return
     modes = {m: m.training for m in model.modules()}

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import inspect
 import os
 import socket
 import sys
@@ -49,6 +48,7 @@ from .script_fakes import (
     Inert,
     ScriptRun,
     ScriptStop,
+    bound_arguments,
     captures,
     fakes,
     no_network,
@@ -310,42 +310,9 @@ def _real_constants(model: Any) -> None:
                 object.__setattr__(m, k, new)
 
 
-def _bind(call: Captured) -> dict[str, Any]:
-    """The call's arguments by parameter name (the real function's signature)."""
-    if call.original is not None:
-        try:
-            bound = inspect.signature(call.original).bind_partial(*call.args, **call.kwargs)
-            out = dict(bound.arguments)
-            extra = out.pop("kwargs", None) if "kwargs" not in call.kwargs else None
-            if isinstance(extra, dict) and call.kind != "onnx":
-                out.update(extra)
-            elif extra is not None:
-                out["kwargs"] = extra
-            return out
-        except (TypeError, ValueError):
-            pass
-    if call.kind == "dynamo_export":  # (model, /, *model_args, export_options, **model_kwargs)
-        kwargs = dict(call.kwargs)
-        kwargs.pop("export_options", None)
-        return {
-            "model": call.args[0] if call.args else kwargs.pop("model", None),
-            "model_args": tuple(call.args[1:]),
-            "model_kwargs": kwargs,
-        }
-    names = {
-        "onnx": ["model", "args", "f"],
-        "torch.export": ["mod", "args", "kwargs"],
-        "trace": ["func", "example_inputs"],
-        "script": ["obj"],
-    }[call.kind]
-    out = dict(zip(names, call.args, strict=False))
-    out.update(call.kwargs)
-    return out
-
-
 def _unpack_call(rec: Analysis, call: Captured) -> str | None:
     """Model, args, kwargs, dynamic shapes and options of the captured call, or why not."""
-    a = _bind(call)
+    a = bound_arguments(call)
     kwargs: dict[str, Any] = {}
     shapes: Any = None
     if call.kind in ("onnx", "dynamo_export"):
@@ -388,7 +355,7 @@ def _unpack_call(rec: Analysis, call: Captured) -> str | None:
     if pending is not None and pending.kind == "torch.export":
         # torch.onnx.export(ep) of an ExportedProgram the script made before: analyse the
         # module it was made from, with its inputs and dynamic shapes.
-        inner = _bind(pending)
+        inner = bound_arguments(pending)
         rec.onnx_capture = False  # the program comes from the script's torch.export call
         model, args = inner.get("mod"), inner.get("args", ())
         kwargs = dict(inner.get("kwargs") or {})
@@ -442,7 +409,7 @@ def _own_stop(state: ScriptRun, error: BaseException | None) -> tuple[str, Captu
         return None
     said = str(error)
     for call in calls:
-        path = call.kwargs.get("f", call.args[2] if len(call.args) > 2 else None)
+        path = bound_arguments(call).get("f")
         if isinstance(path, (str, os.PathLike)) and os.path.basename(os.fspath(path)) in said:
             name = os.path.basename(os.fspath(path))
             return (
@@ -466,6 +433,23 @@ def _own_stop(state: ScriptRun, error: BaseException | None) -> tuple[str, Captu
     return None
 
 
+def _not_reached(rec: Analysis, state: ScriptRun, message: str, *notes: str) -> None:
+    """The wanted call is "not reached by this run" (information): with how to reach it."""
+    f = finding(
+        wire.KIND_TARGET_ERROR,
+        message,
+        notes=[
+            *notes,
+            "Give the command line that runs this call (`onnxlint analyze "
+            f"{_rel(state.script, rec.root)}:{state.line} -- ARGS`, or `argv` in a "
+            "[[tool.onnxlint.scripts]] entry) to analyse it.",
+        ],
+    )
+    f["severity"] = "info"
+    rec.add(place(f, {"file": state.script, "line": state.line or 1}))
+    rec.failed["load"] = wire.NOT_REACHED
+
+
 def _stopped(
     rec: Analysis, state: ScriptRun, name: str, error: BaseException | None, exit_code: Any
 ) -> None:
@@ -477,43 +461,29 @@ def _stopped(
         # command line that picks one of several exports); a real run skips this one too
         lines = ", ".join(str(c.line) for c in state.passed)
         made = f"calls at lines {lines}" if len(state.passed) > 1 else f"call at line {lines}"
-        f = finding(
-            wire.KIND_TARGET_ERROR,
+        _not_reached(
+            rec,
+            state,
             f"target {name!r}: not reached by this run: the script made the export {made} "
             f"and ended normally without reaching {where}",
-            notes=[
-                "Give the command line that runs this call (`onnxlint analyze "
-                f"{_rel(state.script, rec.root)}:{state.line} -- ARGS`, or `argv` in a "
-                "[[tool.onnxlint.scripts]] entry) to analyse it."
-            ],
         )
-        f["severity"] = "info"
-        rec.add(place(f, {"file": state.script, "line": state.line or 1}))
-        rec.failed["load"] = wire.NOT_REACHED
         return
     own = _own_stop(state, error)
     if own is not None and error is not None:
-        # the script goes on past an export call it made and reads the file that call
-        # writes (onnxruntime, onnx.load, onnxsim): the analysis writes no file, so its run
-        # ends there, where a real run goes on; whether the real run reaches this call is
-        # not known
+        # the script goes on past an export call it made and uses what the call makes (its
+        # file, its program, the model handed to an ONNX tool): the analysis makes none, so
+        # its run ends there, where a real run goes on; whether the real run reaches this
+        # call is not known
         doing, writer = own
         fr, _chain = rec.locate(rec.exception_frames(error))
         stop = f" at line {fr['line']}" if fr and fr.get("file") == state.script else ""
-        f = finding(
-            wire.KIND_TARGET_ERROR,
+        _not_reached(
+            rec,
+            state,
             f"target {name!r}: not reached by this run: the script made the export call at "
             f"line {writer.line}, then stopped{stop} {doing}",
-            notes=[
-                f"{type(error).__name__}: {first_line(str(error))}",
-                "Give the command line that runs this call (`onnxlint analyze "
-                f"{_rel(state.script, rec.root)}:{state.line} -- ARGS`, or `argv` in a "
-                "[[tool.onnxlint.scripts]] entry) to analyse it.",
-            ],
+            f"{type(error).__name__}: {first_line(str(error))}",
         )
-        f["severity"] = "info"
-        rec.add(place(f, {"file": state.script, "line": state.line or 1}))
-        rec.failed["load"] = wire.NOT_REACHED
         return
     if error is None and exit_code is None:
         at = {"file": state.script, "line": state.line or 1}

@@ -13,6 +13,7 @@ import contextlib
 import importlib
 import importlib.abc
 import importlib.machinery
+import inspect
 import io
 import os
 import socket
@@ -137,6 +138,39 @@ def _call_lines(frame: types.FrameType) -> tuple[int | None, int | None]:
     return start, end
 
 
+def bound_arguments(call: Captured) -> dict[str, Any]:
+    """The call's arguments by parameter name (the real function's signature)."""
+    if call.original is not None:
+        try:
+            bound = inspect.signature(call.original).bind_partial(*call.args, **call.kwargs)
+            out = dict(bound.arguments)
+            extra = out.pop("kwargs", None) if "kwargs" not in call.kwargs else None
+            if isinstance(extra, dict) and call.kind != "onnx":
+                out.update(extra)
+            elif extra is not None:
+                out["kwargs"] = extra
+            return out
+        except (TypeError, ValueError):
+            pass
+    if call.kind == "dynamo_export":  # (model, /, *model_args, export_options, **model_kwargs)
+        kwargs = dict(call.kwargs)
+        kwargs.pop("export_options", None)
+        return {
+            "model": call.args[0] if call.args else kwargs.pop("model", None),
+            "model_args": tuple(call.args[1:]),
+            "model_kwargs": kwargs,
+        }
+    names = {
+        "onnx": ["model", "args", "f"],
+        "torch.export": ["mod", "args", "kwargs"],
+        "trace": ["func", "example_inputs"],
+        "script": ["obj"],
+    }[call.kind]
+    out = dict(zip(names, call.args, strict=False))
+    out.update(call.kwargs)
+    return out
+
+
 class Inert:
     """What a skipped export call returns (an ONNX program, an ExportedProgram, a traced
     module the script saves): every attribute is a no-op that returns the stand-in again."""
@@ -171,7 +205,8 @@ class Inert:
         call = self._call
         if call is None:
             return None
-        model = call.kwargs.get("model", call.args[0] if call.args else None)
+        bound = bound_arguments(call)
+        model = next((bound[k] for k in ("model", "mod", "func", "obj") if k in bound), None)
         return model if callable(model) else None
 
     def __getitem__(self, key: Any) -> Inert:
