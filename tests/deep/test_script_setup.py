@@ -847,3 +847,8 @@ def test_a_removed_export_call_writes_no_file_at_another_opset(
     res = _analyze(analyzer, root, "export.py", None)
     assert res.outcome == "fails at the script's own call", res.violations
     assert "OLX827" not in _codes(res), res.violations
+    # but the advice to call torch.onnx.export says what that call would write
+    (call,) = [v for v in res.violations if v.code == "OLX803"]
+    notes = " ".join(call.notes)
+    assert "torch.onnx.export in its place writes opset 18, not the requested 11" in notes
+    assert "No Adapter" in notes, call.notes

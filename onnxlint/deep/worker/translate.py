@@ -49,10 +49,29 @@ def run(rec: Analysis) -> None:
         # the script's call takes the TorchScript exporter, which writes its opset itself, or
         # writes nothing (`torch.onnx._export` raises): no file at the wrong opset
         rec.result["skipped"]["opset"] = f"conversion to opset {rec.opset_or_default()}: {problem}"
+        if not rec.result.get("script_exporter"):
+            _after_the_switch(rec, problem)
     elif problem:
         rec.add(_opset_kept(rec, problem))
     rec.result["onnx"] = _onnx_summary(rec.onnx_program, rec.opset_or_default(), rec)
     _name_collisions(rec, rec.onnx_program.model)
+
+
+def _after_the_switch(rec: Analysis, problem: str) -> None:
+    """The script's call fails (a removed export function): the user is told to call
+    torch.onnx.export instead, which would then write another opset than the call asks for
+    (YOLOX's `torch.onnx._export(..., opset_version=11)`). Said on the call's finding, not as
+    a finding of its own: no file is written today."""
+    call = rec.result.get("script_call") or {}
+    written = int(rec.onnx_program.model.opset_imports.get("", 0))
+    for f in rec.findings:
+        if f["kind"] == wire.KIND_EXPORT_FAILURE and f.get("line") == call.get("line"):
+            f["notes"] += [
+                f"torch.onnx.export in its place writes opset {written}, not the requested "
+                f"{rec.opset_or_default()}: ask for opset 18 or more",
+                f"the conversion: {first_line(problem)}",
+            ]
+            return
 
 
 def _opset_kept(rec: Analysis, problem: str) -> dict[str, Any]:
