@@ -852,3 +852,73 @@ def test_a_removed_export_call_writes_no_file_at_another_opset(
     notes = " ".join(call.notes)
     assert "torch.onnx.export in its place writes opset 18, not the requested 11" in notes
     assert "No Adapter" in notes, call.notes
+
+
+def test_a_checkpoint_read_from_an_open_file_keeps_its_values(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """Lightning's `load_from_checkpoint` hands torch.load an open (fsspec) file and builds
+    the model from the checkpoint's `hyper_parameters` (piper's VITS export): an open file
+    was read as an empty checkpoint, and the run stopped at the first number it held."""
+    import torch
+
+    root = _project(
+        tmp_path,
+        {
+            "wide.py": """
+                import torch.nn as nn
+
+                class Wide(nn.Module):
+                    def __init__(self, width):
+                        super().__init__()
+                        self.fc = nn.Linear(4, width)
+
+                    def forward(self, x):
+                        return self.fc(x)
+            """,
+            "export.py": """
+                import torch
+
+                from wide import Wide
+
+                with open("model.ckpt", "rb") as fh:
+                    ckpt = torch.load(fh, map_location="cpu")
+                model = Wide(ckpt["hyper_parameters"]["width"])
+                model.load_state_dict(ckpt["state_dict"])
+                torch.onnx.export(model.eval(), (torch.randn(2, 4),), "wide.onnx")
+            """,
+        },
+    )
+    fc = torch.nn.Linear(4, 6)
+    torch.save(
+        {
+            "hyper_parameters": {"width": 6},
+            "state_dict": {f"fc.{k}": v for k, v in fc.state_dict().items()},
+        },
+        root / "model.ckpt",
+    )
+    res = _analyze(analyzer, root, "export.py", None)
+    data = _analysed(res, "Wide")
+    assert "OLX812" not in _codes(res), res.violations
+    assert res.outcome == "ok", res.violations
+    assert any("structure only" in s["what"] for s in data["script_skipped"]), data
+
+
+def test_an_opset_found_past_a_data_dependent_stop_is_information(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """piper's VITS export fails at step 1/3 at a data-dependent `assert`; the analysis
+    traces on past it, and the opset the file would then be written at is what comes after
+    the fix, not what torch does today (it writes no file)."""
+    text = CONV_BN.replace(
+        "return self.act(self.bn(self.conv(x)))",
+        "y = self.act(self.bn(self.conv(x)))\n        if y.sum() > 0:\n            y = y * 2\n"
+        "        return y",
+    )
+    root = _project(tmp_path, {"export.py": text})
+    res = _analyze(analyzer, root, "export.py", None)
+    assert res.outcome == "fails at step 1/3 (torch.export)", res.violations
+    assert "OLX802" in _codes(res), res.violations
+    (kept,) = [v for v in res.violations if v.code == "OLX827"]
+    assert kept.severity.name == "INFO", kept
+    assert kept.message.startswith("once torch.export gets past"), kept.message

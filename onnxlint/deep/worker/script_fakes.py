@@ -451,6 +451,14 @@ def autograd_mode(mode: str) -> Iterator[None]:
         yield
 
 
+def _start_of(f: Any) -> int | None:
+    """Where a seekable open file is (its contents can be read, and read again), else None."""
+    try:
+        return int(f.tell()) if f.seekable() else None
+    except Exception:
+        return None
+
+
 @contextlib.contextmanager
 def fakes(state: ScriptRun) -> Iterator[None]:
     """Weights and devices do not matter to the analysis: fake them, and say so."""
@@ -463,13 +471,20 @@ def fakes(state: ScriptRun) -> Iterator[None]:
         named = isinstance(f, (str, os.PathLike))
         source = repr(f) if named else type(f).__name__
         present = named and _REAL_ISFILE(f)  # (the run's os.path.isfile fakes checkpoints)
+        # an open file or buffer: Lightning's load_from_checkpoint hands torch.load an fsspec
+        # file, torch's own tutorials a BytesIO; its start is kept to read it again
+        opened = not named and hasattr(f, "read") and _start_of(f) is not None
         problem = ""
-        if present:
+        if present or opened:
+            start = _start_of(f) if opened else None
             options = {k: kwargs[k] for k in ("weights_only",) if k in kwargs}
             loaded, problem = _structure_of(real_load, f, options)
             if not problem:
                 state.skip("torch.load (its structure only: tensors without their values)")
                 return loaded
+            if start is not None:
+                with contextlib.suppress(Exception):
+                    f.seek(start)
         state.skip("torch.load (an empty checkpoint instead)")
         return EmptyCheckpoint(source, missing=named and not present, problem=problem)
 
