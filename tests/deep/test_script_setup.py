@@ -922,3 +922,49 @@ def test_an_opset_found_past_a_data_dependent_stop_is_information(
     (kept,) = [v for v in res.violations if v.code == "OLX827"]
     assert kept.severity.name == "INFO", kept
     assert kept.message.startswith("once torch.export gets past"), kept.message
+
+
+DATA_DEPENDENT_BATCH_ONE = """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(4, 4, 1)
+
+    def forward(self, x):
+        keep = torch.nonzero(x[0, 0] > 0)  # data-dependent: how many steps are kept
+        y = self.conv(x)
+        if y.shape[0] == 1:
+            y = y.reshape(1, 4, -1)
+        return y * keep.shape[0]
+
+
+example = torch.randn(1, 4, 16)
+torch.onnx.export(
+    Net().eval(),
+    (example,),
+    "net.onnx",
+    input_names=["x"],
+    output_names=["y"],
+    dynamic_axes={"x": {0: "batch", 2: "time"}, "y": {0: "batch", 2: "time"}},
+)
+"""
+
+
+def test_a_batch_one_example_is_blamed_in_a_model_with_data_dependent_sizes(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """piper's VITS export: a batch-1 example on `dynamic_axes`' batch, and a model whose
+    length depends on the data. torch 2.13 exports, and the file gives (1, 4, 32) at batch
+    2 where eager gives (2, 4, 16). The eager probes at other sizes raised on `nonzero`
+    (fake tensors without a ShapeEnv), so the analysis said "ok"."""
+    root = _project(tmp_path, {"export.py": DATA_DEPENDENT_BATCH_ONE})
+    res = _analyze(analyzer, root, "export.py", None)
+    assert res.outcome == "exports, but with static dims that were asked to be dynamic"
+    (dim,) = [v for v in res.violations if v.code == "OLX804"]
+    assert dim.span.line == line_of(root / "export.py", "example = torch.randn"), dim
+    assert "dim 'batch' (x.shape[0])" in dim.message, dim.message  # dynamic_axes' name
+    assert "eager PyTorch gives 2 at batch=2, the export 1" in " ".join(dim.notes), dim.notes

@@ -676,7 +676,7 @@ def _report_output_dims(rec: Analysis, guards: list[dict[str, Any]]) -> None:
                     if expr is None or not torch_internals.free_symbols(expr) <= set(values):
                         continue
                     exported = torch_internals.substitute(expr, values)
-                    if exported is None or exported == shape[axis]:
+                    if exported is None or shape[axis] is None or exported == shape[axis]:
                         continue
                     if (i, axis) in found:
                         found[(i, axis)]["probes"].append((size, shape[axis], exported))
@@ -972,14 +972,29 @@ def _eager_shapes(rec: Analysis, changes: dict[tuple[int, int], int]) -> list[An
         with (
             rec.fake_mode,
             torch_internals.lenient_scalars(rec.fake_mode),
+            # `nonzero`, boolean masks: data-dependent sizes become unbacked symbols, as
+            # under export, instead of ending the probe (piper's VITS, whose length is one)
+            torch_internals.unbacked_sizes(rec.fake_mode),
             torch.no_grad(),
         ):
             args, kwargs = resize_inputs((rec.args, rec.kwargs), changes, _zeros_like)
             out = rec.model(*args, **kwargs)
+            leaves = torch.utils._pytree.tree_leaves(out)
+            return [
+                tuple(_probed_size(s) for s in t.shape)
+                for t in leaves
+                if isinstance(t, torch.Tensor)
+            ]
     except Exception:
         return None
-    leaves = torch.utils._pytree.tree_leaves(out)
-    return [tuple(int(s) for s in t.shape) for t in leaves if isinstance(t, torch.Tensor)]
+
+
+def _probed_size(s: Any) -> int | None:
+    """A probe's output size; None where it depends on the data (an unbacked symbol)."""
+    if isinstance(s, int):
+        return s
+    expr = torch_internals.size_expr(s)
+    return int(expr) if expr is not None and expr.is_number else None
 
 
 def _output_dim_finding(rec: Analysis, r: dict[str, Any]) -> dict[str, Any]:

@@ -95,6 +95,8 @@ class Analysis:
     translation_table: dict[Any, Any] | None = None
     io_names: dict[str, list[str]] = field(default_factory=dict)
     """A script's export call's `input_names` / `output_names` (the ONNX graph's names)."""
+    axes_names: list[dict[int, str]] = field(default_factory=list)
+    """A script's `dynamic_axes` names of each input's dims, by position (`script_axes`)."""
     optimized: bool = True  # False: the script's export call passes optimize=False
     ep: Any = None
     decomposed: Any = None
@@ -217,15 +219,19 @@ class Analysis:
             return []
         out = []
         flat = 0
-        for label, value, s in self.input_specs():
+        for i, (label, value, s) in enumerate(self.input_specs()):
             leaves = torch.utils._pytree.tree_leaves(value)
+            written = self.axes_names[i] if i < len(self.axes_names) else {}
             if isinstance(value, torch.Tensor) and s is not None:
                 items = s.items() if isinstance(s, dict) else enumerate(s)
                 for d, n in items:
                     if n is None or isinstance(n, int):
                         continue
                     self.dim_bounds[(flat, int(d))] = _bounds(n)
-                    out.append((flat, int(d), _dim_name(n), label))
+                    name = _dim_name(n)
+                    if not isinstance(n, str) and not getattr(n, "__name__", None):
+                        name = written.get(int(d), name)  # `dynamic_axes`' own name
+                    out.append((flat, int(d), name, label))
             flat += len(leaves)
         return out
 

@@ -378,6 +378,7 @@ def _unpack_call(rec: Analysis, call: Captured) -> str | None:
     if shapes is None and axes and call.kind == "onnx" and isinstance(args, tuple):
         converted = script_axes.convert(model, args, kwargs, axes, a)
         shapes, args, kwargs = converted.shapes, converted.args, converted.kwargs
+        rec.axes_names = converted.input_names
         if a.get("dynamo") is not False:  # the TorchScript exporter reads them by name
             _axes_findings(rec, call, converted)
     if model is None or not callable(model):

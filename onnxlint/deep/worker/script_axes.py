@@ -29,6 +29,9 @@ class Axes:
     kwargs: dict[str, Any] = field(default_factory=dict)
     fails: str | None = None  # why torch.onnx.export raises at the call
     moved: list[tuple[str, str]] = field(default_factory=list)  # (key, input it went to)
+    input_names: list[dict[int, str]] = field(default_factory=list)
+    """Per model input, by position as torch gives them: dim -> the name `dynamic_axes` wrote
+    (the conversion keeps only `Dim.DYNAMIC`; the names tell which dims move together)."""
 
 
 def convert(
@@ -57,7 +60,27 @@ def convert(
         return Axes(None, args, kwargs, fails=_why(e))
     out = Axes(shapes, tuple(args2), dict(kwargs2 or {}))
     out.moved = _moved(axes, outputs, input_names, shapes)
+    out.input_names = _names(axes, outputs, input_names)
     return out
+
+
+def _named(key: Any, spec: Any) -> dict[int, str]:
+    """One `dynamic_axes` entry as dim -> name (a list of dims gets torch's own names)."""
+    if isinstance(spec, dict):
+        return {int(d): str(n) for d, n in spec.items()}
+    if isinstance(spec, (list, tuple)):
+        return {int(d): f"{key}_dynamic_axes_{i + 1}" for i, d in enumerate(spec)}
+    return {}
+
+
+def _names(axes: Any, outputs: set[str], input_names: Any) -> list[dict[int, str]]:
+    """The names `dynamic_axes` gives the inputs' dims, in the order the conversion gives
+    them to the inputs (the dict's entries, then the other `input_names`)."""
+    if not isinstance(axes, dict):
+        return []
+    names = [str(n) for n in input_names] if isinstance(input_names, (list, tuple)) else []
+    order = [k for k in axes if k not in outputs] + [n for n in names if n not in axes]
+    return [_named(k, axes.get(k)) for k in order]
 
 
 def _why(e: BaseException) -> str:
