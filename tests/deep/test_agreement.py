@@ -776,7 +776,6 @@ def test_an_argument_of_the_wrong_kind_is_the_models_error_not_a_fake_tensor_lim
     assert _at(res, "OLX803") == [line_of(mod, "F.interpolate(")], res.violations
 
 
-
 DATA_IN_HEAD = """
 import torch
 
@@ -858,3 +857,92 @@ def test_a_value_used_as_a_size_exports_through_the_strict_fallback(
     guard = [v for v in res.violations if v.code == "OLX802"]
     assert guard and all(v.severity.value == "info" for v in guard), res.violations
     assert guard[0].line == line_of(mod, "n = int(")
+
+
+END_TO_END_NMS = """
+import random
+
+import torch
+import torch.nn as nn
+
+
+class ORT_NMS(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, boxes, scores):
+        num_det = random.randint(0, 10)  # a placeholder, as YOLOv6's end2end.py has it
+        return torch.randint(0, boxes.shape[1], (num_det, 3))
+
+    @staticmethod
+    def symbolic(g, boxes, scores):
+        return g.op("NonMaxSuppression", boxes, scores)
+
+
+class End2End(nn.Module):
+    def __init__(self, nms):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 1)
+        self.nms = nms  # picked at run time: the static OLX410 cannot tell the class
+
+    def forward(self, x):
+        y = self.conv(x).flatten(2)
+        boxes, scores = y[:, :4].transpose(1, 2), y[:, 4:]
+        return self.nms.apply(boxes, scores)
+
+
+def make():
+    return End2End(ORT_NMS).eval(), (torch.randn(1, 3, 8, 8),), {}, None
+"""
+
+
+def test_an_autograd_function_whose_symbolic_the_dynamo_exporter_ignores(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # YOLOv6's deploy/ONNX/export_onnx.py --end2end --ort: torch 2.13 exports without an
+    # error, and the file holds ORT_NMS.forward's random placeholder, no NonMaxSuppression.
+    mod = _module(tmp_path, "e2e", END_TO_END_NMS)
+    model, args, _kw, _ds = _factory(tmp_path, "e2e:make")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(model, args, dynamo=True)
+    ops = {n.op_type for n in program.model_proto.graph.node}
+    assert "NonMaxSuppression" not in ops, ops
+    res = _analyze(analyzer, tmp_path, "e2e:make")
+    assert res.outcome == "exports, but an autograd Function's `symbolic` is ignored"
+    (v,) = [v for v in res.violations if v.code == "OLX829"]
+    assert v.line == line_of(mod, "return self.nms.apply("), v
+    assert "`ORT_NMS.apply(...)`" in v.message, v.message
+
+
+FUSED_OUTSIDE_NO_GRAD = """
+import torch
+import torch.nn as nn
+
+
+def fuse(conv, bn):
+    fused = nn.Conv2d(conv.in_channels, conv.out_channels, 1, bias=True).requires_grad_(False)
+    scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+    fused.weight.copy_(conv.weight * scale.view(-1, 1, 1, 1))  # not under torch.no_grad()
+    fused.bias.copy_(bn.bias - bn.running_mean * scale)
+    return fused
+
+
+def make():
+    model = fuse(nn.Conv2d(3, 8, 1, bias=False), nn.BatchNorm2d(8).eval())
+    return model.eval(), (torch.randn(1, 3, 8, 8),), {}, None
+"""
+
+
+def test_parameters_that_are_not_leaves_are_named_when_the_decomposition_fails(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # YOLOv6's fuse_conv_and_bn copies into the fused weight outside torch.no_grad(): torch
+    # 2.13 fails at step 2/3 ("Cannot assign non-leaf Tensor to parameter 'weight'"), which
+    # names no parameter and no line.
+    _module(tmp_path, "fused", FUSED_OUTSIDE_NO_GRAD)
+    assert not _torch_exports(tmp_path, "fused:make")
+    res = _analyze(analyzer, tmp_path, "fused:make")
+    assert res.outcome == "fails at step 2/3 (ONNX decompositions)", res.violations
+    (v,) = [v for v in res.violations if v.code == "OLX808"]
+    notes = " ".join(v.notes)
+    assert "2 of the model's parameters are not leaves (`weight`, `bias`" in notes, v.notes
+    assert "torch.no_grad()" in notes

@@ -39,3 +39,11 @@ def test_an_export_failing_in_training_mode_folds_into_the_static_mode_warning()
     assert out[0].severity is Severity.ERROR
     assert out[0].message.endswith("(the deep analysis: the export fails because of it)")
     assert "the export fails because `model`" in out[0].related[0].message
+
+
+def test_an_ignored_symbolic_the_capture_ran_folds_into_the_static_warning() -> None:
+    # OLX410 warns that the export reaches `NMS.apply` of a Function with a `symbolic`;
+    # OLX829 is the deep finding that the capture ran it, at the same line: one diagnostic.
+    static = [_v("OLX410", 162, "`ORT_NMS` has a `symbolic`", Severity.WARNING, "static")]
+    deep = [_v("OLX829", 162, "`ORT_NMS.apply(...)` is exported", Severity.WARNING, "deep")]
+    assert [v.code for v in merge_confirmed(static, deep)] == ["OLX410"]

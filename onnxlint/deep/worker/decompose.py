@@ -14,6 +14,25 @@ from .record import Analysis, cause, finding, place
 from .workarounds import workaround
 
 
+def _non_leaf_parameters(model: Any, e: BaseException) -> list[str]:
+    """Which parameters make torch's "Cannot assign non-leaf Tensor to parameter" (YOLOv6's
+    conv+BN fusion copies into a weight outside `torch.no_grad()`, which gives the weight a
+    `grad_fn`): the decomposition re-assigns every parameter and refuses those."""
+    if "non-leaf Tensor to parameter" not in str(e) or not isinstance(model, torch.nn.Module):
+        return []
+    found = [(n, p) for n, p in model.named_parameters() if p.grad_fn is not None]
+    if not found:
+        return []
+    names = ", ".join(f"`{n}`" for n, _ in found[:3]) + (", ..." if len(found) > 3 else "")
+    how = type(found[0][1].grad_fn).__name__
+    return [
+        f"{len(found)} of the model's parameters are not leaves ({names}; made by "
+        f"`{how}`): they were computed from tensors that require grad, such as a "
+        "`weight.copy_(...)` when fusing convolution and batch norm. Compute them under "
+        "`with torch.no_grad():`, or export a model whose parameters are leaves."
+    ]
+
+
 def run(rec: Analysis) -> None:
     opset = rec.opset_or_default()
     try:
@@ -36,6 +55,7 @@ def run(rec: Analysis) -> None:
         f = finding(
             wire.KIND_TRANSLATION_FAILURE,
             f"ONNX decomposition (step 2/3) failed: {cause(e)}",
+            notes=_non_leaf_parameters(rec.model, e),
         )
         stack = failing_node_stack(rec.ep, e)
         if stack:

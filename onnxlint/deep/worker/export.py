@@ -204,12 +204,14 @@ def _nonstrict(rec: Analysis) -> None:
     for _attempt in range(2 + len(torch_internals.PLACEHOLDER_INTS)):
         events: list[dict[str, Any]] = []
         guards: list[dict[str, Any]] = []
+        symbolic: list[dict[str, Any]] = []
         assumed = []
         try:
             dims = torch_internals.to_export_dims(requested, auto=auto)
             with contextlib.ExitStack() as stack:
                 stack.enter_context(torch_internals.record_specializations(events))
                 stack.enter_context(torch_internals.record_guards(guards))
+                stack.enter_context(torch_internals.record_symbolic_functions(symbolic))
                 if lenient:
                     stack.enter_context(
                         torch_internals.assume_data_dependent(
@@ -292,10 +294,42 @@ def _nonstrict(rec: Analysis) -> None:
         _report_assumed(rec, assumed)
         rec.result["assumed_branches"] = True
     _report_constraints(rec)
+    _report_symbolic_ignored(rec, symbolic)
     try:
         _report_output_dims(rec, guards)
     except Exception as e:  # a probe must never cost the rest of the analysis
         rec.result["skipped"]["output_dims"] = f"{type(e).__name__}: {first_line(str(e))}"
+
+
+def _report_symbolic_ignored(rec: Analysis, applied: list[dict[str, Any]]) -> None:
+    """Each autograd Function with a `symbolic` the capture ran, once per class, at the
+    user's line that applies it: torch.onnx.export's dynamo path exports its `forward`
+    (YOLOv6's and yolov7's end-to-end `ORT_NMS`: a random placeholder, not NMS), without an
+    error. The static OLX410 says so where it can tell the class; End2End picks it at run
+    time. Not for a script whose own call takes the TorchScript exporter, which uses it."""
+    if rec.ep is None or rec.result.get("script_exporter"):
+        return
+    seen: set[Any] = set()
+    for r in applied:
+        cls = r["cls"]
+        if cls in seen:
+            continue
+        seen.add(cls)
+        name = cls.__qualname__
+        f = finding(
+            wire.KIND_SYMBOLIC_IGNORED,
+            f"`{name}.apply(...)` is exported as what `{name}.forward` computes: its "
+            "`symbolic` only feeds the TorchScript exporter, and torch.onnx.export (the "
+            "dynamo exporter, the default since torch 2.9) ignores it without an error",
+            notes=[
+                f"Where `{name}.forward` is a placeholder for the op `symbolic` writes (an "
+                "NMS, a TensorRT plugin), the ONNX model is silently wrong. Export with "
+                "`dynamo=False`, or make the op a `torch.library.custom_op` with a fake "
+                "implementation and its ONNX translation in `custom_translation_table=`."
+            ],
+            function=f"{cls.__module__}.{name}",
+        )
+        rec.add(rec.place_at(f, r["stack"]))
 
 
 def _leaked_tensor(rec: Analysis) -> bool:

@@ -508,6 +508,40 @@ def assume_data_dependent(
         _patch(ShapeEnv, "_log_suppressed_dde", orig_log)
 
 
+def has_symbolic(cls: Any) -> bool:
+    """A `torch.autograd.Function` subclass of the user's with a `symbolic` of its own."""
+    base = torch.autograd.Function
+    return any(
+        "symbolic" in vars(c)
+        for c in getattr(cls, "__mro__", ())
+        if c is not base and issubclass(c, base) and c.__module__.split(".")[0] != "torch"
+    )
+
+
+@contextlib.contextmanager
+def record_symbolic_functions(records: list[dict[str, Any]]) -> Iterator[None]:
+    """Record each `torch.autograd.Function` with a `symbolic` that the (non-strict) capture
+    applies (`NMS.apply(boxes, scores)`), with the stack that applied it: the dynamo
+    exporter exports its `forward`, the `symbolic` only feeds the TorchScript exporter."""
+    function = torch.autograd.Function
+    original = vars(function).get("apply")
+    if not isinstance(original, classmethod):  # pragma: no cover - another torch
+        yield
+        return
+
+    def apply(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        with contextlib.suppress(Exception):  # recording must never change what export does
+            if has_symbolic(cls):
+                records.append({"cls": cls, "stack": traceback.extract_stack()[:-1]})
+        return original.__func__(cls, *args, **kwargs)
+
+    function.apply = classmethod(apply)  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        function.apply = original  # type: ignore[method-assign,assignment]
+
+
 @contextlib.contextmanager
 def record_guards(records: list[dict[str, Any]]) -> Iterator[None]:
     """Record each shape guard export installs (`s0 > 2`), with the stack that installed it.

@@ -76,6 +76,7 @@ KIND_DIM_RELATION = "dynamic-dim-relation"
 KIND_AXES_MOVED = "dynamic-axes-moved"
 KIND_OPSET_KEPT = "opset-conversion-failed"
 KIND_TRAINING_MODE = "export-fails-in-training-mode"
+KIND_SYMBOLIC_IGNORED = "autograd-symbolic-ignored"
 
 PHASES = ("load", "memory", "explain", "export", "decompose", "translate", "verify")
 
