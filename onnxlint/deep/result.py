@@ -127,6 +127,8 @@ def outcome_of(r: DeepResult) -> str:
         return "exports, but the ONNX model computes with aliased inputs"
     if "OLX829" in codes_found:
         return "exports, but an autograd Function's `symbolic` is ignored"
+    if "OLX830" in codes_found:
+        return "exports, but in training mode"
     if codes_found & _DIMS:
         return "exports, but with static dims that were asked to be dynamic"
     if codes_found & _VERIFY:

@@ -186,15 +186,19 @@ def publish_cells(ls: Session, nb_uri: str, res: Result | None, enabled: bool) -
 
 # Deep findings that confirm a static OLX1xx finding on the same line (one cause).
 CONFIRMING = frozenset(
-    {"OLX801", "OLX802", "OLX803", "OLX804", "OLX818", "OLX827", "OLX828", "OLX829"}
+    {"OLX801", "OLX802", "OLX803", "OLX804", "OLX818", "OLX827", "OLX828", "OLX829", "OLX830"}
 )
 # Other static findings a deep one confirms: OLX501 warns that an opset below 18 may not be
 # written, OLX827 is the analysis finding that it is not; OLX201 warns that the model is in
 # training mode, OLX828 that the export fails because of it; OLX410 warns that an export
-# reaches an autograd Function's `symbolic`, OLX829 that the capture ran it.
-CONFIRMS = {"OLX827": "OLX501", "OLX828": "OLX201", "OLX829": "OLX410"}
+# reaches an autograd Function's `symbolic`, OLX829 that the capture ran it; OLX830 that
+# the graph really computes in training mode.
+CONFIRMS = {"OLX827": "OLX501", "OLX828": "OLX201", "OLX829": "OLX410", "OLX830": "OLX201"}
 # What the folded diagnostic adds when the deep finding says more than "it is so".
-CONFIRMED_AS = {"OLX828": "the deep analysis: the export fails because of it"}
+CONFIRMED_AS = {
+    "OLX828": "the deep analysis: the export fails because of it",
+    "OLX830": "the deep analysis: the graph computes in training mode",
+}
 
 
 def merge_confirmed(static: list[Violation], deep: list[Violation]) -> list[Violation]:

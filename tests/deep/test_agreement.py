@@ -946,3 +946,70 @@ def test_parameters_that_are_not_leaves_are_named_when_the_decomposition_fails(
     notes = " ".join(v.notes)
     assert "2 of the model's parameters are not leaves (`weight`, `bias`" in notes, v.notes
     assert "torch.no_grad()" in notes
+
+
+TRAINING_MODE = """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, track=True, p=0.3):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.bn = nn.BatchNorm2d(8, track_running_stats=track)
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x):
+        return self.drop(self.bn(self.conv(x)))
+
+
+def trained():
+    model = Net()
+    model.bn.running_mean.fill_(0.5)  # running statistics that are not the batch's
+    return model, (torch.randn(2, 3, 8, 8),), {}, None
+
+
+def evaluated():
+    model, args, kw, ds = trained()
+    return model.eval(), args, kw, ds
+
+
+def no_running_stats():  # BatchNorm without running statistics, in eval: the batch's anyway
+    return Net(track=False, p=0.0).eval(), (torch.randn(2, 3, 8, 8),), {}, None
+
+
+def no_dropout_in_training():
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Dropout(0.0))
+    return model, (torch.randn(2, 3, 8, 8),), {}, None
+"""
+
+
+def test_an_export_in_training_mode_is_silently_wrong_where_the_graph_depends_on_it(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # nanodet's tools/export_onnx.py exports build_model() without .eval(): torch 2.13
+    # writes a graph that normalises with each batch's statistics (its ONNX Runtime outputs
+    # differ from eval mode by as much as the outputs themselves). The analysis said
+    # "exports" with no word of it; the static OLX201 only says "may be".
+    import numpy as np
+    import onnxruntime as ort
+
+    mod = _module(tmp_path, "modes", TRAINING_MODE)
+    model, args, _kw, _ds = _factory(tmp_path, "modes:trained")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(model, args, dynamo=True)
+    session = ort.InferenceSession(program.model_proto.SerializeToString())
+    (out,) = session.run(None, {session.get_inputs()[0].name: args[0].numpy()})
+    with torch.no_grad():
+        eager = model.eval()(*args).numpy()
+    assert not np.allclose(out, eager, atol=1e-3)  # torch's file is not the eval model's
+    res = _analyze(analyzer, tmp_path, "modes:trained")
+    assert res.outcome == "exports, but in training mode", res.violations
+    (v,) = [v for v in res.violations if v.code == "OLX830"]
+    assert "1 BatchNorm layer with each batch's statistics and 1 dropout" in v.message
+    assert v.line == line_of(mod, "return model, (torch.randn"), v
+    for clean in ("evaluated", "no_running_stats", "no_dropout_in_training"):
+        res = _analyze(analyzer, tmp_path, f"modes:{clean}")
+        assert "OLX830" not in {v.code for v in res.violations}, (clean, res.violations)

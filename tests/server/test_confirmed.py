@@ -47,3 +47,13 @@ def test_an_ignored_symbolic_the_capture_ran_folds_into_the_static_warning() -> 
     static = [_v("OLX410", 162, "`ORT_NMS` has a `symbolic`", Severity.WARNING, "static")]
     deep = [_v("OLX829", 162, "`ORT_NMS.apply(...)` is exported", Severity.WARNING, "deep")]
     assert [v.code for v in merge_confirmed(static, deep)] == ["OLX410"]
+
+
+def test_a_graph_in_training_mode_folds_into_the_static_mode_warning() -> None:
+    # OLX201 says the model may be in training mode at the export; OLX830 that the captured
+    # graph computes so, at the same model argument: one diagnostic that says both.
+    static = [_v("OLX201", 51, "`model` may be in training mode", Severity.WARNING, "static")]
+    deep = [_v("OLX830", 51, "`model` is exported in training mode", Severity.WARNING, "deep")]
+    out = merge_confirmed(static, deep)
+    assert [v.code for v in out] == ["OLX201"]
+    assert out[0].message.endswith("(the deep analysis: the graph computes in training mode)")

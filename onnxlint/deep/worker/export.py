@@ -295,10 +295,75 @@ def _nonstrict(rec: Analysis) -> None:
         rec.result["assumed_branches"] = True
     _report_constraints(rec)
     _report_symbolic_ignored(rec, symbolic)
+    _report_training_ops(rec)
     try:
         _report_output_dims(rec, guards)
     except Exception as e:  # a probe must never cost the rest of the analysis
         rec.result["skipped"]["output_dims"] = f"{type(e).__name__}: {first_line(str(e))}"
+
+
+def _training_ops(rec: Analysis) -> tuple[list[str], list[str]]:
+    """The BatchNorm layers the captured graph computes with the batch's statistics and the
+    dropouts it applies, each by the path of a module in training mode (a BatchNorm without
+    running statistics uses the batch's in eval mode too: not counted)."""
+    modules = dict(rec.model.named_modules()) if isinstance(rec.model, torch.nn.Module) else {}
+    norms: list[str] = []
+    drops: list[str] = []
+    aten = torch.ops.aten
+    for node in rec.ep.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is aten.batch_norm.default and len(node.args) > 5:
+            hit, into = node.args[5] is True, norms
+        elif node.target is aten.dropout.default and len(node.args) > 2:
+            p = node.args[1]
+            hit, into = node.args[2] is True and isinstance(p, float) and p > 0, drops
+        else:
+            continue
+        stack = node.meta.get("nn_module_stack") or {}
+        path = str(list(stack.values())[-1][0]) if stack else ""
+        module = modules.get(path.removeprefix("L['self'].").replace("L__self___", ""))
+        if hit and module is not None and module.training and path not in into:
+            into.append(path)
+    return norms, drops
+
+
+def _report_training_ops(rec: Analysis) -> None:
+    """An export in training mode that succeeds is silently wrong where the mode matters:
+    the graph normalises with each batch's statistics and drops at random (nanodet's
+    `tools/export_onnx.py` exports `build_model()` without `.eval()`). Said once, at the
+    export call's model, with the layers it touches; the static OLX201 says the model may be
+    in training mode, this that the graph computes so. Not for a script whose own call
+    takes the TorchScript exporter, whose `training=` argument sets the mode itself."""
+    if rec.ep is None or rec.result.get("script_exporter") or rec.result.get("assumed_branches"):
+        return
+    try:
+        norms, drops = _training_ops(rec)
+    except Exception as e:  # introspection of the program must never stop the analysis
+        rec.result["skipped"]["training_ops"] = f"{type(e).__name__}: {first_line(str(e))}"
+        return
+    if not norms and not drops:
+        return
+    site = call_argument(rec, "model", 0)
+    name = f"`{site['text']}`" if site and site.get("text") else "the model"
+    parts = []
+    if norms:
+        layers = "BatchNorm layers" if len(norms) > 1 else "BatchNorm layer"
+        parts.append(f"{len(norms)} {layers} with each batch's statistics")
+    if drops:
+        parts.append(f"{len(drops)} dropout{'s' if len(drops) > 1 else ''} that drop at random")
+    shown = ", ".join(f"`{p}`" for p in (norms + drops)[:3]) + (
+        ", ..." if len(norms) + len(drops) > 3 else ""
+    )
+    f = finding(
+        wire.KIND_EXPORTED_TRAINING,
+        f"{name} is exported in training mode: the graph computes {' and '.join(parts)}, so "
+        "the ONNX model's outputs depend on the batch (and change from run to run); call "
+        "`.eval()` on it before exporting",
+        notes=[f"in the graph: {shown}"],
+        modules={"batch_norm": norms, "dropout": drops},
+    )
+    rec.add(place(f, site or example_site(rec)))
 
 
 def _report_symbolic_ignored(rec: Analysis, applied: list[dict[str, Any]]) -> None:

@@ -77,6 +77,7 @@ KIND_AXES_MOVED = "dynamic-axes-moved"
 KIND_OPSET_KEPT = "opset-conversion-failed"
 KIND_TRAINING_MODE = "export-fails-in-training-mode"
 KIND_SYMBOLIC_IGNORED = "autograd-symbolic-ignored"
+KIND_EXPORTED_TRAINING = "exported-in-training-mode"
 
 PHASES = ("load", "memory", "explain", "export", "decompose", "translate", "verify")
 
