@@ -400,12 +400,26 @@ def _notebook_line(path: Path, cell: int | None, line: int | None) -> int | str 
     return place.start_line + line - 1
 
 
+def _as_what(r: DeepResult) -> str:
+    """What the outcome is of, where the script's own call is not the dynamo exporter's: the
+    analysis runs the model the way `torch.onnx.export` (dynamo) would export it, and
+    `torch.jit.trace` or `dynamo=False` (TorchScript) may well run where that fails
+    (yolov7's export.py traces, then exports)."""
+    data = r.data or {}
+    call = data.get("script_call") or {}
+    if call.get("kind") == "trace":
+        return "as torch.onnx.export (dynamo) would export the traced model: "
+    if data.get("script_exporter"):
+        return "as torch.onnx.export with the dynamo exporter would: "
+    return ""
+
+
 def _print_text(results: list[DeepResult], problems: list[Violation], root: Path) -> None:
     for v in problems:
         print(_line(v, root))
     for r in results:
         mem = gb(r.peak_rss) if r.peak_rss else "?"
-        head = f"{r.target.name}: {r.outcome}{' (cached)' if r.cached else ''}"
+        head = f"{r.target.name}: {_as_what(r)}{r.outcome}{' (cached)' if r.cached else ''}"
         if r.detail and not r.ok and r.detail not in r.outcome:
             head += f" ({r.detail})"
         print(f"{head}, {plural(len(r.violations), 'finding')}, {r.wall:.1f} s, peak {mem}")
