@@ -193,7 +193,15 @@ CONFIRMING = frozenset(
 # training mode, OLX828 that the export fails because of it; OLX410 warns that an export
 # reaches an autograd Function's `symbolic`, OLX829 that the capture ran it; OLX830 that
 # the graph really computes in training mode.
-CONFIRMS = {"OLX827": "OLX501", "OLX828": "OLX201", "OLX829": "OLX410", "OLX830": "OLX201"}
+# OLX402, OLX403, OLX408 and OLX409 say that the export call raises in torch 2.13; the deep
+# analysis's OLX803 at that call, that the script's own call does.
+CONFIRMS = {
+    "OLX827": {"OLX501"},
+    "OLX828": {"OLX201"},
+    "OLX829": {"OLX410"},
+    "OLX830": {"OLX201"},
+    "OLX803": {"OLX402", "OLX403", "OLX408", "OLX409"},
+}
 # What the folded diagnostic adds when the deep finding says more than "it is so".
 CONFIRMED_AS = {
     "OLX828": "the deep analysis: the export fails because of it",
@@ -218,7 +226,7 @@ def merge_confirmed(static: list[Violation], deep: list[Violation]) -> list[Viol
     out = list(static)
     for (path, line), found in by_line.items():
         found.sort(key=lambda v: (-v.severity.rank, v.code))
-        also = {CONFIRMS[v.code] for v in found if v.code in CONFIRMS}
+        also = {code for v in found for code in CONFIRMS.get(v.code, ())}
         at = [
             i
             for i, s in enumerate(out)

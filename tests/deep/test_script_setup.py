@@ -850,7 +850,7 @@ def test_a_removed_export_call_writes_no_file_at_another_opset(
     # but the advice to call torch.onnx.export says what that call would write
     (call,) = [v for v in res.violations if v.code == "OLX803"]
     notes = " ".join(call.notes)
-    assert "torch.onnx.export in its place writes opset 18, not the requested 11" in notes
+    assert "once the call runs" in notes and "writes opset 18, not the requested 11" in notes
     assert "No Adapter" in notes, call.notes
 
 
@@ -968,3 +968,23 @@ def test_a_batch_one_example_is_blamed_in_a_model_with_data_dependent_sizes(
     assert dim.span.line == line_of(root / "export.py", "example = torch.randn"), dim
     assert "dim 'batch' (x.shape[0])" in dim.message, dim.message  # dynamic_axes' name
     assert "eager PyTorch gives 2 at batch=2, the export 1" in " ".join(dim.notes), dim.notes
+
+
+def test_an_export_call_with_arguments_torch_no_longer_takes_writes_nothing(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """Scripts written for older torch pass `use_external_data_format=` or
+    `enable_onnx_checker=`: torch 2.13's torch.onnx.export raises TypeError at the call
+    (the static OLX408 says so). The analysis dropped nothing and said "ok"."""
+    import torch
+
+    text = CONV_BN.replace('"b.onnx", ', '"b.onnx", enable_onnx_checker=False, ')
+    root = _project(tmp_path, {"export.py": text})
+    call = text.splitlines()[-1] if text.splitlines()[-1] else text.splitlines()[-2]
+    with pytest.raises(TypeError, match="enable_onnx_checker"):
+        exec(call, {"torch": torch, "m": torch.nn.Identity()})
+    res = _analyze(analyzer, root, "export.py", None)
+    assert res.outcome == "fails at the script's own call", res.violations
+    (v,) = [v for v in res.violations if v.code == "OLX803"]
+    assert "unexpected keyword argument 'enable_onnx_checker'" in v.message, v.message
+    assert "writes opset 18, not the requested 11" in " ".join(v.notes), v.notes

@@ -57,3 +57,13 @@ def test_a_graph_in_training_mode_folds_into_the_static_mode_warning() -> None:
     out = merge_confirmed(static, deep)
     assert [v.code for v in out] == ["OLX201"]
     assert out[0].message.endswith("(the deep analysis: the graph computes in training mode)")
+
+
+def test_a_script_call_that_raises_folds_into_the_static_removed_argument_error() -> None:
+    # OLX408 says the export call passes an argument torch 2.13 refuses; the deep OLX803 at
+    # the same call, that the script's own call raises there: one diagnostic.
+    static = [_v("OLX408", 3, "takes no `enable_onnx_checker=`", Severity.ERROR, "static")]
+    deep = [_v("OLX803", 3, "refuses this call's arguments", Severity.ERROR, "deep")]
+    out = merge_confirmed(static, deep)
+    assert [v.code for v in out] == ["OLX408"]
+    assert "refuses this call's arguments" in out[0].related[0].message

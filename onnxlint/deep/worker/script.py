@@ -37,6 +37,7 @@ from .script_explain import (
     advice,
     assertion_text,
     exit_text,
+    refused_arguments,
     removed_call,
     shadowed_exporter,
     swallowed_error,
@@ -245,7 +246,7 @@ def _take(rec: Analysis, state: ScriptRun, call: Captured, made: dict[int, int],
         "line": call.line,
     }
     rec.autograd = call.mode  # the phases run in it, as the script's call would
-    gone = removed_call(call) or shadowed_exporter(call, state.shadowed)
+    gone = removed_call(call) or refused_arguments(call) or shadowed_exporter(call, state.shadowed)
     if gone:
         # analysed as the torch.onnx.export it stood for, but the script's own call fails
         rec.add(

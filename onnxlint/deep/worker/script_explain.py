@@ -7,6 +7,7 @@ it; a call to an export function this torch does not have says that the call fai
 
 from __future__ import annotations
 
+import inspect
 import linecache
 import re
 from typing import Any
@@ -49,6 +50,28 @@ def removed_call(call: Any) -> str | None:
         "the error and exits 0). The analysis is of what torch.onnx.export would export "
         "from the same arguments: call torch.onnx.export instead."
     )
+
+
+def refused_arguments(call: Any) -> str | None:
+    """What to say when the script's own export call passes arguments this torch's function
+    does not take (`use_external_data_format=`, `enable_onnx_checker=`, `example_outputs=`,
+    written for older torch): the call raises TypeError before it exports anything; the
+    analysis goes on with the arguments the function takes. Else None."""
+    if call.original is None:
+        return None
+    try:
+        inspect.signature(call.original).bind(*call.args, **call.kwargs)
+    except TypeError as e:
+        return (
+            f"`{call.name}` of torch {torch.__version__} refuses this call's arguments: the "
+            f"script's own call at this line raises TypeError ({e}) when it runs, so it "
+            "exports nothing (even where the script catches the error and exits 0). The "
+            "analysis is of the same call without them: remove them, or pass what replaced "
+            "them."
+        )
+    except ValueError:  # a signature inspect cannot read: nothing to say
+        return None
+    return None
 
 
 # What torch.onnx.export (the dynamo exporter, torch 2.13's default) imports when it runs.

@@ -142,7 +142,12 @@ def bound_arguments(call: Captured) -> dict[str, Any]:
     """The call's arguments by parameter name (the real function's signature)."""
     if call.original is not None:
         try:
-            bound = inspect.signature(call.original).bind_partial(*call.args, **call.kwargs)
+            signature = inspect.signature(call.original)
+            params = signature.parameters
+            open_ended = any(p.kind is p.VAR_KEYWORD for p in params.values())
+            taken = {k: v for k, v in call.kwargs.items() if open_ended or k in params}
+            # (keywords it does not take make the call raise: `refused_arguments` says so)
+            bound = signature.bind_partial(*call.args, **taken)
             out = dict(bound.arguments)
             extra = out.pop("kwargs", None) if "kwargs" not in call.kwargs else None
             if isinstance(extra, dict) and call.kind != "onnx":

@@ -58,17 +58,18 @@ def run(rec: Analysis) -> None:
 
 
 def _after_the_switch(rec: Analysis, problem: str) -> None:
-    """The script's call fails (a removed export function): the user is told to call
-    torch.onnx.export instead, which would then write another opset than the call asks for
-    (YOLOX's `torch.onnx._export(..., opset_version=11)`). Said on the call's finding, not as
-    a finding of its own: no file is written today."""
+    """The script's call fails (a removed export function, arguments it no longer takes):
+    once the user fixes the call, torch.onnx.export would write another opset than the call
+    asks for (YOLOX's `torch.onnx._export(..., opset_version=11)`). Said on the call's
+    finding, not as a finding of its own: no file is written today."""
     call = rec.result.get("script_call") or {}
     written = int(rec.onnx_program.model.opset_imports.get("", 0))
     for f in rec.findings:
         if f["kind"] == wire.KIND_EXPORT_FAILURE and f.get("line") == call.get("line"):
             f["notes"] += [
-                f"torch.onnx.export in its place writes opset {written}, not the requested "
-                f"{rec.opset_or_default()}: ask for opset 18 or more",
+                f"once the call runs (torch.onnx.export, with the arguments it takes), it "
+                f"writes opset {written}, not the requested {rec.opset_or_default()}: ask for "
+                "opset 18 or more",
                 f"the conversion: {first_line(problem)}",
             ]
             return
