@@ -6,6 +6,7 @@ Its modules, bottom up; each imports only modules listed before it (tests/test_l
   analyses read of it (a `FileAnalysis` or a rule's `Context`)
 - `chains`: the links, across calls and files, that explain a finding
 - `scope`: the statements around a node: its scope, those that name or bind a variable
+- `layers`: library layers whose training mode changes nothing, from their constructor call
 - `modes`: the training mode of a model variable, followed through its scope (`ModeFlow`)
 - `exported_model`: the model an export call exports (`ModelRef`): mode, class, `forward`
 - `mode_sensitivity`: whether a module class behaves the same in train and eval mode

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from onnxlint.analysis.layers import rnn_still
 from onnxlint.analysis.modes import is_camel
 from onnxlint.source.walker import dotted, iter_descendants
 
@@ -108,18 +109,8 @@ def class_mode_insensitive(
 
 
 def _rnn_without_dropout(call: cst.Call) -> bool:
-    """`nn.LSTM(...)` (GRU, RNN) that drops nothing in training mode: one layer (the
-    dropout acts only between layers) or no `dropout`, or a literal 0. Positional
-    arguments past the sizes: unsure."""
-    if len([a for a in call.args if a.keyword is None]) > 2:
-        return False
-    kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
-    layers, dropout = kw.get("num_layers"), kw.get("dropout")
-    one_layer = layers is None or (isinstance(layers, cst.Integer) and layers.value == "1")
-    no_dropout = dropout is None or (
-        isinstance(dropout, (cst.Integer, cst.Float)) and float(dropout.value) == 0
-    )
-    return one_layer or no_dropout
+    """`nn.LSTM(...)` (GRU, RNN) that drops nothing in training mode (`layers.rnn_still`)."""
+    return rnn_still(call)[0]
 
 
 def _stores_a_recurrent_layer(node: cst.Assign) -> bool:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from onnxlint.analysis.chains import Chain, Link, analysis_of
+from onnxlint.analysis.layers import Condition, literal_number, still_layer
 from onnxlint.analysis.scope import (
     assignments,
     binds_in_body,
@@ -68,6 +69,12 @@ class Origin:
     # Which of the project's functions built it (`build_model()` returns a `Net`), kept
     # through mode changes: where its class comes from.
     built: Chain = ()
+    # The module built here behaves the same in train and eval mode (a `torch.nn` layer with
+    # no mode-dependent part, a one-layer LSTM, torchvision's ViT without dropout), or would
+    # if one of `still_if` held (see `layers.still_layer`): settled where its builder is
+    # called, from the arguments of that call.
+    still: bool = False
+    still_if: tuple[Condition, ...] = ()
 
 
 State = frozenset[Origin]
@@ -521,7 +528,8 @@ class ModeFlow:
                     return UNKNOWN_STATE
                 if self._wraps_model(expr):  # nn.DataParallel(model), nn.Sequential(a, b)
                     return UNKNOWN_STATE
-                return frozenset({Origin(Mode.TRAIN)})
+                still, still_if = still_layer(q, expr)
+                return frozenset({Origin(Mode.TRAIN, still=still, still_if=still_if)})
         if isinstance(func, cst.Name):
             local = func.value
             if local in self.ctx.semantic.classes:
@@ -562,9 +570,33 @@ class ModeFlow:
         """The qualified name of the class `expr` names when the file imports it from
         somewhere that could be the user's project (not torch, not a builtin)."""
         q = self.ctx.qualname(expr)
+        if q is None and isinstance(expr, cst.Name):
+            return self._star_imported(expr.value)
         if q is None or "." not in q or q.startswith(("builtins.", "torch.")):
             return None
         return q
+
+    def _star_imported(self, name: str) -> str | None:
+        """`Model` bound by `from infer import *`: the qualified name of the project class
+        one of the file's star imports defines (read through `ctx.project`)."""
+        project = self.ctx.project
+        semantic = self.ctx.semantic
+        if (
+            project is None
+            or not semantic.star_imports
+            or name in semantic.classes
+            or name in semantic.functions
+            or name in semantic.assigned_names
+        ):
+            return None
+        for star in semantic.star_imports:
+            q = f"{star}{'' if star.endswith('.') else '.'}{name}"
+            key = ("project class", self.ctx.path, q)
+            if key not in self.memo:
+                self.memo[key] = project.class_at(self.ctx.path, q)
+            if self.memo[key] is not None:
+                return q
+        return None
 
     def _init_mode(self, cls_name: str) -> Mode:
         """TRAIN, unless the class's `__init__` switches itself to eval."""
@@ -592,6 +624,9 @@ class ModeFlow:
         """The states of what a helper returns: a builder's new module (`return Net()`),
         or the caller's model when it returns the parameter it got it as (`return model`
         after fusing its layers), with its state at the call carried through."""
+        return self._settled(self._returns(view, info, call, state), info, call)
+
+    def _returns(self, view: FileView, info: FunctionInfo, call: cst.Call, state: State) -> State:
         passed = self._passed_params(info, call)
         key = ("returns", id(info.node), state if passed else None)
         memo = self.memo
@@ -626,6 +661,47 @@ class ModeFlow:
         result = _join(*states) if states else UNKNOWN_STATE
         memo[key] = result
         return result
+
+    def _settled(self, state: State, info: FunctionInfo, call: cst.Call) -> State:
+        """`state` with the conditions of a layer the builder builds from its parameters
+        (`nn.LSTM(num_layers=m.num_layers, ...)`) settled from this call's arguments: `m`
+        is a variable of this scope built by a constructor call with `num_layers=1`."""
+        if not any(o.still_if for o in state):
+            return state
+        params = [p.name.value for p in info.params()]
+        bound: dict[str, cst.BaseExpression] = {}
+        for i, arg in enumerate(call.args):
+            if arg.star:
+                break
+            if arg.keyword is not None:
+                bound[arg.keyword.value] = arg.value
+            elif i < len(params):
+                bound[params[i]] = arg.value
+        out: set[Origin] = set()
+        for o in state:
+            if o.still_if:
+                still = any(
+                    self._constructor_keyword(bound.get(param), attr) == wanted
+                    for param, attr, wanted in o.still_if
+                )
+                o = replace(o, still=still, still_if=())
+            out.add(o)
+        return frozenset(out)
+
+    def _constructor_keyword(self, expr: cst.BaseExpression | None, keyword: str) -> float | None:
+        """The literal `keyword=` of the constructor call every assignment of the variable
+        `expr` names in this scope makes (`m = ScaledLSTM(..., num_layers=1)`); None when
+        unsure (the attribute then mirrors that keyword, as `nn.LSTM`'s do)."""
+        if not isinstance(expr, cst.Name) or not self.scope:
+            return None
+        values: set[float | None] = set()
+        for a in assignments(self.scope, expr.value):
+            value = getattr(a, "value", None)
+            if not isinstance(value, cst.Call):
+                return None
+            given = [x.value for x in value.args if x.keyword and x.keyword.value == keyword]
+            values.add(literal_number(given[0]) if given else None)
+        return values.pop() if len(values) == 1 else None
 
     def _passed_params(self, info: FunctionInfo, call: cst.Call) -> frozenset[str]:
         """The helper's parameters the call binds to the model variable."""

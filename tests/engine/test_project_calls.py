@@ -1173,3 +1173,54 @@ def test_an_export_wrapper_of_another_module_that_holds_the_models_submodules(tm
     )
     found = found_in(check(root), "models/detector.py", "OLX201")
     assert [f["line"] for f in found] == [19], found
+
+
+def test_an_export_wrapper_bound_by_a_star_import(tmp_path) -> None:
+    """TensorRT_Examples' D-FINE export: `from infer import *` binds the wrapper class
+    `Model`, which holds `cfg.model.deploy()` and `cfg.postprocessor.deploy()` (parts of
+    its argument) and builds no module of its own; the model's own mode is exported (torch
+    2.13: the wrapper's fresh training flag does not reach the submodules it holds, as in
+    the FastBEV test above): not reported. A star-imported class that builds a Dropout
+    is: reported."""
+    root = project(
+        tmp_path,
+        {
+            "infer.py": """
+                from torch import nn
+
+
+                class Model(nn.Module):
+                    def __init__(self, cfg):
+                        super().__init__()
+                        self.model = cfg.model.deploy()
+                        self.postprocessor = cfg.postprocessor.deploy()
+
+                    def forward(self, images, sizes):
+                        return self.postprocessor(self.model(images), sizes)
+
+
+                class DropModel(nn.Module):
+                    def __init__(self, cfg):
+                        super().__init__()
+                        self.model = cfg.model.deploy()
+                        self.drop = nn.Dropout(0.5)
+
+                    def forward(self, images, sizes):
+                        return self.drop(self.model(images))
+            """,
+            "onnx_export.py": """
+                from infer import *
+                import torch
+
+
+                def main(cfg, x, sizes):
+                    model = Model(cfg)
+                    with torch.no_grad():
+                        torch.onnx.export(model, (x, sizes), "m.onnx")
+                    dropping = DropModel(cfg)
+                    torch.onnx.export(dropping, (x, sizes), "d.onnx")
+            """,
+        },
+    )
+    found = found_in(check(root), "onnx_export.py", "OLX201")
+    assert [f["line"] for f in found] == [10], found

@@ -139,6 +139,35 @@ class MissingEvalBeforeExport(Rule):
                 """
             )
         ),
+        Valid(  # torchvision's ViT: LayerNorm, and its dropouts are 0.0 unless given
+            dedent(
+                """
+                import torch
+                import torchvision
+                model = torchvision.models.vit_b_16(num_classes=10)
+                torch.export.export(model, (x,))
+                """
+            )
+        ),
+        Valid(  # a builder's LSTM copies one layer from a source built with num_layers=1
+            dedent(
+                """
+                import torch
+                from torch import nn
+                def to_lstm(src):
+                    return nn.LSTM(
+                        input_size=src.input_size,
+                        hidden_size=src.hidden_size,
+                        num_layers=src.num_layers,
+                        dropout=src.dropout,
+                    )
+                def test():
+                    src = ScaledLSTM(input_size=4, hidden_size=4, num_layers=1, dropout=0.1)
+                    lstm = to_lstm(src)
+                    torch.jit.trace(lstm, (x,))
+                """
+            )
+        ),
         Valid(  # a local helper that returns `m.eval()`
             dedent(
                 """
@@ -266,6 +295,39 @@ class MissingEvalBeforeExport(Rule):
             line=9,
             message="training mode",
         ),
+        Invalid(  # ViT with dropout
+            dedent(
+                """
+                import torch
+                import torchvision
+                model = torchvision.models.vit_b_16(num_classes=10, dropout=0.1)
+                torch.export.export(model, (x,))
+                """
+            ),
+            line=4,
+            message="training mode",
+        ),
+        Invalid(  # the source LSTM has two layers with dropout between them
+            dedent(
+                """
+                import torch
+                from torch import nn
+                def to_lstm(src):
+                    return nn.LSTM(
+                        input_size=src.input_size,
+                        hidden_size=src.hidden_size,
+                        num_layers=src.num_layers,
+                        dropout=src.dropout,
+                    )
+                def test():
+                    src = ScaledLSTM(input_size=4, hidden_size=4, num_layers=2, dropout=0.1)
+                    lstm = to_lstm(src)
+                    torch.jit.trace(lstm, (x,))
+                """
+            ),
+            line=13,
+            message="training mode",
+        ),
         Invalid(
             dedent(
                 """
@@ -386,6 +448,8 @@ class MissingEvalBeforeExport(Rule):
             return  # no Dropout/BatchNorm/`self.training`: the mode changes nothing
         if ref.class_info is None and self._insensitive_elsewhere(ref):
             return
+        if all(o.still for o in ref.origins if o.mode is Mode.TRAIN):
+            return  # a library layer the mode changes nothing in (`nn.LSTM(4, 4)`, ViT)
         who = f"`{ref.name}`" if ref.name else "the model"
         what = _WHAT.get(call.kind, "the exporter keeps")
         if modes == {Mode.TRAIN}:
