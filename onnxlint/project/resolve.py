@@ -8,6 +8,7 @@ its export scripts, and `read_disk` reads one (None when absent or unreadable).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -97,15 +98,34 @@ def candidates(importer: str, module_name: str, root: str | None) -> Iterator[st
 
 def roots(here: str, root: str | None) -> list[str]:
     """Where absolute imports start: the importer's folder (`python export.py`), the folder
-    above its top package, the project root and its `src/`."""
+    above its top package, the nearest subproject below the root holding it (a folder with
+    its own `setup.py`/`setup.cfg`/`pyproject.toml`, as a monorepo's `edgeai-mmdeploy/`,
+    installed for its tests and scripts) and its `src/`, the project root and its `src/`."""
     out = [here]
     top = here
     while os.path.isfile(os.path.join(top, "__init__.py")):
         top = os.path.dirname(top)
     out.append(top)
     if root:
+        sub = _subproject(here, os.path.abspath(root))
+        if sub is not None:
+            out += [sub, os.path.join(sub, "src")]
         out += [root, os.path.join(root, "src")]
     return list(dict.fromkeys(out))
+
+
+_SUBPROJECT_MARKERS = ("setup.py", "setup.cfg", "pyproject.toml")
+
+
+@functools.lru_cache(maxsize=4096)
+def _subproject(here: str, root: str) -> str | None:
+    """The nearest folder from `here` up to (not including) `root` with a packaging file."""
+    folder = here
+    while folder.startswith(root + os.sep):
+        if any(os.path.isfile(os.path.join(folder, m)) for m in _SUBPROJECT_MARKERS):
+            return folder
+        folder = os.path.dirname(folder)
+    return None
 
 
 def project_files(root: str, excluded: Callable[[str], bool] | None = None) -> list[str]:

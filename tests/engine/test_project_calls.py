@@ -1224,3 +1224,61 @@ def test_an_export_wrapper_bound_by_a_star_import(tmp_path) -> None:
     )
     found = found_in(check(root), "onnx_export.py", "OLX201")
     assert [f["line"] for f in found] == [10], found
+
+
+def test_a_function_wrapper_of_a_subproject_in_a_monorepo(tmp_path) -> None:
+    """edgeai-tensorlab's mmdeploy tests: `from mmdeploy.utils.test import WrapFunction` in
+    `edgeai-mmdeploy/tests/`, where `edgeai-mmdeploy/` is a subproject with its own
+    `setup.py` (its tests run with it installed): the import resolves from the subproject,
+    not from the monorepo's root. `WrapFunction(fn)` keeps a plain function and calls it
+    in `forward`: its training flag changes nothing (torch 2.13: the same graph in both
+    modes): not reported. A subproject class that builds a Dropout is: reported."""
+    root = project(
+        tmp_path,
+        {
+            "sub/setup.py": "from setuptools import setup\nsetup(name='sub')\n",
+            "sub/mmdeploy/__init__.py": "",
+            "sub/mmdeploy/utils/__init__.py": "",
+            "sub/mmdeploy/utils/test.py": """
+                from torch import nn
+
+
+                class WrapFunction(nn.Module):
+                    def __init__(self, wrapped_function, **kwargs):
+                        super().__init__()
+                        self.wrapped_function = wrapped_function
+                        self.kwargs = kwargs
+
+                    def forward(self, *args, **kwargs):
+                        kwargs.update(self.kwargs)
+                        return self.wrapped_function(*args, **kwargs)
+
+
+                class DropNet(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.drop = nn.Dropout(0.5)
+
+                    def forward(self, x):
+                        return self.drop(x)
+            """,
+            "sub/tests/test_functions.py": """
+                import torch
+
+                from mmdeploy.utils.test import DropNet, WrapFunction
+
+
+                def test_getitem():
+                    def tensor_getitem(x):
+                        return x[..., -1]
+
+                    wrapped_func = WrapFunction(tensor_getitem)
+                    with torch.no_grad():
+                        torch.onnx.export(wrapped_func, torch.rand(1, 2, 3), "f.onnx")
+                    net = DropNet()
+                    torch.onnx.export(net, torch.rand(1, 2, 3), "d.onnx")
+            """,
+        },
+    )
+    found = found_in(check(root), "sub/tests/test_functions.py", "OLX201")
+    assert [f["line"] for f in found] == [14], found
