@@ -216,6 +216,7 @@ _NOT_TENSOR_METHODS = frozenset(
 _SIZE_METHODS = frozenset({"dim", "ndimension", "numel", "nelement", "element_size", "ndim"})
 _BOOL_METHODS = frozenset({"is_contiguous", "is_floating_point", "is_complex", "equal"})
 _TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data", "grad"})
+_STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
 # Literals and displays: values that are never tensors.
 _OTHER_VALUE_TYPES = frozenset(
     {
@@ -426,8 +427,16 @@ class Kinds:
             ops = [c.operator for c in expr.comparisons]
             if all(isinstance(op, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for op in ops):
                 return Kind.BOOL
-            if Kind.NONE in kinds and all(isinstance(op, (cst.Equal, cst.NotEqual)) for op in ops):
-                return Kind.BOOL  # `t == None`: Tensor.__eq__(None) is the Python False
+            if all(isinstance(op, (cst.Equal, cst.NotEqual)) for op in ops) and (
+                Kind.NONE in kinds
+                or any(
+                    isinstance(e, _STRINGS)
+                    for e in (expr.left, *(c.comparator for c in expr.comparisons))
+                )
+            ):
+                # `t == None`, `t == "coco"`: Tensor.__eq__ of None or a str is the Python
+                # False (torch 2.13; an export of `if t == "coco":` passes)
+                return Kind.BOOL
             if Kind.TENSOR in kinds:
                 return Kind.TENSOR
             if Kind.DATA in kinds:

@@ -127,6 +127,20 @@ class TensorCondition(Rule):
                 """
             )
         ),
+        Valid(  # `t == "coco"` is the Python False too (torch 2.13 exports the `if`)
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x, caption):
+                        if caption == "coco":
+                            return x * 2
+                        elif f"{caption}" != 'voc':
+                            return x * 3
+                        return x
+                """
+            )
+        ),
         Valid(  # float16-only: the float32 export short-circuits on the dtype test
             dedent(
                 """
