@@ -122,6 +122,24 @@ class NumpyOnTensor(Rule):
                 """
             )
         ),
+        Valid(  # a helper that writes a tensor's values into a text file it opens
+            dedent(
+                """
+                import torch
+                def dump_tensor(name, x):
+                    x_np = x.cpu().detach().numpy()
+                    f = open(name, "w")
+                    for v in x_np.flatten():
+                        f.write(f"{v:.2f} ")
+                    f.close()
+                class Net(torch.nn.Module):
+                    def forward(self, x):
+                        if self.dump:
+                            dump_tensor("x.txt", x)
+                        return x * 2
+                """
+            )
+        ),
         Valid(
             dedent(
                 """
@@ -269,7 +287,8 @@ class NumpyOnTensor(Rule):
     ]
 
     def _in_a_dump(self) -> bool:
-        """The enclosing function writes arrays to files (`np.savez`, `np.save`), or the
+        """The enclosing function writes arrays to files (`np.savez`, `np.save`, a file it
+        opens to write: PointPillars' `dumpTensor(name, x)`), or the
         enclosing `if` block opens a file to write the values to (`if dump_feat:` ...
         `f = open("feat.txt", "w")`; a debugging dump, run when asked)."""
         func = self.ctx.function
@@ -278,7 +297,11 @@ class NumpyOnTensor(Rule):
         memo = func.memo
         if "numpy-dump" not in memo:
             memo["numpy-dump"] = any(
-                isinstance(n, cst.Call) and self.ctx.qualname(n.func) in _DUMPS
+                isinstance(n, cst.Call)
+                and (
+                    self.ctx.qualname(n.func) in _DUMPS
+                    or _opens_for_writing(self.ctx.qualname(n.func), n)
+                )
                 for n in iter_descendants(func.node.body)
             )
         if memo["numpy-dump"]:
