@@ -35,6 +35,7 @@ SCENARIOS = [
     "deep",
     "script",
     "deepfix",
+    "deepnotebook",
     "setup",
     "untrusted",
     "missing",
@@ -43,7 +44,7 @@ SCENARIOS = [
     "partial",
     "notebook",
 ]
-DEEP_SCENARIOS = ("deep", "script", "deepfix", "setup")  # they need torch
+DEEP_SCENARIOS = ("deep", "script", "deepfix", "deepnotebook", "setup")  # they need torch
 NpmRunner = Callable[..., subprocess.CompletedProcess[str]]
 
 pytestmark = [pytest.mark.editor, pytest.mark.slow, pytest.mark.xdist_group("vscode-extension")]

@@ -19,7 +19,23 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { TRUST_MESSAGE } from '../../src/commands';
 import { type ContrastReport, contrastProbe } from './contrast';
 
-const SCENARIOS = ['static', 'quickfix', 'lens', 'deep', 'deepstart', 'script', 'deepfix', 'setup', 'untrusted', 'missing', 'switch', 'restart', 'partial', 'notebook'] as const;
+const SCENARIOS = [
+    'static',
+    'quickfix',
+    'lens',
+    'deep',
+    'deepstart',
+    'script',
+    'deepfix',
+    'deepnotebook',
+    'setup',
+    'untrusted',
+    'missing',
+    'switch',
+    'restart',
+    'partial',
+    'notebook',
+] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 interface Options {
@@ -1627,6 +1643,134 @@ async function scenarioNotebook(ctx: Ctx): Promise<void> {
     await ctx.shot('notebook');
 }
 
+/** tests/server/test_deep_notebook.py's notebook: magics, the model with a tensor `if`, its export. */
+const DEEP_MODEL_CELL = `class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.sum() > 0:
+            y = y * 2
+        else:
+            y = y - 1
+        return y
+`;
+const DEEP_CELLS: [string, string][] = [
+    ['code', '%matplotlib inline\n!pip install onnx\nimport torch\n'],
+    ['markdown', '## The model'],
+    ['code', DEEP_MODEL_CELL],
+    ['code', 'model = M().eval()\ntorch.onnx.export(model, (torch.randn(3, 4),), "m.onnx", dynamo=True)\n'],
+];
+
+/** The sources of a notebook's cells, as saved (a list of lines or one string). */
+function cellSources(file: string): string[] {
+    const data = JSON.parse(fs.readFileSync(file, 'utf8')) as { cells: { source: string | string[] }[] };
+    return data.cells.map((c) => (Array.isArray(c.source) ? c.source.join('') : c.source).replace(/\n$/, ''));
+}
+
+/**
+ * Issue 29 in a notebook: the "Analyze export" lens on the export cell runs the notebook's code cells
+ * as one script; the deep finding shows in the model's cell; the proven torch.where quick fix,
+ * applied there, rewrites that cell (and no other), and the next analysis of the saved notebook is
+ * clean.
+ */
+async function scenarioDeepNotebook(ctx: Ctx): Promise<void> {
+    const page = ctx.page;
+    const cells = DEEP_CELLS.map(([kind, source], n) =>
+        kind === 'code'
+            ? { cell_type: 'code', execution_count: null, id: `c${n}`, metadata: {}, outputs: [], source: source.split(/(?<=\n)/) }
+            : { cell_type: 'markdown', id: `m${n}`, metadata: {}, source: [source] },
+    );
+    const notebook = {
+        cells,
+        metadata: { kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' }, language_info: { name: 'python' } },
+        nbformat: 4,
+        nbformat_minor: 5,
+    };
+    const file = path.join(writeProject(ctx, 'deepnb', { 'export_deep.ipynb': `${JSON.stringify(notebook, null, 1)}\n` }), 'export_deep.ipynb');
+    await openFile(page, 'deepnb/export_deep.ipynb');
+    const lens = 'Analyze export (M, dynamo exporter: runs this notebook)';
+    await analyzeByLens(ctx, lens, /onnxlint: export_deep\.ipynb:cell 4:2: .*finding/);
+    const marked = await waitFor(
+        'the deep finding in the model cell',
+        async () => {
+            const found = await notebookCells(page);
+            return found.some((c) => c.index === 2 && c.squiggles > 0) ? found : undefined;
+        },
+        60_000,
+        () => describeState(ctx),
+    );
+    ctx.detail.push(...marked.map((c) => `cell ${c.index + 1}: ${c.squiggles} squiggle(s)`));
+    // The proof runs after the findings are shown: ask for the quick fixes at the `if` (the cell's
+    // line 8, from its row in the Problems panel) until the proven rewrite is offered.
+    const entries = page.locator('.action-widget [role="option"], .context-view [role="menuitem"]');
+    const action = entries.filter({ hasText: 'torch.where' }).first();
+    const started = Date.now();
+    let menu: string[] = [];
+    await waitFor(
+        'the proven torch.where quick fix in the model cell',
+        async () => {
+            await page.keyboard.press('Escape');
+            const row = page.locator('.markers-panel .monaco-tl-row', { hasText: 'OLX101' }).filter({ hasText: '[Ln 8, Col 12]' }).first();
+            if (!(await row.isVisible().catch(() => false))) {
+                await page.keyboard.press('Control+Shift+M');
+                await sleep(1_000);
+                return undefined;
+            }
+            await row.dblclick();
+            await sleep(500);
+            await page.keyboard.press('Control+.');
+            await entries.first().waitFor({ state: 'visible', timeout: 5_000 }).catch(() => undefined);
+            menu = (await entries.allInnerTexts()).map((t) => t.trim());
+            if (await action.isVisible().catch(() => false)) {
+                return true;
+            }
+            await page.keyboard.press('Escape');
+            await sleep(2_000);
+            return undefined;
+        },
+        300_000,
+        async () => `quick-fix menu: ${JSON.stringify(menu)}\n${await describeState(ctx)}`,
+    );
+    const title = (await action.innerText()).trim();
+    ctx.detail.push(`proven fix offered ${((Date.now() - started) / 1000).toFixed(1)}s after the analysis: ${title}`);
+    if (!title.includes('Rewrite with torch.where (exports; outputs match')) {
+        throw new Error(`the quick fix's title does not say what was proven: ${title}`);
+    }
+    await ctx.shot('deepnotebook-menu');
+    await action.click();
+    await waitFor(
+        'torch.where in the model cell',
+        async () => ((await notebookCells(page)).find((c) => c.index === 2)?.text.includes('torch.where(') ? true : undefined),
+        15_000,
+        async () => JSON.stringify(await notebookCells(page)),
+    );
+    await page.keyboard.press('Control+S');
+    const want = DEEP_CELLS.map(([, source]) => source.replace(/\n$/, ''));
+    want[2] = fixedScript(DEEP_MODEL_CELL).replace(/\n$/, '');
+    await waitFor(
+        'the fixed notebook saved, only the model cell changed',
+        () => Promise.resolve(JSON.stringify(cellSources(file)) === JSON.stringify(want) ? true : undefined),
+        15_000,
+        () => Promise.resolve(`on disk: ${JSON.stringify(cellSources(file))}\nwanted: ${JSON.stringify(want)}`),
+    );
+    ctx.detail.push('applied and saved: the if/else (4 lines) became one torch.where line in cell 3, nothing else changed');
+    await analyzeByLens(ctx, lens, /onnxlint: export_deep\.ipynb:cell 4:2: ok, no findings/);
+    const after = await waitFor(
+        'no squiggle left in the notebook',
+        async () => {
+            const now = await notebookCells(page);
+            return now.every((c) => c.squiggles === 0) ? now : undefined;
+        },
+        30_000,
+        async () => `${JSON.stringify(await notebookCells(page))}\n${await describeState(ctx)}`,
+    );
+    ctx.detail.push(`cells after the second analysis: ${JSON.stringify(after.map((c) => c.squiggles))}`);
+    await ctx.shot('deepnotebook');
+}
+
 async function main(): Promise<number> {
     const opts = parseArgs(process.argv.slice(2));
     fs.rmSync(opts.artifacts, { recursive: true, force: true });
@@ -1728,6 +1872,7 @@ async function main(): Promise<number> {
                 { scenario: 'deep', run: scenarioDeep },
                 { scenario: 'script', run: scenarioScript },
                 { scenario: 'deepfix', run: scenarioDeepFix },
+                { scenario: 'deepnotebook', run: scenarioDeepNotebook },
                 { scenario: 'setup', run: scenarioSetup },
             ],
             // Message traces make a failure's log tail say what the client and server exchanged.
