@@ -1643,6 +1643,40 @@ async function scenarioNotebook(ctx: Ctx): Promise<void> {
     await ctx.shot('notebook');
 }
 
+/**
+ * Scrolls the active notebook until its cell `index` (0-based, Markdown cells counted) is in view.
+ * The notebook draws a cell's editor, and so its code lenses, only near the viewport: the server
+ * answers the export cell's codeLens request at once, but its lens is drawn only once the cell is
+ * scrolled to, as a user would.
+ */
+async function revealCell(page: Page, index: number): Promise<void> {
+    const list = page.locator('.notebook-editor .cell-list-container').first();
+    const box = await list.boundingBox();
+    if (box === null) {
+        throw new Error('no notebook is open');
+    }
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await waitFor(
+        `cell ${index + 1} in view`,
+        async () => {
+            const row = list.locator(`.monaco-list-row[data-index="${index}"]`);
+            const at = (await row.count()) > 0 ? await row.first().boundingBox() : null;
+            if (at !== null && at.y >= box.y - 1 && at.y + Math.min(at.height, box.height) <= box.y + box.height + 1) {
+                return true;
+            }
+            const drawn: number[] = [];
+            for (const r of await list.locator('.monaco-list-row').all()) {
+                drawn.push(Number(await r.getAttribute('data-index')));
+            }
+            const down = at !== null ? at.y > box.y : Math.max(...drawn, -1) < index;
+            await page.mouse.wheel(0, down ? 150 : -150);
+            await sleep(300);
+            return undefined;
+        },
+        15_000,
+    );
+}
+
 /** tests/server/test_deep_notebook.py's notebook: magics, the model with a tensor `if`, its export. */
 const DEEP_MODEL_CELL = `class M(torch.nn.Module):
     def __init__(self):
@@ -1692,6 +1726,7 @@ async function scenarioDeepNotebook(ctx: Ctx): Promise<void> {
     const file = path.join(writeProject(ctx, 'deepnb', { 'export_deep.ipynb': `${JSON.stringify(notebook, null, 1)}\n` }), 'export_deep.ipynb');
     await openFile(page, 'deepnb/export_deep.ipynb');
     const lens = 'Analyze export (M, dynamo exporter: runs this notebook)';
+    await revealCell(page, 3);
     await analyzeByLens(ctx, lens, /onnxlint: export_deep\.ipynb:cell 4:2: .*finding/);
     const marked = await waitFor(
         'the deep finding in the model cell',
@@ -1757,6 +1792,7 @@ async function scenarioDeepNotebook(ctx: Ctx): Promise<void> {
         () => Promise.resolve(`on disk: ${JSON.stringify(cellSources(file))}\nwanted: ${JSON.stringify(want)}`),
     );
     ctx.detail.push('applied and saved: the if/else (4 lines) became one torch.where line in cell 3, nothing else changed');
+    await revealCell(page, 3);
     await analyzeByLens(ctx, lens, /onnxlint: export_deep\.ipynb:cell 4:2: ok, no findings/);
     const after = await waitFor(
         'no squiggle left in the notebook',
