@@ -1650,8 +1650,8 @@ async function scenarioNotebook(ctx: Ctx): Promise<void> {
  * scrolled to, as a user would.
  */
 async function revealCell(page: Page, index: number): Promise<void> {
-    const list = page.locator('.notebook-editor .cell-list-container').first();
-    const box = await list.boundingBox();
+    const editor = page.locator('.editor-group-container.active .notebook-editor').first();
+    const box = await editor.boundingBox();
     if (box === null) {
         throw new Error('no notebook is open');
     }
@@ -1659,13 +1659,25 @@ async function revealCell(page: Page, index: number): Promise<void> {
     await waitFor(
         `cell ${index + 1} in view`,
         async () => {
-            const row = list.locator(`.monaco-list-row[data-index="${index}"]`);
-            const at = (await row.count()) > 0 ? await row.first().boundingBox() : null;
-            if (at !== null && at.y >= box.y - 1 && at.y + Math.min(at.height, box.height) <= box.y + box.height + 1) {
+            const row = editor.locator(`.cell-list-container .monaco-list-row[data-index="${index}"]`).first();
+            // In view: what is drawn at the top and at the bottom of the cell is the cell (not the
+            // panel below the editor, nor nothing).
+            const seen =
+                (await row.count()) > 0 &&
+                (await row.evaluate((el) => {
+                    const r = el.getBoundingClientRect();
+                    const x = r.left + r.width / 2;
+                    return [r.top + 5, r.bottom - 5].every((y) => {
+                        const hit = document.elementFromPoint(x, y);
+                        return hit !== null && el.contains(hit);
+                    });
+                }));
+            if (seen) {
                 return true;
             }
+            const at = (await row.count()) > 0 ? await row.boundingBox() : null;
             const drawn: number[] = [];
-            for (const r of await list.locator('.monaco-list-row').all()) {
+            for (const r of await editor.locator('.cell-list-container .monaco-list-row').all()) {
                 drawn.push(Number(await r.getAttribute('data-index')));
             }
             const down = at !== null ? at.y > box.y : Math.max(...drawn, -1) < index;
@@ -1674,6 +1686,7 @@ async function revealCell(page: Page, index: number): Promise<void> {
             return undefined;
         },
         15_000,
+        async () => `rows drawn: ${JSON.stringify(await notebookCells(page))}`,
     );
 }
 
