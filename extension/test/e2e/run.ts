@@ -1561,9 +1561,12 @@ function writeNotebook(ws: Workspace): string {
     return relative;
 }
 
-/** Per notebook cell (by its index in the notebook), its text and whether it shows a squiggle. */
+/**
+ * Per cell of the notebook on screen (by its index in the notebook), its text and whether it shows
+ * a squiggle. Only its rows are visible: a notebook open in another tab keeps its rows, hidden.
+ */
 async function notebookCells(page: Page): Promise<{ index: number; text: string; squiggles: number }[]> {
-    const rows = page.locator('.notebook-editor .cell-list-container .monaco-list-row');
+    const rows = page.locator('.notebook-editor .cell-list-container .monaco-list-row:visible');
     const out: { index: number; text: string; squiggles: number }[] = [];
     for (let i = 0; i < (await rows.count()); i++) {
         const row = rows.nth(i);
@@ -1644,49 +1647,53 @@ async function scenarioNotebook(ctx: Ctx): Promise<void> {
 }
 
 /**
- * Scrolls the active notebook until its cell `index` (0-based, Markdown cells counted) is in view.
- * The notebook draws a cell's editor, and so its code lenses, only near the viewport: the server
- * answers the export cell's codeLens request at once, but its lens is drawn only once the cell is
- * scrolled to, as a user would.
+ * Brings the active notebook's cell `index` (0-based, Markdown cells counted) into view the way a
+ * keyboard user does: command mode (Escape out of a cell's editor), Ctrl+Home to the first cell, then
+ * Down once per cell; the notebook reveals each cell it focuses. The notebook's list draws a cell's
+ * editor, and so its code lenses, only once the cell is near the viewport: the server answers the
+ * export cell's codeLens request at once, but VS Code draws its lens only when the cell is in view.
+ * Done when the status bar says "Cell N of M" and the cell's row, editor text included, is drawn
+ * inside the editor group's box.
  */
 async function revealCell(page: Page, index: number): Promise<void> {
-    const editor = page.locator('.editor-group-container.active .notebook-editor').first();
-    const box = await editor.boundingBox();
-    if (box === null) {
-        throw new Error('no notebook is open');
-    }
-    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    // The notebook's widget is not inside its editor group's element (VS Code lays it over the
+    // group), and a notebook in another tab keeps its rows, hidden: the visible rows are this one's.
+    const rows = page.locator('.notebook-editor .cell-list-container .monaco-list-row:visible');
+    const row = rows.and(page.locator(`[data-index="${index}"]`)).first();
+    const position = page.locator('.statusbar-item', { hasText: /^Cell \d+ of \d+$/ }).first();
+    let attempt = 0;
+    let boxes = '';
     await waitFor(
         `cell ${index + 1} in view`,
         async () => {
-            const row = editor.locator(`.cell-list-container .monaco-list-row[data-index="${index}"]`).first();
-            // In view: what is drawn at the top and at the bottom of the cell is the cell (not the
-            // panel below the editor, nor nothing).
-            const seen =
-                (await row.count()) > 0 &&
-                (await row.evaluate((el) => {
-                    const r = el.getBoundingClientRect();
-                    const x = r.left + r.width / 2;
-                    return [r.top + 5, r.bottom - 5].every((y) => {
-                        const hit = document.elementFromPoint(x, y);
-                        return hit !== null && el.contains(hit);
-                    });
-                }));
-            if (seen) {
-                return true;
+            attempt++;
+            // A click into the first drawn cell's editor, then Escape: the notebook list has the
+            // focus, in command mode, where Ctrl+Home / Down move between cells.
+            const first = rows.locator('.monaco-editor .view-lines').first();
+            await first.click({ timeout: 5_000 }).catch(() => undefined);
+            await page.keyboard.press('Escape');
+            await page.keyboard.press('Control+Home');
+            for (let i = 0; i < index; i++) {
+                await page.keyboard.press('ArrowDown');
+                await sleep(100);
             }
-            const at = (await row.count()) > 0 ? await row.boundingBox() : null;
-            const drawn: number[] = [];
-            for (const r of await editor.locator('.cell-list-container .monaco-list-row').all()) {
-                drawn.push(Number(await r.getAttribute('data-index')));
+            await sleep(500 * attempt);
+            const where = (await position.innerText().catch(() => '')).trim();
+            if (/^Cell (\d+) of/.exec(where)?.[1] !== String(index + 1) || (await row.count()) === 0) {
+                return undefined;
             }
-            const down = at !== null ? at.y > box.y : Math.max(...drawn, -1) < index;
-            await page.mouse.wheel(0, down ? 150 : -150);
-            await sleep(300);
-            return undefined;
+            // Inside the editor group's box, which is the part of the notebook on screen (the list's
+            // own containers are as tall as all their rows).
+            const group = await page.locator('.editor-group-container.active').first().boundingBox();
+            const at = await row.boundingBox();
+            const text = await row.locator('.monaco-editor .view-lines').first().innerText().catch(() => '');
+            boxes = `cell ${JSON.stringify(at)} in group ${JSON.stringify(group)}`;
+            const seen = group !== null && at !== null && text.trim() !== '' && at.y >= group.y && at.y + at.height <= group.y + group.height;
+            return seen ? true : undefined;
         },
-        15_000,
-        async () => `rows drawn: ${JSON.stringify(await notebookCells(page))}`,
+        30_000,
+        async () =>
+            `status bar: ${await position.innerText().catch(() => '(no cell position)')}; ${boxes}; rows drawn: ${JSON.stringify(await notebookCells(page))}`,
     );
 }
 
