@@ -535,9 +535,14 @@ async function editorText(page: Page): Promise<string> {
     return page.locator('.editor-group-container.active .monaco-editor .view-lines').first().innerText();
 }
 
-/** The code lens titles shown in the active editor. */
-async function lensTitles(page: Page): Promise<string[]> {
-    const texts = await page.locator('.editor-group-container.active .codelens-decoration').allInnerTexts();
+/** Where the active text editor is drawn. */
+const ACTIVE_EDITOR = '.editor-group-container.active';
+/** Where the notebook on screen is drawn: laid over its editor group, not inside its element. */
+const VISIBLE_NOTEBOOK = '.notebook-editor:visible';
+
+/** The code lens titles shown in the active editor (`scope`: VISIBLE_NOTEBOOK for a notebook's cells). */
+async function lensTitles(page: Page, scope = ACTIVE_EDITOR): Promise<string[]> {
+    const texts = await page.locator(`${scope} .codelens-decoration`).allInnerTexts();
     return texts.flatMap((t) => t.split(/\s*\|\s*/)).map((t) => t.trim()).filter((t) => t !== '');
 }
 
@@ -1064,14 +1069,17 @@ function writeProject(ctx: Ctx, folder: string, files: Record<string, string>): 
     return dir;
 }
 
-/** Clicks the active editor's lens titled `title` and waits for the analysis's end notification (`end`); its text. */
-async function analyzeByLens(ctx: Ctx, title: string, end: RegExp): Promise<string> {
+/**
+ * Clicks the active editor's lens titled `title` and waits for the analysis's end notification
+ * (`end`); its text. `scope`: VISIBLE_NOTEBOOK for a lens in a notebook's cell.
+ */
+async function analyzeByLens(ctx: Ctx, title: string, end: RegExp, scope = ACTIVE_EDITOR): Promise<string> {
     const page = ctx.page;
-    const lens = page.locator('.editor-group-container.active .codelens-decoration a', { hasText: title }).first();
+    const lens = page.locator(`${scope} .codelens-decoration a`, { hasText: title }).first();
     await lens.waitFor({ state: 'visible', timeout: 60_000 }).catch(async () => {
-        throw new Error(`no "${title}" lens: ${JSON.stringify(await lensTitles(page))}\n${await describeState(ctx)}`);
+        throw new Error(`no "${title}" lens: ${JSON.stringify(await lensTitles(page, scope))}\n${await describeState(ctx)}`);
     });
-    ctx.detail.push(`lenses: ${JSON.stringify(await lensTitles(page))}`);
+    ctx.detail.push(`lenses: ${JSON.stringify(await lensTitles(page, scope))}`);
     const started = Date.now();
     await lens.click();
     const toast = toastWith(page, end);
@@ -1658,7 +1666,7 @@ async function scenarioNotebook(ctx: Ctx): Promise<void> {
 async function revealCell(page: Page, index: number): Promise<void> {
     // The notebook's widget is not inside its editor group's element (VS Code lays it over the
     // group), and a notebook in another tab keeps its rows, hidden: the visible rows are this one's.
-    const rows = page.locator('.notebook-editor .cell-list-container .monaco-list-row:visible');
+    const rows = page.locator(`${VISIBLE_NOTEBOOK} .cell-list-container .monaco-list-row:visible`);
     const row = rows.and(page.locator(`[data-index="${index}"]`)).first();
     const position = page.locator('.statusbar-item', { hasText: /^Cell \d+ of \d+$/ }).first();
     let attempt = 0;
@@ -1747,7 +1755,7 @@ async function scenarioDeepNotebook(ctx: Ctx): Promise<void> {
     await openFile(page, 'deepnb/export_deep.ipynb');
     const lens = 'Analyze export (M, dynamo exporter: runs this notebook)';
     await revealCell(page, 3);
-    await analyzeByLens(ctx, lens, /onnxlint: export_deep\.ipynb:cell 4:2: .*finding/);
+    await analyzeByLens(ctx, lens, /onnxlint: export_deep\.ipynb:cell 4:2: .*finding/, VISIBLE_NOTEBOOK);
     const marked = await waitFor(
         'the deep finding in the model cell',
         async () => {
@@ -1813,7 +1821,7 @@ async function scenarioDeepNotebook(ctx: Ctx): Promise<void> {
     );
     ctx.detail.push('applied and saved: the if/else (4 lines) became one torch.where line in cell 3, nothing else changed');
     await revealCell(page, 3);
-    await analyzeByLens(ctx, lens, /onnxlint: export_deep\.ipynb:cell 4:2: ok, no findings/);
+    await analyzeByLens(ctx, lens, /onnxlint: export_deep\.ipynb:cell 4:2: ok, no findings/, VISIBLE_NOTEBOOK);
     const after = await waitFor(
         'no squiggle left in the notebook',
         async () => {
