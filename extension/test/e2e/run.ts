@@ -1756,14 +1756,28 @@ async function scenarioDeepNotebook(ctx: Ctx): Promise<void> {
     const lens = 'Analyze export (M, dynamo exporter: runs this notebook)';
     await revealCell(page, 3);
     await analyzeByLens(ctx, lens, /onnxlint: export_deep\.ipynb:cell 4:2: .*finding/, VISIBLE_NOTEBOOK);
+    // The deep OLX802 at the `if` is folded into the static OLX101 there (one cause, one
+    // diagnostic), whose message then says the deep analysis confirmed it: before the analysis
+    // the row is the static one alone.
+    const confirmed = await waitFor(
+        'the deep finding at the if of the model cell (cell 3, line 8)',
+        async () => {
+            const rows = (await problemsByFile(page, 'export_deep')).filter((r) => r.file.includes('export_deep.ipynb'));
+            const row = rows.find((r) => r.row.includes('OLX101') && r.row.includes('[Ln 8, Col 12]') && r.row.includes('deep analysis'));
+            return row !== undefined ? row.row : undefined;
+        },
+        60_000,
+        () => describeState(ctx),
+    );
+    ctx.detail.push(`deep problem: ${confirmed}`);
     const marked = await waitFor(
-        'the deep finding in the model cell',
+        'the squiggle in the model cell',
         async () => {
             const found = await notebookCells(page);
             return found.some((c) => c.index === 2 && c.squiggles > 0) ? found : undefined;
         },
-        60_000,
-        () => describeState(ctx),
+        30_000,
+        async () => `${JSON.stringify(await notebookCells(page))}\n${await describeState(ctx)}`,
     );
     ctx.detail.push(...marked.map((c) => `cell ${c.index + 1}: ${c.squiggles} squiggle(s)`));
     // The proof runs after the findings are shown: ask for the quick fixes at the `if` (the cell's
@@ -1822,16 +1836,21 @@ async function scenarioDeepNotebook(ctx: Ctx): Promise<void> {
     ctx.detail.push('applied and saved: the if/else (4 lines) became one torch.where line in cell 3, nothing else changed');
     await revealCell(page, 3);
     await analyzeByLens(ctx, lens, /onnxlint: export_deep\.ipynb:cell 4:2: ok, no findings/, VISIBLE_NOTEBOOK);
-    const after = await waitFor(
-        'no squiggle left in the notebook',
+    // Clean: no finding of the if (static or deep) and no deep finding left in the notebook, and
+    // no squiggle in the cells on screen.
+    const left = await waitFor(
+        'no finding of the if, and no deep finding, left in export_deep.ipynb',
         async () => {
+            const rows = (await problemsByFile(page, 'export_deep')).filter((r) => r.file.includes('export_deep.ipynb'));
             const now = await notebookCells(page);
-            return now.every((c) => c.squiggles === 0) ? now : undefined;
+            const clean = !rows.some((r) => /OLX101|OLX8\d\d|deep analysis/.test(r.row)) && now.every((c) => c.squiggles === 0);
+            return clean ? { rows, now } : undefined;
         },
         30_000,
         async () => `${JSON.stringify(await notebookCells(page))}\n${await describeState(ctx)}`,
     );
-    ctx.detail.push(`cells after the second analysis: ${JSON.stringify(after.map((c) => c.squiggles))}`);
+    ctx.detail.push(`problems left in export_deep.ipynb: ${JSON.stringify(left.rows.map((r) => r.row))}`);
+    ctx.detail.push(`squiggles in the cells on screen: ${JSON.stringify(left.now.map((c) => [c.index + 1, c.squiggles]))}`);
     await ctx.shot('deepnotebook');
 }
 
