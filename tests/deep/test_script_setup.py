@@ -988,3 +988,24 @@ def test_an_export_call_with_arguments_torch_no_longer_takes_writes_nothing(
     (v,) = [v for v in res.violations if v.code == "OLX803"]
     assert "unexpected keyword argument 'enable_onnx_checker'" in v.message, v.message
     assert "writes opset 18, not the requested 11" in " ".join(v.notes), v.notes
+
+
+def test_a_torch_export_in_training_mode_is_not_an_onnx_export_in_training_mode(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    """PT2E quantisation-aware training captures the model with torch.export.export in
+    training mode on purpose: OLX830 is about the ONNX file, which that call does not write
+    (torch.onnx.export of the same model in training mode gets it: the test beside it)."""
+    text = CONV_BN.replace("m = Block().eval()", "m = Block()").replace(
+        'torch.onnx.export(m, (torch.randn(1, 3, 32, 32),), "b.onnx", opset_version=11)',
+        "ep = torch.export.export(m, (torch.randn(2, 3, 32, 32),))",
+    )
+    assert "torch.export.export(m" in text and "Block().eval()" not in text
+    root = _project(tmp_path, {"export.py": text})
+    res = _analyze(analyzer, root, "export.py", None)
+    assert "OLX830" not in _codes(res), res.violations
+    onnx_text = CONV_BN.replace("m = Block().eval()", "m = Block()")
+    (tmp_path / "onnx").mkdir()
+    onnx_root = _project(tmp_path / "onnx", {"export.py": onnx_text})
+    res = _analyze(analyzer, onnx_root, "export.py", None)
+    assert "OLX830" in _codes(res), res.violations

@@ -334,8 +334,15 @@ def _report_training_ops(rec: Analysis) -> None:
     `tools/export_onnx.py` exports `build_model()` without `.eval()`). Said once, at the
     export call's model, with the layers it touches; the static OLX201 says the model may be
     in training mode, this that the graph computes so. Not for a script whose own call
-    takes the TorchScript exporter, whose `training=` argument sets the mode itself."""
-    if rec.ep is None or rec.result.get("script_exporter") or rec.result.get("assumed_branches"):
+    takes the TorchScript exporter, whose `training=` argument sets the mode itself, nor for
+    a script's own `torch.export.export`, which a training flow (quantisation-aware training
+    with PT2E) makes in training mode on purpose."""
+    if (
+        rec.ep is None
+        or not rec.onnx_capture
+        or rec.result.get("script_exporter")
+        or rec.result.get("assumed_branches")
+    ):
         return
     try:
         norms, drops = _training_ops(rec)
