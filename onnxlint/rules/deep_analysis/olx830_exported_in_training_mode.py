@@ -14,7 +14,8 @@ class ExportedInTrainingMode(Rule):
     normalise with each batch's statistics and the dropouts that drop at random, counted
     from the graph torch.export really captures and only for modules in training mode (a
     BatchNorm without running statistics, which uses the batch's in eval mode too, is not
-    counted).
+    counted). Not for a script's own `torch.export.export`, which a training flow
+    (quantisation-aware training with PT2E) makes in training mode on purpose.
 
     ## Why is this bad?
     `torch.onnx.export` exports the model in the mode it is in, without a warning. In
