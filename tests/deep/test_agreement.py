@@ -66,14 +66,18 @@ def _torch_breaks(root: Path, spec: str, file: Path) -> list[int]:
     return sorted(set(lines))
 
 
-def _torch_exports(root: Path, spec: str) -> bool:
-    model, args, kwargs, ds = _factory(root, spec)
+def _torch_program(model: Any, args: Any, kwargs: Any = None, ds: Any = None) -> Any:
+    """torch.onnx.export of a factory's model for real (it raises where torch does)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        try:
-            torch.onnx.export(model, args, kwargs=kwargs, dynamic_shapes=ds, dynamo=True)
-        except Exception:
-            return False
+        return torch.onnx.export(model, args, kwargs=kwargs, dynamic_shapes=ds, dynamo=True)
+
+
+def _torch_exports(root: Path, spec: str) -> bool:
+    try:
+        _torch_program(*_factory(root, spec))
+    except Exception:
+        return False
     return True
 
 
@@ -900,10 +904,7 @@ def test_an_autograd_function_whose_symbolic_the_dynamo_exporter_ignores(
     # YOLOv6's deploy/ONNX/export_onnx.py --end2end --ort: torch 2.13 exports without an
     # error, and the file holds ORT_NMS.forward's random placeholder, no NonMaxSuppression.
     mod = _module(tmp_path, "e2e", END_TO_END_NMS)
-    model, args, _kw, _ds = _factory(tmp_path, "e2e:make")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program = torch.onnx.export(model, args, dynamo=True)
+    program = _torch_program(*_factory(tmp_path, "e2e:make"))
     ops = {n.op_type for n in program.model_proto.graph.node}
     assert "NonMaxSuppression" not in ops, ops
     res = _analyze(analyzer, tmp_path, "e2e:make")
@@ -996,10 +997,8 @@ def test_an_export_in_training_mode_is_silently_wrong_where_the_graph_depends_on
     import onnxruntime as ort
 
     mod = _module(tmp_path, "modes", TRAINING_MODE)
-    model, args, _kw, _ds = _factory(tmp_path, "modes:trained")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        program = torch.onnx.export(model, args, dynamo=True)
+    model, args, kwargs, ds = _factory(tmp_path, "modes:trained")
+    program = _torch_program(model, args, kwargs, ds)
     session = ort.InferenceSession(program.model_proto.SerializeToString())
     (out,) = session.run(None, {session.get_inputs()[0].name: args[0].numpy()})
     with torch.no_grad():

@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from . import frames, torch_internals, wire
-from .record import Analysis, cause, finding, place
+from .record import Analysis, cause, finding, first_few, place
 from .workarounds import workaround
 
 
@@ -23,10 +23,10 @@ def _non_leaf_parameters(model: Any, e: BaseException) -> list[str]:
     found = [(n, p) for n, p in model.named_parameters() if p.grad_fn is not None]
     if not found:
         return []
-    names = ", ".join(f"`{n}`" for n, _ in found[:3]) + (", ..." if len(found) > 3 else "")
     how = type(found[0][1].grad_fn).__name__
     return [
-        f"{len(found)} of the model's parameters are not leaves ({names}; made by "
+        f"{len(found)} of the model's parameters are not leaves "
+        f"({first_few([n for n, _ in found])}; made by "
         f"`{how}`): they were computed from tensors that require grad, such as a "
         "`weight.copy_(...)` when fusing convolution and batch norm. Compute them under "
         "`with torch.no_grad():`, or export a model whose parameters are leaves."

@@ -22,7 +22,7 @@ import torch
 
 from . import frames, torch_internals, wire
 from .inputs import call_argument, example_site
-from .record import Analysis, cause, finding, first_line, place, resize_inputs
+from .record import Analysis, cause, finding, first_few, first_line, place, resize_inputs
 
 PROBE_BUDGET_S = 30.0
 """Wall-time budget of the eager fake-mode runs that check output dims (OLX818)."""
@@ -140,8 +140,7 @@ def _blame_training_mode(rec: Analysis, found: list[dict[str, Any]]) -> None:
             m.training = was
     if not exported:
         return
-    site = call_argument(rec, "model", 0)
-    name = f"`{site['text']}`" if site and site.get("text") else "the model"
+    site, name = _model_argument(rec)
     first = failures[0]
     where = _link(first) if first.get("file") else "torch"
     said = first["message"].removeprefix("torch.export failed: ")
@@ -170,6 +169,13 @@ def _blame_training_mode(rec: Analysis, found: list[dict[str, Any]]) -> None:
     for old in failures:
         rec.findings.remove(old)
     rec.add(f)
+
+
+def _model_argument(rec: Analysis) -> tuple[dict[str, Any] | None, str]:
+    """The export call's model argument (where a finding about the model goes) and how a
+    message names it: its text in backquotes, else "the model"."""
+    site = call_argument(rec, "model", 0)
+    return site, f"`{site['text']}`" if site and site.get("text") else "the model"
 
 
 def _link(c: dict[str, Any]) -> str:
@@ -351,23 +357,19 @@ def _report_training_ops(rec: Analysis) -> None:
         return
     if not norms and not drops:
         return
-    site = call_argument(rec, "model", 0)
-    name = f"`{site['text']}`" if site and site.get("text") else "the model"
+    site, name = _model_argument(rec)
     parts = []
     if norms:
         layers = "BatchNorm layers" if len(norms) > 1 else "BatchNorm layer"
         parts.append(f"{len(norms)} {layers} with each batch's statistics")
     if drops:
         parts.append(f"{len(drops)} dropout{'s' if len(drops) > 1 else ''} that drop at random")
-    shown = ", ".join(f"`{p}`" for p in (norms + drops)[:3]) + (
-        ", ..." if len(norms) + len(drops) > 3 else ""
-    )
     f = finding(
         wire.KIND_EXPORTED_TRAINING,
         f"{name} is exported in training mode: the graph computes {' and '.join(parts)}, so "
         "the ONNX model's outputs depend on the batch (and change from run to run); call "
         "`.eval()` on it before exporting",
-        notes=[f"in the graph: {shown}"],
+        notes=[f"in the graph: {first_few(norms + drops)}"],
         modules={"batch_norm": norms, "dropout": drops},
     )
     rec.add(place(f, site or example_site(rec)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,12 @@ def finding(kind: str, message: str, **extra: Any) -> dict[str, Any]:
     }
     out.update(extra)
     return out
+
+
+def first_few(names: Sequence[str], limit: int = 3) -> str:
+    """`a`, `b`, `c`, ...: the first few of a list a message names, each in backquotes."""
+    shown = ", ".join(f"`{n}`" for n in names[:limit])
+    return shown + (", ..." if len(names) > limit else "")
 
 
 def first_line(text: str) -> str:
