@@ -15,7 +15,7 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
 import { TRUST_MESSAGE } from '../../src/commands';
 import { type ContrastReport, contrastProbe } from './contrast';
 
@@ -618,6 +618,46 @@ interface Ctx {
     shot: (name: string) => Promise<void>;
 }
 
+/**
+ * The proof runs after the findings are shown: ask for the quick fixes (Ctrl+.) where
+ * `placeCursor` puts the cursor (false: not yet, try again) until the proven torch.where rewrite
+ * is offered; check that its title says what was proven, and return it.
+ */
+async function waitForProvenWhere(ctx: Ctx, what: string, placeCursor: () => Promise<boolean>): Promise<Locator> {
+    const page = ctx.page;
+    const entries = page.locator('.action-widget [role="option"], .context-view [role="menuitem"]');
+    const action = entries.filter({ hasText: 'torch.where' }).first();
+    const started = Date.now();
+    let menu: string[] = [];
+    await waitFor(
+        what,
+        async () => {
+            await page.keyboard.press('Escape');
+            if (!(await placeCursor())) {
+                return undefined;
+            }
+            await page.keyboard.press('Control+.');
+            await entries.first().waitFor({ state: 'visible', timeout: 5_000 }).catch(() => undefined);
+            menu = (await entries.allInnerTexts()).map((t) => t.trim());
+            if (await action.isVisible().catch(() => false)) {
+                return true;
+            }
+            await page.keyboard.press('Escape');
+            await sleep(2_000);
+            return undefined;
+        },
+        300_000,
+        async () => `quick-fix menu: ${JSON.stringify(menu)}\n${await describeState(ctx)}`,
+    );
+    const title = (await action.innerText()).trim();
+    ctx.detail.push(`proven fix offered ${((Date.now() - started) / 1000).toFixed(1)}s after the analysis: ${title}`);
+    ctx.detail.push(`quick-fix menu: ${JSON.stringify(menu)}`);
+    if (!title.includes('Rewrite with torch.where (exports; outputs match')) {
+        throw new Error(`the quick fix's title does not say what was proven: ${title}`);
+    }
+    return action;
+}
+
 async function describeState(ctx: Ctx): Promise<string> {
     const rows = await problemRows(ctx.page).catch(() => []);
     return [
@@ -1152,34 +1192,10 @@ async function scenarioDeepFix(ctx: Ctx): Promise<void> {
     await analyzeByLens(ctx, lens, /onnxlint: export_fix\.py:19: .*finding/);
     // The proof runs after the findings are shown: ask for the quick fixes at the `if` until it is offered.
     const ifLine = script.split('\n').findIndex((l) => l.includes('if y.sum() > 0')) + 1;
-    const entries = page.locator('.action-widget [role="option"], .context-view [role="menuitem"]');
-    const started = Date.now();
-    let menu: string[] = [];
-    const action = entries.filter({ hasText: 'torch.where' }).first();
-    await waitFor(
-        'the proven torch.where quick fix at the if',
-        async () => {
-            await page.keyboard.press('Escape');
-            await cursorAt(page, ifLine, 12);
-            await page.keyboard.press('Control+.');
-            await entries.first().waitFor({ state: 'visible', timeout: 5_000 }).catch(() => undefined);
-            menu = (await entries.allInnerTexts()).map((t) => t.trim());
-            if (await action.isVisible().catch(() => false)) {
-                return true;
-            }
-            await page.keyboard.press('Escape');
-            await sleep(2_000);
-            return undefined;
-        },
-        300_000,
-        async () => `quick-fix menu: ${JSON.stringify(menu)}\n${await describeState(ctx)}`,
-    );
-    const title = (await action.innerText()).trim();
-    ctx.detail.push(`proven fix offered ${((Date.now() - started) / 1000).toFixed(1)}s after the analysis: ${title}`);
-    ctx.detail.push(`quick-fix menu: ${JSON.stringify(menu)}`);
-    if (!title.includes('Rewrite with torch.where (exports; outputs match')) {
-        throw new Error(`the quick fix's title does not say what was proven: ${title}`);
-    }
+    const action = await waitForProvenWhere(ctx, 'the proven torch.where quick fix at the if', async () => {
+        await cursorAt(page, ifLine, 12);
+        return true;
+    });
     await ctx.shot('deepfix-menu');
     await action.click();
     await waitFor('torch.where in the editor', async () => ((await editorText(page)).includes('torch.where(') ? true : undefined), 15_000, () =>
@@ -1782,40 +1798,17 @@ async function scenarioDeepNotebook(ctx: Ctx): Promise<void> {
     ctx.detail.push(...marked.map((c) => `cell ${c.index + 1}: ${c.squiggles} squiggle(s)`));
     // The proof runs after the findings are shown: ask for the quick fixes at the `if` (the cell's
     // line 8, from its row in the Problems panel) until the proven rewrite is offered.
-    const entries = page.locator('.action-widget [role="option"], .context-view [role="menuitem"]');
-    const action = entries.filter({ hasText: 'torch.where' }).first();
-    const started = Date.now();
-    let menu: string[] = [];
-    await waitFor(
-        'the proven torch.where quick fix in the model cell',
-        async () => {
-            await page.keyboard.press('Escape');
-            const row = page.locator('.markers-panel .monaco-tl-row', { hasText: 'OLX101' }).filter({ hasText: '[Ln 8, Col 12]' }).first();
-            if (!(await row.isVisible().catch(() => false))) {
-                await page.keyboard.press('Control+Shift+M');
-                await sleep(1_000);
-                return undefined;
-            }
-            await row.dblclick();
-            await sleep(500);
-            await page.keyboard.press('Control+.');
-            await entries.first().waitFor({ state: 'visible', timeout: 5_000 }).catch(() => undefined);
-            menu = (await entries.allInnerTexts()).map((t) => t.trim());
-            if (await action.isVisible().catch(() => false)) {
-                return true;
-            }
-            await page.keyboard.press('Escape');
-            await sleep(2_000);
-            return undefined;
-        },
-        300_000,
-        async () => `quick-fix menu: ${JSON.stringify(menu)}\n${await describeState(ctx)}`,
-    );
-    const title = (await action.innerText()).trim();
-    ctx.detail.push(`proven fix offered ${((Date.now() - started) / 1000).toFixed(1)}s after the analysis: ${title}`);
-    if (!title.includes('Rewrite with torch.where (exports; outputs match')) {
-        throw new Error(`the quick fix's title does not say what was proven: ${title}`);
-    }
+    const action = await waitForProvenWhere(ctx, 'the proven torch.where quick fix in the model cell', async () => {
+        const row = page.locator('.markers-panel .monaco-tl-row', { hasText: 'OLX101' }).filter({ hasText: '[Ln 8, Col 12]' }).first();
+        if (!(await row.isVisible().catch(() => false))) {
+            await page.keyboard.press('Control+Shift+M');
+            await sleep(1_000);
+            return false;
+        }
+        await row.dblclick();
+        await sleep(500);
+        return true;
+    });
     await ctx.shot('deepnotebook-menu');
     await action.click();
     await waitFor(
