@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import gc
 import os
@@ -33,6 +34,7 @@ from onnxlint.cli.output.text import (
 from onnxlint.cli.result_cache import ResultCache, config_key
 from onnxlint.core.codes import SYNTAX_ERROR_CODE
 from onnxlint.core.config import Config, load_config
+from onnxlint.core.confirmed import merge_confirmed_files
 from onnxlint.core.violation import Severity, Span, Violation
 from onnxlint.engine import Engine
 from onnxlint.project import ImportedNames, ReachTable
@@ -170,7 +172,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                     (v for o in outcomes for v in o.violations), key=Violation.sort_key
                 )
             outcomes += fixes
-        violations = sorted(violations + deep, key=Violation.sort_key)
+        # one finding per cause, as in the editor: a deep finding that confirms a static one
+        # on its line is folded into it
+        violations = sorted(merge_confirmed_files(violations, deep), key=Violation.sort_key)
+    violations = [_with_related_shown(v) for v in violations]
     if args.add_noqa:
         violations = _add_noqa(violations, sys.stdout if args.format == "text" else sys.stderr)
     fixed = sum(o.fixed for o in outcomes)
@@ -396,6 +401,15 @@ def _display_path(path: str) -> str:
     full = os.path.abspath(path)
     rel = os.path.relpath(full)
     return path if rel.startswith("..") else Path(rel).as_posix()
+
+
+def _with_related_shown(v: Violation) -> Violation:
+    """The finding with its related places' paths shown as its own path is (relative to the
+    working directory where they are under it): the project model gives absolute ones."""
+    if not v.related:
+        return v
+    shown = tuple(dataclasses.replace(r, path=_display_path(r.path)) for r in v.related)
+    return dataclasses.replace(v, related=shown)
 
 
 def _emit(

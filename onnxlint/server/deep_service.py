@@ -513,9 +513,9 @@ class DeepService:
         none left but had some pushed)."""
         from pygls.uris import from_fs_path
 
+        from onnxlint.core.confirmed import merge_confirmed
         from onnxlint.core.suppression import apply_suppressions
         from onnxlint.server.convert import diagnostic, sort_key
-        from onnxlint.server.diagnostics import merge_confirmed
 
         ls = self.server
         uri = from_fs_path(real)

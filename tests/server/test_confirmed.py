@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from onnxlint.core.confirmed import merge_confirmed
 from onnxlint.core.violation import Severity, Span, Violation
-from onnxlint.server.diagnostics import merge_confirmed
 
 
 def _v(code: str, line: int, message: str, severity: Severity, source: str) -> Violation:
