@@ -5,7 +5,8 @@
   the call (`onnxlint.analysis.modes`), and its class: a class of this file, one imported
   from another module of the project, or the class a builder of another module returns.
 - `model_class(ctx, ref)`, `nested_class(ctx, ref)`: that class, with the facts of the file
-  defining it; the class defined inside a function that wraps the model.
+  defining it; the class defined inside a function that wraps the model. `model_callee(ref)`:
+  the plain name called to build it.
 - `forward_params(ctx, class_info)`: the names `forward` takes (through local bases);
   `model_forward_params(ctx, ref)` also for a class imported from another project module,
   `model_forward_file(ctx, ref)` where that `forward` is.
@@ -38,6 +39,7 @@ __all__ = [
     "ModelRef",
     "exported_model",
     "forward_params",
+    "model_callee",
     "model_class",
     "model_forward_file",
     "model_forward_params",
@@ -292,15 +294,7 @@ def forward_params(ctx: FileView, class_info: ClassInfo | None) -> list[str] | N
 def nested_class(ctx: FileView, ref: ModelRef) -> cst.ClassDef | None:
     """The class a model is built from when it is defined inside a function
     (`class Wrapper(nn.Module): ...` then `Wrapper(model)`), found by the callee's name."""
-    callee = None
-    values = [ref.expr, *(getattr(a, "value", None) for a in reversed(ref.assignments))]
-    for value in values:
-        inner = value
-        while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
-            inner = inner.func.value
-        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name):
-            callee = inner.func.value
-            break
+    callee = model_callee(ref)
     if callee is None or callee in ctx.semantic.classes:
         return None
     scope = ref.function if ref.function is not None else None
@@ -309,4 +303,17 @@ def nested_class(ctx: FileView, ref: ModelRef) -> cst.ClassDef | None:
         for node in iter_descendants(root):
             if isinstance(node, cst.ClassDef) and node.name.value == callee:
                 return node
+    return None
+
+
+def model_callee(ref: ModelRef) -> str | None:
+    """The plain name called to build the model (`Wrapper` of `m = Wrapper(net).eval()`),
+    from the export's argument or the last assignment to it; None when not a call."""
+    values = [ref.expr, *(getattr(a, "value", None) for a in reversed(ref.assignments))]
+    for value in values:
+        inner = value
+        while isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute):
+            inner = inner.func.value
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name):
+            return inner.func.value
     return None

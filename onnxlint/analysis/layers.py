@@ -4,14 +4,16 @@
 layer, a torchvision model) behaves the same in train and eval mode, or would if one of a
 few conditions on the builder's parameters held (`nn.LSTM(num_layers=m.num_layers, ...)`:
 one layer, or no dropout, settled where the builder is called). `rnn_still(call)` is the
-part for `nn.LSTM`/`nn.GRU`/`nn.RNN`. Imports nothing of onnxlint; False whenever unsure.
+part for `nn.LSTM`/`nn.GRU`/`nn.RNN`; `still_class(qualname)` a library class that is
+mode-free with any arguments (also as a base class). Imports nothing of onnxlint; False
+whenever unsure.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-__all__ = ["Condition", "literal_number", "rnn_still", "still_layer"]
+__all__ = ["Condition", "literal_number", "rnn_still", "still_class", "still_layer"]
 
 # (a parameter of the function building the layer, the attribute of it the constructor
 # reads, the value that makes the layer mode-free): `(scaled_lstm, "num_layers", 1)`.
@@ -38,6 +40,13 @@ _STILL_TORCH = frozenset(
         "RNNCell", "LSTMCell", "GRUCell",
     }
 )  # fmt: skip
+
+# Library layers of other packages with no mode-dependent part, whatever their arguments:
+# torchvision's deformable convolution (weights and a `deform_conv2d` call, no batch
+# statistics, no dropout, no `self.training`).
+_STILL_OTHER = frozenset(
+    {"torchvision.ops.DeformConv2d", "torchvision.ops.deform_conv.DeformConv2d"}
+)
 
 # torchvision's ViT builders: LayerNorm, no BatchNorm; `dropout` and `attention_dropout` are
 # 0.0 unless given. The keywords that keep it so (`conv_stem_configs` adds BatchNorm).
@@ -88,6 +97,16 @@ def rnn_still(call: cst.Call) -> tuple[bool, tuple[Condition, ...]]:
         if found is not None:
             conditions.append((found[0], found[1], wanted))
     return False, tuple(conditions)
+
+
+def still_class(qualname: str) -> bool:
+    """A library module class that behaves the same in train and eval mode whatever its
+    arguments (`torch.nn.Conv2d`, `torchvision.ops.DeformConv2d`): as a submodule or as
+    the base of a class whose own body is judged apart. The recurrent layers are not."""
+    parts = qualname.split(".")
+    if parts[0] == "torch" and len(parts) > 2 and parts[1] == "nn":
+        return parts[-1] in _STILL_TORCH
+    return qualname in _STILL_OTHER
 
 
 def still_layer(qualname: str, call: cst.Call) -> tuple[bool, tuple[Condition, ...]]:

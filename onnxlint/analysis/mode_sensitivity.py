@@ -3,8 +3,10 @@
 `mode_insensitive(ctx, class_name)`: a local module class with no mode-dependent layer
 (Dropout, BatchNorm, stacked RNNs with dropout, ...) and no `self.training` anywhere in
 it, its local bases or the submodules it builds; `class_mode_insensitive` for a class
-given by its definition (one nested in a function). The model-mode rules (OLX2xx) do
-not report a model whose mode cannot change what it exports. False whenever unsure.
+given by its definition (one nested in a function); `made_class_mode_insensitive` for a
+class a factory function of the file makes with `type(name, bases, {})`. The model-mode
+rules (OLX2xx) do not report a model whose mode cannot change what it exports. False
+whenever unsure.
 """
 
 from __future__ import annotations
@@ -14,14 +16,14 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from onnxlint.analysis.layers import rnn_still
+from onnxlint.analysis.layers import rnn_still, still_class
 from onnxlint.analysis.modes import is_camel
 from onnxlint.source.walker import dotted, iter_descendants
 
 if TYPE_CHECKING:
     from onnxlint.analysis.file import FileView
 
-__all__ = ["class_mode_insensitive", "mode_insensitive"]
+__all__ = ["class_mode_insensitive", "made_class_mode_insensitive", "mode_insensitive"]
 
 
 _MODE_WORDS = (
@@ -72,7 +74,9 @@ def class_mode_insensitive(
         if base in ctx.semantic.classes:
             if not mode_insensitive(ctx, base):
                 return False
-        elif q not in ("torch.nn.Module", "torch.nn.modules.module.Module"):
+        elif q not in ("torch.nn.Module", "torch.nn.modules.module.Module") and not (
+            q is not None and still_class(q)
+        ):
             return False
     judged: set[int] = set()  # the `dropout=` keyword of a recurrent layer that drops nothing
     for node in iter_descendants(node_):
@@ -103,9 +107,141 @@ def class_mode_insensitive(
                 return False
             continue
         q = ctx.semantic.qualname(node.func) or ""
-        if not q.startswith("torch.nn.") and q not in ("builtins.super",):
+        if not q.startswith("torch.nn.") and q not in ("builtins.super",) and not still_class(q):
             return False
     return True
+
+
+def made_class_mode_insensitive(ctx: FileView, name: str) -> bool:
+    """A class bound at module level to what a factory function of this file makes with
+    `type(...)`: `DCNv2 = make_dcn_type(DeformConvGS, "DCNv2")`, whose every `return` is
+    `type(cls_name, (_Factory, base_class), {})` (no body of its own), is mode-free when
+    each of its bases is: a class nested in the factory (judged with the factory's
+    parameters bound to the call's arguments), a class of the file, or a library layer.
+    False whenever unsure (a factory of another file, a non-empty namespace, a base that
+    is an expression)."""
+    key = ("made_class_mode_insensitive", name)
+    memo = ctx.semantic.memo
+    if key not in memo:
+        memo[key] = False
+        memo[key] = _made_class_mode_insensitive(ctx, name)
+    return bool(memo[key])
+
+
+def _made_class_mode_insensitive(ctx: FileView, name: str) -> bool:
+    values = [
+        stmt.value
+        for line in ctx.semantic.module_body
+        if isinstance(line, cst.SimpleStatementLine)
+        for stmt in line.body
+        if isinstance(stmt, cst.Assign)
+        and any(isinstance(t.target, cst.Name) and t.target.value == name for t in stmt.targets)
+    ]
+    if len(values) != 1 or not isinstance(values[0], cst.Call):
+        return False
+    call = values[0]
+    factory_name = call.func.value if isinstance(call.func, cst.Name) else None
+    factory = ctx.semantic.functions.get(factory_name or "")
+    if factory is None or factory.class_name is not None:
+        return False
+    bound = _bind(factory.node, call)
+    if bound is None:
+        return False
+    nested = {
+        n.name.value: n for n in iter_descendants(factory.node) if isinstance(n, cst.ClassDef)
+    }
+    returns = list(_own_returns(factory.node))
+    if not returns:
+        return False
+    for ret in returns:
+        bases = _type_call_bases(ctx, ret.value)
+        if bases is None:
+            return False
+        for base in bases:
+            if not _base_mode_insensitive(ctx, base, bound, nested):
+                return False
+    return True
+
+
+def _bind(func: cst.FunctionDef, call: cst.Call) -> dict[str, str | None] | None:
+    """The factory's parameters -> the dotted name the call passes (None: not a name)."""
+    p = func.params
+    if isinstance(p.star_arg, cst.Param) or p.star_kwarg is not None:
+        return None
+    names = [x.name.value for x in (*p.posonly_params, *p.params)]
+    out: dict[str, str | None] = {}
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in call.args) or len(positional) > len(names):
+        return None
+    for pname, arg in zip(names, positional, strict=False):
+        out[pname] = dotted(arg.value)
+    for arg in call.args:
+        if arg.keyword is not None:
+            out[arg.keyword.value] = dotted(arg.value)
+    for x in (*p.posonly_params, *p.params, *p.kwonly_params):
+        if x.name.value not in out:
+            out[x.name.value] = dotted(x.default) if x.default is not None else None
+    return out
+
+
+def _own_returns(func: cst.FunctionDef) -> list[cst.Return]:
+    """The `return`s of `func` itself (not of the functions and classes nested in it)."""
+    found: list[cst.Return] = []
+    stack: list[cst.CSTNode] = [func.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Return):
+            found.append(node)
+        elif not isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(node.children)
+    return found
+
+
+def _type_call_bases(
+    ctx: FileView, value: cst.BaseExpression | None
+) -> list[cst.BaseExpression] | None:
+    """`type(name, (A, B), {})` -> [A, B]; None for anything else."""
+    if not isinstance(value, cst.Call) or ctx.semantic.qualname(value.func) != "builtins.type":
+        return None
+    args = value.args
+    if len(args) != 3 or any(a.keyword is not None or a.star for a in args):
+        return None
+    bases, namespace = args[1].value, args[2].value
+    if not isinstance(bases, cst.Tuple) or not isinstance(namespace, cst.Dict):
+        return None
+    if namespace.elements or any(isinstance(e, cst.StarredElement) for e in bases.elements):
+        return None
+    return [e.value for e in bases.elements]
+
+
+def _base_mode_insensitive(
+    ctx: FileView,
+    base: cst.BaseExpression,
+    bound: dict[str, str | None],
+    nested: dict[str, cst.ClassDef],
+) -> bool:
+    """One base of a made class: a factory parameter stands for the call's argument."""
+    name = dotted(base)
+    if name is None:
+        return False
+    if name in bound:
+        name = bound[name]
+        if name is None:
+            return False
+    if name in nested:
+        node = nested[name]
+        bases: list[str] = []
+        for b in node.bases:
+            d = dotted(b.value)
+            d = bound.get(d, d) if d is not None else None
+            if d is None:
+                return False
+            bases.append(d)
+        return class_mode_insensitive(ctx, name, node, bases)
+    if name in ctx.semantic.classes:
+        return mode_insensitive(ctx, name)
+    q = ctx.semantic.resolve(name)
+    return q is not None and still_class(q)
 
 
 def _rnn_without_dropout(call: cst.Call) -> bool:

@@ -5,9 +5,19 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.analysis.chains import Link, analysis_of
-from onnxlint.analysis.exported_model import ModelRef, exported_model, model_class, nested_class
+from onnxlint.analysis.exported_model import (
+    ModelRef,
+    exported_model,
+    model_callee,
+    model_class,
+    nested_class,
+)
 from onnxlint.analysis.exporter import WrapperCall, captures_model_mode, export_wrapper_call
-from onnxlint.analysis.mode_sensitivity import class_mode_insensitive, mode_insensitive
+from onnxlint.analysis.mode_sensitivity import (
+    class_mode_insensitive,
+    made_class_mode_insensitive,
+    mode_insensitive,
+)
 from onnxlint.analysis.modes import Mode
 from onnxlint.core.violation import Fix, FixSafety, Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent, make_fix
@@ -276,8 +286,80 @@ class MissingEvalBeforeExport(Rule):
                 """
             )
         ),
+        Valid(  # a class a factory makes with type(): its bases are mode-free
+            dedent(
+                """
+                import torch
+                import torchvision
+                class DeformGS(torchvision.ops.DeformConv2d):
+                    def forward(self, feat, offset, mask):
+                        return torch.nn.functional.conv2d(feat * mask, self.weight, self.bias)
+                def make_dcn_type(base_class, cls_name):
+                    class _Factory(base_class):
+                        def __init__(self, cin, cout):
+                            super().__init__(cin, cout, 3, padding=1)
+                            self.conv_offset = torch.nn.Conv2d(cin, 18, 3, padding=1)
+                        def forward(self, feat):
+                            offset = self.conv_offset(feat)
+                            return super().forward(feat, offset, torch.sigmoid(offset))
+                    return type(cls_name, (_Factory, base_class), {})
+                DCNv2 = make_dcn_type(DeformGS, "DCNv2")
+                def run_test():
+                    m = DCNv2(8, 16)
+                    torch.onnx.export(m, (x,), "dcn.onnx")
+                """
+            )
+        ),
+        Valid(  # a subclass of a mode-free torch.nn layer
+            dedent(
+                """
+                import torch
+                from torch import nn
+                class MeanShift(nn.Conv2d):
+                    def __init__(self, sign=-1):
+                        super().__init__(3, 3, kernel_size=1)
+                        self.bias.data = sign * torch.ones(3)
+                torch.onnx.export(MeanShift(), (x,), "m.onnx")
+                """
+            )
+        ),
     ]
     INVALID = [
+        Invalid(  # a class made with type() from a base that holds Dropout
+            dedent(
+                """
+                import torch
+                class Base(torch.nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.drop = torch.nn.Dropout(0.1)
+                def make_type(base_class, cls_name):
+                    class _Factory(base_class):
+                        def forward(self, x):
+                            return self.drop(x)
+                    return type(cls_name, (_Factory, base_class), {})
+                Made = make_type(Base, "Made")
+                def run_test():
+                    m = Made()
+                    torch.onnx.export(m, (x,), "m.onnx")
+                """
+            ),
+            line=14,
+            message="training mode",
+        ),
+        Invalid(  # a subclass of BatchNorm: batch statistics in training mode
+            dedent(
+                """
+                import torch
+                from torch import nn
+                class FrozenBN(nn.BatchNorm2d):
+                    pass
+                torch.onnx.export(FrozenBN(3), (x,), "m.onnx")
+                """
+            ),
+            line=5,
+            message="training mode",
+        ),
         Invalid(  # stacked LSTM layers with dropout between them
             dedent(
                 """
@@ -420,8 +502,9 @@ class MissingEvalBeforeExport(Rule):
     ]
 
     def _insensitive_elsewhere(self, ref: ModelRef) -> bool:
-        """The class is defined inside a function, or in another project module, and has
-        no mode-dependent layer (the other module's own submodules judged there)."""
+        """The class is defined inside a function, or in another project module, or made
+        by a factory of this file with `type(...)`, and has no mode-dependent layer (the
+        other module's own submodules judged there)."""
         nested = nested_class(self.ctx, ref)
         if nested is not None:
             bases = tuple(d for d in (dotted(a.value) for a in nested.bases) if d)
@@ -430,7 +513,8 @@ class MissingEvalBeforeExport(Rule):
         if found is not None:
             view, info = found
             return mode_insensitive(analysis_of(view), info.name)
-        return False
+        callee = model_callee(ref)
+        return callee is not None and made_class_mode_insensitive(self.ctx, callee)
 
     def visit_Call(self, node: cst.Call) -> None:
         call = export_call_or_wrapper(self, node)
