@@ -40,15 +40,23 @@ Progress = Callable[[str, "int | None"], None]
 def _with_notebook(wire_target: dict[str, Any], script: str) -> str:
     """A notebook target runs the notebook's code cells as one script: the worker gets
     their module text as the notebook's overlay (a proof's own overlay, the rewritten
-    module, wins). Returns what is wrong with the notebook ("" when nothing)."""
+    module, wins), and after it the call of the target's `then_call` function, on a line
+    past the last cell. Returns what is wrong with the notebook ("" when nothing)."""
     from onnxlint.deep.notebooks import NotebookError, read_module
 
     files = dict(wire_target.get("overlay") or {})
-    if not any(os.path.realpath(p) == os.path.realpath(script) for p in files):
+    mine = [p for p in files if os.path.realpath(p) == os.path.realpath(script)]
+    if not mine:
         try:
             files[script] = read_module(script).text
         except NotebookError as exc:
             return f"cannot run the notebook {script}: {exc}"
+        mine = [script]
+    then_call = wire_target.get("then_call")
+    if isinstance(then_call, str) and then_call.isidentifier():
+        text = files[mine[0]]
+        text += "" if text.endswith("\n") else "\n"
+        files[mine[0]] = f"{text}{then_call}()\n"
     wire_target["overlay"] = files
     return ""
 

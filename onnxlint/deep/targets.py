@@ -100,6 +100,9 @@ class Target:
     """An export script the worker runs up to its export call (`onnxlint.deep.scripts`)."""
     script_line: int | None = None  # the export call's line; None: the first one reached
     argv: tuple[str, ...] = ()
+    then_call: str | None = None
+    """A notebook's no-argument function to call after its cells ran: the lens on an export
+    call in a function that no cell calls (a `.py` script's gets a driver instead)."""
 
     @property
     def module(self) -> str:
@@ -122,6 +125,7 @@ class Target:
                     "script": str(self.script),
                     "script_line": self.script_line,
                     "argv": list(self.argv),
+                    **({"then_call": self.then_call} if self.then_call else {}),
                 }
                 if self.script is not None
                 else {}

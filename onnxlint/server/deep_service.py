@@ -275,10 +275,16 @@ class DeepService:
     def _function_target(self, uri: str, script: Path, line: int, function: str) -> Any:
         """The target that imports `script` (its `__main__` block does not run) and calls
         its no-argument `function`, up to the export call at `line` in it. The worker runs
-        scripts: a small one, written to the project's cache folder, does this."""
+        scripts: a small one, written to the project's cache folder, does this. A notebook
+        has no `__main__` block: its cells run, then the function (`Target.then_call`)."""
         from onnxlint.deep.scripts import script_target
         from onnxlint.deep.targets import module_name_for
 
+        if is_notebook(str(script)):  # its cells run as one script, then the function
+            target = self._script_target(uri, script, line)
+            return dataclasses.replace(
+                target, then_call=function, extra={"function": function, "script": str(script)}
+            )
         root = self._root(uri)
         if not script.is_file():
             raise DeepUnavailable(f"onnxlint: {script} is not a file on disk; save it first")

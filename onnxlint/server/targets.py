@@ -267,8 +267,9 @@ def lenses_for(
             arg: dict[str, Any] = {"line": site.line}
             if site.line in reach.reached:  # no set-up: the lens runs this script up to it
                 how, arg = runs, {**arg, "script": here}
-            elif function is not None and not notebook:  # it calls the function that exports
-                how, arg = f"runs {function}()", {**arg, "script": here, "function": function}
+            elif function is not None:  # it calls the function that exports
+                how = f"runs this notebook, then {function}()" if notebook else f"runs {function}()"
+                arg = {**arg, "script": here, "function": function}
             elif chosen:  # a declared target builds its model: with the call's settings
                 how, arg = f"target {chosen[0]}", {**arg, "target": chosen[0], "call": settings}
             else:

@@ -90,19 +90,27 @@ def test_analyze_places_the_finding_in_the_cell_of_the_if(cli, tmp_path: Path) -
 
 
 def test_check_deep_reports_the_cell_in_every_format(cli, tmp_path: Path) -> None:
+    # The deep OLX802 of the `if` confirms the static OLX101 of the same line: one finding
+    # per cause, in its cell, the deep one its related place (at the cell's line).
     (tmp_path / "export.ipynb").write_text(notebook())
     r = cli("check", "--deep", "--format", "json", "export.ipynb", cwd=tmp_path)
-    assert ("OLX802", IF_CELL, IF_LINE) in _findings(r.stdout), (r.stdout, r.stderr)
-    # the static finding of the same `if`, for comparison: the same cell and line
-    assert ("OLX101", IF_CELL, IF_LINE) in _findings(r.stdout)
+    rows = json.loads(r.stdout)
+    assert ("OLX101", IF_CELL, IF_LINE) in _findings(r.stdout), (r.stdout, r.stderr)
+    assert ("OLX802", IF_CELL, IF_LINE) not in _findings(r.stdout)
+    (row,) = [v for v in rows if v["code"] == "OLX101" and v["line"] == IF_LINE]
+    assert row["message"].endswith("(confirmed by the deep analysis)")
+    assert any(
+        x["message"].startswith("OLX802 (deep): ") and x["line"] == IF_LINE for x in row["related"]
+    ), row
 
     r = cli("check", "--deep", "export.ipynb", cwd=tmp_path)
-    assert f"export.ipynb:cell {IF_CELL}:{IF_LINE}:9: error[OLX802]" in r.stdout, r.stdout
+    assert f"export.ipynb:cell {IF_CELL}:{IF_LINE}:12: error[OLX101]" in r.stdout, r.stdout
+    assert "(confirmed by the deep analysis)" in r.stdout
     assert "        if y.sum() > 0:" in r.stdout  # the cell's own line is shown
 
     r = cli("check", "--deep", "--format", "github", "export.ipynb", cwd=tmp_path)
-    (line,) = [x for x in r.stdout.splitlines() if "OLX802" in x]
-    assert f"OLX802 cell {IF_CELL}:{IF_LINE}:9: this `if` depends on tensor data" in line
+    (line,) = [x for x in r.stdout.splitlines() if "confirmed by the deep analysis" in x]
+    assert f"OLX101 cell {IF_CELL}:{IF_LINE}:12: " in line
     json_line = next(
         i
         for i, t in enumerate((tmp_path / "export.ipynb").read_text().splitlines(), 1)
@@ -112,9 +120,10 @@ def test_check_deep_reports_the_cell_in_every_format(cli, tmp_path: Path) -> Non
 
     r = cli("check", "--deep", "--format", "sarif", "export.ipynb", cwd=tmp_path)
     results = json.loads(r.stdout)["runs"][0]["results"]
-    (deep,) = [x for x in results if x["ruleId"] == "OLX802"]
-    assert deep["locations"][0]["physicalLocation"]["region"]["startLine"] == json_line
-    assert deep["message"]["text"].startswith(f"cell {IF_CELL}:{IF_LINE}:9: ")
+    (found,) = [x for x in results if "confirmed by the deep analysis" in x["message"]["text"]]
+    assert found["ruleId"] == "OLX101"
+    assert found["locations"][0]["physicalLocation"]["region"]["startLine"] == json_line
+    assert found["message"]["text"].startswith(f"cell {IF_CELL}:{IF_LINE}:12: ")
 
 
 def test_fix_rewrites_the_if_in_its_cell_and_the_next_analysis_is_clean(

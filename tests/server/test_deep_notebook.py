@@ -140,3 +140,38 @@ async def test_lens_findings_and_proven_fix_in_a_notebook_cell(lsp: Client, tmp_
         ],
     )
     assert out["status"] == "ok" and out["findings"] == 0, out
+
+
+async def test_lens_on_an_export_in_a_function_no_cell_calls(lsp: Client, tmp_path: Path) -> None:
+    # A notebook that defines its export in a function and never calls it (the user runs it
+    # by hand, or from another notebook): the lens runs the cells, then the function.
+    pytest.importorskip("torch")
+    cells = [
+        CELLS[0],
+        CELLS[2],
+        (
+            types.NotebookCellKind.Code,
+            "def export_model():\n"
+            "    model = M().eval()\n"
+            '    torch.onnx.export(model, (torch.randn(3, 4),), "m.onnx", dynamo=True)\n',
+        ),
+    ]
+    path = tmp_path / "define_only.ipynb"
+    path.write_text(ipynb(cells))
+    await start(lsp, "vscode", capabilities=capabilities(pull=False), folders=[tmp_path])
+    nb = Notebook(lsp, path, cells)
+    nb.open()
+    _first, model, export = nb.cells
+
+    (lens,) = await _lens(lsp, export)
+    assert lens.range.start.line == 2
+    assert lens.command is not None
+    assert lens.command.title == (
+        "Analyze export (M, dynamo exporter: runs this notebook, then export_model())"
+    ), lens.command.title
+    args = list(lens.command.arguments or [])
+    out = await analyze_export(lsp, [args[0], {**args[1], "proveFixes": False}])
+    assert out["status"] == "ok" and out["target"] == "define_only.ipynb:cell 3:3", out
+    # the export in the function ran: the model's data-dependent `if` is found in its cell
+    await wait_for(lambda: _at_the_if(lsp, model, fixed=False), 60, "the deep finding")
+    assert not (tmp_path / "m.onnx").exists()  # (the analysis writes no file)
