@@ -227,9 +227,14 @@ def chain_of(target: Target, f: dict[str, Any]) -> tuple[list[str], tuple[Relate
         if str(c.get("name", "")).startswith("factory "):
             where += f" ({c['name']})"
         links.append(where)
+    # every link but the finding's own place (the last one, or a line of the user's code
+    # above a library's that raised: `frames.locate`'s in_project)
+    at = (str(f.get("file")), f.get("line"))
+    own = next((i for i, c in enumerate(chain) if (str(c["file"]), c["line"]) == at), None)
     related = [
         Related(str(c["file"]), int(c["line"]), 1, f"via {c.get('name') or 'here'}")
-        for c in chain[:-1]
+        for i, c in enumerate(chain)
+        if i != (len(chain) - 1 if own is None else own)
     ]
     decl_path, decl_line = declaration(target)
     related.append(Related(decl_path, decl_line, 1, f"target {target.name!r} is declared here"))

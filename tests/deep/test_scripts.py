@@ -273,6 +273,40 @@ def test_a_filled_checkpoint_the_script_needs_stops_with_what_to_do(
     assert "a real --checkpoint" in " ".join(stop.notes), stop.notes
 
 
+def test_a_stop_raised_in_a_library_is_at_the_scripts_line_that_called_it(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # insightface's arcface_torch/torch2onnx.py: `img.astype(np.float)` raises in numpy's
+    # own `__getattr__` (numpy 2 removed the alias). The line to change is the script's;
+    # numpy's line stays in the chain, as related information.
+    script = """
+    import numpy as np
+    import torch
+
+    from nets import Net
+
+
+    def example():
+        img = np.zeros((3, 8, 8)).astype(np.float)
+        return torch.from_numpy(img).unsqueeze(0).float()
+
+
+    if __name__ == "__main__":
+        torch.onnx.export(Net().eval(), (example(),), "net.onnx", dynamo=True)
+    """
+    root = _project(tmp_path, {"export.py": script})
+    path = root / "export.py"
+    res = _analyze(analyzer, root, "export.py", line_of(path, "torch.onnx.export("))
+    (stop,) = [v for v in res.violations if v.code == "OLX812"]
+    assert Path(stop.path).resolve() == path.resolve(), stop
+    assert stop.line == line_of(path, "astype(np.float)"), stop
+    assert "module 'numpy' has no attribute 'float'" in stop.message
+    related = [(Path(r.path).name, r.line) for r in stop.related]
+    assert ("__init__.py", stop.line) not in related
+    assert any(Path(r.path).parts[-2:-1] == ("numpy",) for r in stop.related), stop.related
+    assert ("export.py", stop.line) not in related  # (its own place is not a link)
+
+
 def test_two_export_calls_each_analysed_and_the_first_is_skipped_for_the_second(
     analyzer: Any, tmp_path: Path
 ) -> None:

@@ -151,17 +151,25 @@ def visible(stack: Iterable[Any]) -> list[Frame]:
 
 
 def locate(
-    stack: Iterable[Any], root: str, lead: Frame | None = None
+    stack: Iterable[Any], root: str, lead: Frame | None = None, *, in_project: bool = False
 ) -> tuple[Frame | None, list[Frame]]:
     """(primary frame, chain) for a stack, outermost first.
 
     `lead`: the target's factory, put at the head of the chain when the primary
     frame is in a library and no project frame is on the stack.
+    `in_project`: the primary frame is the innermost frame of the project's own code when
+    there is one (the library frames below it stay in the chain). For a script or factory
+    that stops before the export: the user's line that called into numpy, argparse or a
+    hub download is what to change, not the library's line that raised.
     """
     frames = visible(stack)
     if not frames:
         return None, []
     primary = dict(frames[-1])
+    if in_project and primary["where"] != "project":
+        mine = [f for f in frames if f["where"] == "project"]
+        if mine:
+            primary = dict(mine[-1])
     if primary["where"] == "project" and len(frames) == 1:
         return primary, []
     first_project = next((i for i, f in enumerate(frames) if f["where"] == "project"), None)

@@ -263,7 +263,7 @@ def _factory_failed(rec: Analysis, e: BaseException, name: str, factory: str) ->
         f"target {name!r}: factory {factory!r} raised {type(e).__name__}: {first_line(text)}",
         notes=notes,
     )
-    fr, chain = rec.locate(rec.exception_frames(e))
+    fr, chain = rec.locate(rec.exception_frames(e), in_project=True)
     rec.add(place(f, fr or rec.factory_loc, chain))
     rec.failed["load"] = "factory raised"
 

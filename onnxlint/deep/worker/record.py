@@ -138,8 +138,10 @@ class Analysis:
         loc = self.result.get("factory_loc")
         return dict(loc) if loc else None
 
-    def locate(self, stack: Iterable[Any]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-        return frames.locate(stack, self.root, self.factory_loc)
+    def locate(
+        self, stack: Iterable[Any], *, in_project: bool = False
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        return frames.locate(stack, self.root, self.factory_loc, in_project=in_project)
 
     def place_at(self, f: dict[str, Any], stack: Iterable[Any]) -> dict[str, Any]:
         fr, chain = self.locate(stack)

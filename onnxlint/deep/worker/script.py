@@ -518,7 +518,7 @@ def _stopped(
                 "ARGS`), or declare a factory (`# onnxlint: target`)."
             )
         f = finding(wire.KIND_TARGET_ERROR, f"target {name!r}: {msg}", notes=notes)
-        fr, chain = rec.locate(rec.exception_frames(exit_code))
+        fr, chain = rec.locate(rec.exception_frames(exit_code), in_project=True)
         rec.add(place(f, fr or {"file": state.script, "line": 1}, chain))
         rec.failed["load"] = "the script exited"
         return
@@ -559,7 +559,7 @@ def _stopped(
             f"target {name!r}: the script stopped before {where}: {type(error).__name__}: {text}",
             notes=notes,
         )
-    fr, chain = rec.locate(rec.exception_frames(error))
+    fr, chain = rec.locate(rec.exception_frames(error), in_project=True)
     rec.add(place(f, fr or {"file": state.script, "line": 1}, chain))
     rec.failed["load"] = "the script stopped"
 
