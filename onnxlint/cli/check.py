@@ -35,7 +35,7 @@ from onnxlint.cli.result_cache import ResultCache, config_key
 from onnxlint.core.codes import SYNTAX_ERROR_CODE
 from onnxlint.core.config import Config, load_config
 from onnxlint.core.confirmed import merge_confirmed_files
-from onnxlint.core.violation import Severity, Span, Violation
+from onnxlint.core.violation import Edit, Fix, Severity, Span, Violation
 from onnxlint.engine import Engine
 from onnxlint.project import ImportedNames, ReachTable
 from onnxlint.project.summary import SummaryStore
@@ -271,24 +271,57 @@ def _apply_deep_fixes(
     from onnxlint.deep.notebooks import in_cells
     from onnxlint.source.fixes import apply_edits, parses
 
-    by_path: dict[str, list[Violation]] = {}
+    by_path: dict[str, list[Violation]] = {}  # a notebook's findings with fixes
+    edits_at: dict[str, list[Edit]] = {}  # the other files': every fix's edits there
+    fixes_at: Counter[str] = Counter()
+    created: dict[str, str] = {}  # files the fixes add
+    taken: set[Fix] = set()
     for v in deep:
-        if v.fix is not None:
-            by_path.setdefault(os.path.abspath(v.path), []).append(v)
+        if v.fix is None or v.fix in taken:  # findings a fix answers together share it
+            continue
+        taken.add(v.fix)
+        path = os.path.abspath(v.path)
+        if is_notebook(path):
+            by_path.setdefault(path, []).append(v)
+        elif v.fix.edits:
+            edits_at.setdefault(path, []).extend(v.fix.edits)
+        for f in v.fix.files:
+            other = os.path.abspath(f.path)
+            if f.create:
+                if created.get(other, f.text) != f.text:
+                    warn(f"{_display_path(other)}: two deep fixes add it; the second not applied")
+                    continue
+                created[other] = f.text
+            elif not is_notebook(other):
+                edits_at.setdefault(other, []).extend(f.edits)
+        # counted once, in the first file it edits
+        fixes_at[path if v.fix.edits else os.path.abspath(v.fix.files[0].path)] += 1
     written: list[str] = []
     outcomes: list[FileOutcome] = []
     # what each target's findings were, in the cells of the notebooks as they are now
     before = {id(r): _cell_keys(r.before) for r in reports if isinstance(r, FixReport)}
     for path, found in sorted(by_path.items()):
-        if is_notebook(path):
-            outcome = _fix_notebook_deep(path, found, diff)
-            if outcome is not None:
-                outcomes.append(outcome)
-                if not diff:
-                    written.append(path)
+        outcome = _fix_notebook_deep(path, found, diff)
+        if outcome is not None:
+            outcomes.append(outcome)
+            if not diff:
+                written.append(path)
+    for path, text in sorted(created.items()):
+        shown = _display_path(path)
+        if os.path.exists(path):
+            warn(f"{shown}: exists; the deep fix that adds it was not applied")
             continue
+        outcome = FileOutcome(shown, fixed=0 if diff else fixes_at[path])
+        if diff:
+            outcome.diff = "".join(
+                difflib.unified_diff([], text.splitlines(keepends=True), "/dev/null", f"b/{shown}")
+            )
+        else:
+            Path(path).write_text(text, encoding="utf-8")
+            written.append(path)
+        outcomes.append(outcome)
+    for path, edits in sorted(edits_at.items()):
         src = read_source(Path(path))
-        edits = [e for v in found for e in (v.fix.edits if v.fix else ())]
         try:
             new_text = apply_edits(src.text, edits)
         except ValueError:
@@ -297,7 +330,7 @@ def _apply_deep_fixes(
         if new_text == src.text or not parses(new_text):
             continue
         shown = _display_path(path)
-        outcome = FileOutcome(shown, fixed=0 if diff else len(found))
+        outcome = FileOutcome(shown, fixed=0 if diff else fixes_at[path])
         if diff:
             outcome.diff = "".join(
                 difflib.unified_diff(
@@ -319,7 +352,10 @@ def _apply_deep_fixes(
         assert isinstance(r, FixReport)
         after = r.after()
         if after is None or not any(
-            os.path.abspath(p.violation.path) in done for p in r.proofs if p.fix is not None
+            os.path.abspath(path) in done
+            for p in r.proofs
+            if p.fix is not None
+            for path in (p.violation.path, *(f.path for f in p.fix.files))
         ):
             continue
         gone = before[id(r)]

@@ -104,19 +104,59 @@ class Edit:
 
 
 @dataclass(frozen=True)
+class FileEdit:
+    """What a fix changes in a file other than its finding's: edits of an existing file, or
+    a file it adds (`create`: the file must not exist; its text is `text`)."""
+
+    path: str
+    edits: tuple[Edit, ...] = ()
+    create: bool = False
+    text: str = ""  # a created file's whole text
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.path}
+        if self.create:
+            out["create"] = True
+            out["content"] = self.text
+        else:
+            out["edits"] = [e.to_json() for e in self.edits]
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FileEdit:
+        return cls(
+            data["path"],
+            tuple(Edit.from_json(e) for e in data.get("edits", ())),
+            bool(data.get("create", False)),
+            data.get("content", ""),
+        )
+
+
+@dataclass(frozen=True)
 class Fix:
-    """A titled set of edits that together remove one finding."""
+    """A titled set of edits that together remove one finding: `edits` in the finding's
+    file, `files` in other files (a deep fix may also edit the export script and add a
+    module next to it)."""
 
     title: str
     edits: tuple[Edit, ...]
     safety: FixSafety = FixSafety.SAFE
+    files: tuple[FileEdit, ...] = ()
+
+    @property
+    def changes(self) -> bool:
+        """Whether applying the fix changes anything."""
+        return bool(self.edits) or any(f.create or f.edits for f in self.files)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "title": self.title,
             "safety": self.safety.value,
             "edits": [e.to_json() for e in self.edits],
         }
+        if self.files:
+            out["files"] = [f.to_json() for f in self.files]
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Fix:
@@ -124,6 +164,7 @@ class Fix:
             data["title"],
             tuple(Edit.from_json(e) for e in data["edits"]),
             FixSafety(data["safety"]),
+            tuple(FileEdit.from_json(f) for f in data.get("files", ())),
         )
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from onnxlint.core.violation import Edit, Fix, FixSafety, Violation
+from onnxlint.core.violation import Edit, FileEdit, Fix, FixSafety, Violation
 from onnxlint.deep import codes, rewrites
 from onnxlint.deep.result import DeepResult
 from onnxlint.deep.rewrites import Candidate, Site, Sources, edits_between, line_map
@@ -93,6 +93,7 @@ class Proof:
             "onnx_sizes": self.onnx_sizes,
             "seconds": round(self.seconds, 2),
             "edits": [e.to_json() for e in self.fix.edits] if self.fix else [],
+            "files": [f.to_json() for f in self.fix.files] if self.fix else [],
         }
 
 
@@ -281,23 +282,32 @@ class Prover:
         from onnxlint.source.fixes import apply_edits
 
         edits: dict[str, list[Edit]] = {}
+        created: dict[str, str] = {}
         kept: list[tuple[Site, Proof]] = []
         for site, p in proven:
             assert p.fix is not None
-            mine = list(p.fix.edits)
-            taken = edits.setdefault(site.path, [])
-            if any(_touch(e, t) for e in mine for t in taken):
+            mine = {site.path: list(p.fix.edits)} if p.fix.edits else {}
+            for f in p.fix.files:
+                if not f.create:
+                    mine.setdefault(f.path, []).extend(f.edits)
+            new = {f.path: f.text for f in p.fix.files if f.create}
+            if set(new) & set(created) or any(
+                _touch(e, t) for path, es in mine.items() for e in es for t in edits.get(path, [])
+            ):
                 p.fix = None
                 p.why = "proven alone; it overlaps the fix of another finding"
                 continue
-            taken += mine
+            for path, es in mine.items():
+                edits.setdefault(path, []).extend(es)
+            created.update(new)
             kept.append((site, p))
         if len(kept) < 2:
             return
         files = {
             path: apply_edits(self.sources.text(path) or "", found) for path, found in edits.items()
         }
-        merged = Candidate("together", "the fixes together", files)
+        files.update(created)
+        merged = Candidate("together", "the fixes together", files, frozenset(created))
         check = Proof(kept[0][0].violation, merged, before=self.result.outcome)
         t0 = time.perf_counter()
         self._prove_all_sites([s for s, _ in kept], merged, check)
@@ -347,10 +357,7 @@ class Prover:
         if not proof.proven:
             return
         proof.title = f"{cand.title} ({self._what(proof)})"
-        old = self.sources.text(site.path) or ""
-        if set(cand.files) == {site.path}:  # a fix edits the finding's own file
-            edits = edits_between(old, cand.files[site.path])
-            proof.fix = Fix(proof.title, edits, FixSafety.UNSAFE) if edits else None
+        proof.fix = fix_of(self.sources, site.path, cand, proof.title)
 
     def _target_for(self, cand: Candidate) -> Target:
         """The target as the rewritten code has it: a script's export call moved with the
@@ -479,6 +486,28 @@ class Prover:
         if outcome_rank(after.outcome) < outcome_rank(self.result.outcome):
             return f"the export gets less far: {after.outcome}"
         return ""
+
+
+def fix_of(sources: Sources, path: str, cand: Candidate, title: str) -> Fix | None:
+    """The fix that makes `cand`'s files: edits of the finding's file (`path`), edits of the
+    other files it changes, and the files it adds (None when nothing changes)."""
+    own: tuple[Edit, ...] = ()
+    others: list[FileEdit] = []
+    for p, text in cand.files.items():
+        if p in cand.created:
+            if os.path.exists(p):
+                return None  # never overwrite a file of the user's
+            others.append(FileEdit(p, create=True, text=text))
+            continue
+        edits = edits_between(sources.text(p) or "", text)
+        if _same(p, path):
+            own = edits
+        elif edits:
+            if p.lower().endswith(".ipynb"):
+                return None  # a notebook's edits are in its cells: only for its own findings
+            others.append(FileEdit(p, edits))
+    fix = Fix(title, own, FixSafety.UNSAFE, tuple(others))
+    return fix if fix.changes else None
 
 
 def _touch(a: Edit, b: Edit) -> bool:
