@@ -17,6 +17,7 @@ from onnxlint.deep.rewrites import (
     routing,
     scans,
     sizes,
+    translations,
     views,
 )
 from onnxlint.deep.rewrites.base import Candidate, Rewriter, Site, Sources, edits_between, line_map
@@ -25,6 +26,7 @@ REWRITERS: list[Rewriter] = [
     *examples.REWRITERS,
     *sizes.REWRITERS,
     *ops.REWRITERS,
+    *translations.REWRITERS,
     *views.REWRITERS,
     *grouped.REWRITERS,
     *masks.REWRITERS,

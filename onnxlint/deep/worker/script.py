@@ -329,6 +329,9 @@ def _unpack_call(rec: Analysis, call: Captured) -> str | None:
             rec.opset = opset
         if a.get("optimize") is False:
             rec.optimized = False
+        table = a.get("custom_translation_table")
+        if isinstance(table, dict) and table and rec.translation_table is None:
+            rec.translation_table = dict(table)  # the call's own translations, as torch uses them
         if a.get("dynamo") is False:
             rec.result["script_exporter"] = "the TorchScript exporter (dynamo=False)"
         for key in ("input_names", "output_names"):
