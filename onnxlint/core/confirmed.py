@@ -81,9 +81,9 @@ def merge_confirmed(static: list[Violation], deep: list[Violation]) -> list[Viol
         )
         severity = max([primary, *others], key=lambda v: v.severity.rank).severity
         fix = primary.fix
-        if fix is None or fix.safety is FixSafety.DISPLAY or not fix.edits:
+        if fix is None or fix.safety is FixSafety.DISPLAY or not fix.changes:
             # a deep finding's proven rewrite is the fix of the one diagnostic of that cause
-            fix = next((o.fix for o in others if o.fix is not None and o.fix.edits), fix)
+            fix = next((o.fix for o in others if o.fix is not None and o.fix.changes), fix)
         merged = dataclasses.replace(
             primary,
             fix=fix,

@@ -15,12 +15,13 @@ import os
 import re
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
 from onnxlint.core.codes import SYNTAX_ERROR_CODE
-from onnxlint.core.violation import Edit, FixSafety, Span, Violation
+from onnxlint.core.violation import Edit, FileEdit, FixSafety, Span, Violation
 from onnxlint.server import deep_fixes, documents
 from onnxlint.server.app import OnnxlintServer
 from onnxlint.server.checks import check_cell_text
@@ -65,6 +66,68 @@ def workspace_edit(
             ]
         )
     return types.WorkspaceEdit(changes={uri: edits})
+
+
+def _with_files(
+    server: OnnxlintServer,
+    own: types.WorkspaceEdit | None,
+    files: Sequence[FileEdit],
+) -> types.WorkspaceEdit | None:
+    """`own` (the finding's file's edit) and the fix's other files: a file it adds is a
+    `CreateFile` (never over an existing one) and its text; another file's edits a
+    `TextDocumentEdit` at its open buffer's version. None when the client cannot apply it
+    (no `documentChanges`, or no `create` resource operation for a file to add)."""
+    if not server.supports.document_changes:
+        return None
+    if any(f.create for f in files) and not server.supports.create_files:
+        return None
+    changes: list[Any] = list((own.document_changes or []) if own is not None else [])
+    for f in files:
+        other = Path(f.path).resolve().as_uri()
+        if f.create:
+            if os.path.exists(f.path):
+                return None
+            start = types.Position(0, 0)
+            changes.append(
+                types.CreateFile(
+                    uri=other,
+                    options=types.CreateFileOptions(overwrite=False, ignore_if_exists=False),
+                )
+            )
+            changes.append(
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=other),
+                    edits=[types.TextEdit(types.Range(start, start), f.text)],
+                )
+            )
+            continue
+        doc = _open_document(server, f.path)
+        if doc is not None:
+            text, version = doc.source, doc.version
+        else:
+            try:
+                text, version = Path(f.path).read_text(encoding="utf-8"), None
+            except (OSError, UnicodeDecodeError):
+                return None
+        changes.append(
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(
+                    uri=doc.uri if doc is not None else other, version=version
+                ),
+                edits=list(text_edits(f.edits, server.lines(text))),
+            )
+        )
+    return types.WorkspaceEdit(document_changes=changes)
+
+
+def _open_document(server: OnnxlintServer, path: str) -> Any:
+    """The editor's open document of `path`, if it is open."""
+    real = os.path.realpath(path)
+    for uri, doc in list(server.workspace.text_documents.items()):
+        p = server.path_of(uri)
+        if os.path.isabs(p) and os.path.realpath(p) == real:
+            return doc
+    return None
 
 
 # ---------------------------------------------------------------------- validation
@@ -225,19 +288,24 @@ async def _actions_for(
     fix = v.fix
     if fix is not None and fix_is_offered(fix):
         edits = list(fix.edits)
-        ok = await ls.run_check(
+        ok = not edits or await ls.run_check(
             lambda: _cached(
                 ls, uri, ("fix", res.version, v), lambda: _checked_edits(ls, uri, res, v, edits)
             )
         )
-        if ok:
+        change: types.WorkspaceEdit | None = workspace_edit(
+            ls, uri, res.version, text_edits(edits, lines) if edits else []
+        )
+        if ok and fix.files:
+            change = _with_files(ls, change if edits else None, fix.files)
+        if ok and change is not None:
             out.append(
                 types.CodeAction(
                     title=_title(v),
                     kind=types.CodeActionKind.QuickFix,
                     diagnostics=[diag],
                     is_preferred=fix.safety is FixSafety.SAFE,
-                    edit=workspace_edit(ls, uri, res.version, text_edits(edits, lines)),
+                    edit=change,
                 )
             )
     out.extend(_deep_actions(ls, uri, v, diag))

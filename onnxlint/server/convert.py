@@ -175,7 +175,7 @@ def whole_text_edit(old: str, new: str, lines: Lines) -> list[types.TextEdit]:
 
 def fix_is_offered(fix: Fix | None) -> bool:
     """Whether a fix can be offered as a quick fix (display-only fixes are not edits)."""
-    return fix is not None and fix.safety is not FixSafety.DISPLAY and bool(fix.edits)
+    return fix is not None and fix.safety is not FixSafety.DISPLAY and fix.changes
 
 
 def overlaps(a: types.Range, b: types.Range) -> bool:

@@ -126,7 +126,7 @@ async def prove(
             "proven" if p.fix is not None else f"not offered: {p.why}",
         )
     fixed = report.fixed(result.violations)
-    fixed = [v if v.fix is None or _buffer_as_read(ls, v.path) else _unfixed(v) for v in fixed]
+    fixed = [v if v.fix is None or _buffers_as_read(ls, v) else _unfixed(v) for v in fixed]
     if not any(v.fix is not None for v in fixed):
         return False
     for v in fixed:
@@ -134,6 +134,12 @@ async def prove(
             _PROVEN.add(v.fix)
     result.violations = fixed
     return True
+
+
+def _buffers_as_read(ls: Any, v: Any) -> bool:
+    """Every file the fix edits has in its open buffer the text the proof read."""
+    others = [f.path for f in v.fix.files if not f.create]
+    return all(_buffer_as_read(ls, p) for p in (v.path, *others))
 
 
 def _buffer_as_read(ls: Any, path: str) -> bool:

@@ -78,7 +78,7 @@ def _snippet(text: str) -> str:
 def _fix_line(rule: Any, fix: Any) -> str:
     from onnxlint.core.violation import FixSafety
 
-    if fix is not None and fix.edits and fix.safety is not FixSafety.DISPLAY:
+    if fix is not None and fix.changes and fix.safety is not FixSafety.DISPLAY:
         kind = "safe, also in Fix all" if fix.safety is FixSafety.SAFE else "unsafe: review it"
         return f"**Quick fix:** {fix.title} ({kind})"
     safety = getattr(rule, "fix_safety", None)

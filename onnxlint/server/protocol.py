@@ -39,6 +39,7 @@ class ClientSupport:
     watch_files: bool = False  # workspace/didChangeWatchedFiles, registered by the server
     document_changes: bool = False  # versioned TextDocumentEdits in a WorkspaceEdit
     resolve_code_action_edit: bool = False  # codeAction/resolve may fill in the edit
+    create_files: bool = False  # a WorkspaceEdit may create a file (resourceOperations)
 
     @classmethod
     def of(cls, caps: types.ClientCapabilities) -> ClientSupport:
@@ -56,6 +57,13 @@ class ClientSupport:
             watch_files=bool(watched and watched.dynamic_registration),
             document_changes=bool(ws and ws.workspace_edit and ws.workspace_edit.document_changes),
             resolve_code_action_edit=bool(resolve and "edit" in resolve.properties),
+            create_files=bool(
+                ws
+                and ws.workspace_edit
+                and ws.workspace_edit.document_changes
+                and types.ResourceOperationKind.Create
+                in (ws.workspace_edit.resource_operations or ())
+            ),
         )
 
 

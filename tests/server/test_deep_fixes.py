@@ -165,3 +165,74 @@ async def test_the_setting_off_runs_no_proof_until_a_command_asks(
     assert _proofs_begun(lsp) == ["onnxlint: proving fixes for m.py:19"]
     titles = [a.title for a in await _actions(lsp, uri, finding)]
     assert any("torch.where" in t for t in titles), titles
+
+
+TRANSLATED = """import torch
+
+
+class Running(torch.nn.Module):
+    def forward(self, x):
+        return torch.cummax(x, dim=1).values - x
+
+
+torch.onnx.export(Running(), (torch.randn(3, 4),), dynamo=True, dynamic_shapes=({0: "b"},))
+"""
+
+
+async def test_a_fix_that_adds_a_module_creates_the_file(lsp: Client, tmp_path: Path) -> None:
+    """The onnx-translation fix edits the script and adds a module next to it: the code
+    action's WorkspaceEdit creates that file (CreateFile, then its text), and once applied
+    and saved, the analysis has no deep finding left."""
+    pytest.importorskip("torch")
+    path = tmp_path / "export_running.py"
+    path.write_text(TRANSLATED)
+    await start(lsp, "vscode", folders=[tmp_path])
+    uri = uri_of(path)
+    await open_checked(lsp, uri, TRANSLATED)
+    await _analyze(lsp, uri, path, 9)
+
+    def fixed() -> types.Diagnostic | None:
+        for p in reversed(lsp.publishes):
+            if p.uri == uri:
+                for d in p.diagnostics:
+                    if d.code == "OLX805" and isinstance(d.data, dict) and "fix" in d.data:
+                        return d
+                return None
+        return None
+
+    finding = await wait_for(fixed, 300, "the OLX805 finding with its proven fix")
+    acts = await _actions(lsp, uri, finding)
+    (fix,) = [a for a in acts if "ONNX translation" in a.title]
+    assert fix.title.startswith(
+        "onnxlint (OLX805): Register an ONNX translation of cummax (custom_translation_table, "
+        "in export_running_onnx_translations.py) (exports; outputs match at 2 sizes"
+    ), fix.title
+    assert fix.edit is not None and fix.edit.document_changes
+    new = tmp_path / "export_running_onnx_translations.py"
+    changes = list(fix.edit.document_changes)
+    creates = [c for c in changes if isinstance(c, types.CreateFile)]
+    assert [c.uri for c in creates] == [uri_of(new)]
+    assert creates[0].options is not None and creates[0].options.overwrite is False
+    # an editor applies them in order: the file created, its text, the script's edits
+    for c in changes:
+        if isinstance(c, types.CreateFile):
+            assert not new.exists()
+            new.write_text("")
+            continue
+        assert isinstance(c, types.TextDocumentEdit)
+        if c.text_document.uri == uri:
+            await apply_and_sync(lsp, uri, types.WorkspaceEdit(document_changes=[c]))
+        else:
+            assert c.text_document.uri == uri_of(new)
+            (edit,) = c.edits
+            new.write_text(edit.new_text)
+    assert "def aten_cummax(self, dim):" in new.read_text()
+    script = lsp.texts[uri]
+    assert "from export_running_onnx_translations import aten_cummax\n" in script
+    assert "custom_translation_table={torch.ops.aten.cummax.default: aten_cummax})" in script
+    path.write_text(script)
+    lsp.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri))
+    )
+    out = await _analyze(lsp, uri, path, 10)
+    assert out["findings"] == 0, out
