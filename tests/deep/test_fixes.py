@@ -1003,3 +1003,183 @@ def test_a_loop_shorter_than_its_dim_is_not_made_a_scan(fixproj: Path, analyzer)
     assert [p.candidate.kind for p in proofs] == ["scan"], report.to_json()
     assert proofs[0].stage == "eager" and "differ" in proofs[0].why, proofs[0].to_json()
     _not_offered(res, report, line)
+
+
+# ------------------------------------------------------------------ onnx-translation
+
+TRANSLATED = """
+import torch
+
+TABLE = {}
+
+
+class Running(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        peak = torch.cummax(y, dim=1).values
+        return peak - y
+
+
+model = Running()
+torch.onnx.export(
+    model,
+    (torch.randn(3, 4),),
+    dynamo=True,
+    dynamic_shapes=({0: "batch"},),
+    custom_translation_table=TABLE,
+)
+"""
+
+SORTED = """
+import torch
+
+
+class Buckets(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("edges", torch.linspace(-1.0, 1.0, 7))
+        self.register_buffer("order", torch.arange(6, -1, -1))
+
+    def forward(self, x):
+        edges = self.edges.flip(0)
+        return torch.cumprod(x, dim=1, dtype=torch.float64)
+
+
+torch.onnx.export(Buckets(), (torch.randn(3, 5),), dynamo=True, dynamic_shapes=({0: "b"},))
+"""
+
+
+def _prove_script(analyzer: object, path: Path) -> tuple[object, object]:
+    from onnxlint.deep.fixes import prove_fixes
+    from onnxlint.deep.scripts import script_target
+
+    target = script_target(path, None, path.parent)
+    res = analyzer.analyze(target, lambda _p, _pct: None, use_cache=False)  # type: ignore[attr-defined]
+    assert res.status == "ok", res.detail
+    return res, prove_fixes(analyzer, target, res)
+
+
+def _script_line(text: str, part: str) -> int:
+    return next(i for i, t in enumerate(text.lstrip().splitlines(), 1) if part in t)
+
+
+def test_an_op_without_translation_gets_a_proven_onnxscript_translation(
+    analyzer, tmp_path: Path
+) -> None:
+    path = tmp_path / "export_running.py"
+    path.write_text(TRANSLATED.lstrip())
+    line = _script_line(TRANSLATED, "torch.cummax")
+    res, report = _prove_script(analyzer, path)
+    _found(res, "OLX805", line)
+    p = _proven(report, line, "onnx-translation")
+    assert p.exports and p.onnx_match and p.sizes == {"batch": [3, 4]}, p.to_json()
+    # the script imports the new module and merges the translation into its named table
+    new = tmp_path / "export_running_onnx_translations.py"
+    (created,) = [f for f in p.fix.files if f.create]
+    assert created.path == str(new) and "def aten_cummax(self, dim):" in created.text
+    assert not new.exists()  # proven on the worker's overlay; nothing written
+    script = "".join(e.text for e in p.fix.edits)
+    assert "from export_running_onnx_translations import aten_cummax" in script
+    assert "custom_translation_table={**TABLE, torch.ops.aten.cummax.default: aten_cummax}," in (
+        script
+    )
+
+
+def test_a_wrong_translation_is_not_offered(
+    analyzer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a translation that exports but computes another thing (cummin for cummax): the ONNX
+    # model does not match eager, and the proof refuses it
+    from onnxlint.deep.rewrites import translations
+
+    wrong = translations.TRANSLATIONS["aten.cummin.default"]
+    monkeypatch.setitem(
+        translations.TRANSLATIONS,
+        "aten.cummax.default",
+        translations.Translation(
+            "aten_cummax", wrong.source.replace("aten_cummin", "aten_cummax"), wrong.helpers
+        ),
+    )
+    path = tmp_path / "export_running.py"
+    path.write_text(TRANSLATED.lstrip())
+    line = _script_line(TRANSLATED, "torch.cummax")
+    res, report = _prove_script(analyzer, path)
+    proofs = _at(report, line)
+    assert [p.candidate.kind for p in proofs] == ["onnx-translation"], report.to_json()
+    assert proofs[0].stage == "onnx" and "disagree" in proofs[0].why, proofs[0].to_json()
+    _not_offered(res, report, line)
+
+
+def test_an_argument_the_translation_does_not_support_gets_no_fix(
+    analyzer, tmp_path: Path
+) -> None:
+    # cumprod(..., dtype=): the translation refuses it while exporting, so the finding
+    # stays (nothing offered)
+    path = tmp_path / "export_buckets.py"
+    path.write_text(SORTED.lstrip())
+    line = _script_line(SORTED, "torch.cumprod")
+    res, report = _prove_script(analyzer, path)
+    _found(res, "OLX805", line)
+    assert all(not p.proven for p in _at(report, line)), report.to_json()
+    _not_offered(res, report, line)
+
+
+def test_the_table_of_the_call_is_extended_or_made() -> None:
+    import libcst as cst
+
+    from onnxlint.deep.rewrites.translations import _table_with
+
+    entry = [cst.DictElement(cst.parse_expression("torch.ops.aten.mode.default"), cst.Name("f"))]
+    code = cst.Module([]).code_for_node
+    extended = _table_with(cst.parse_expression("{torch.ops.x.default: g}"), entry)
+    assert extended is not None
+    assert code(extended) == "{torch.ops.x.default: g, torch.ops.aten.mode.default: f}"
+    assert code(_table_with(None, entry)) == "{torch.ops.aten.mode.default: f}"  # type: ignore[arg-type]
+    merged = _table_with(cst.parse_expression("cfg.table"), entry)
+    assert code(merged) == "{**cfg.table, torch.ops.aten.mode.default: f}"  # type: ignore[arg-type]
+    assert _table_with(cst.parse_expression("make_table()"), entry) is None
+
+
+CLI_TRANSLATED = """
+import torch
+
+
+class Stats(torch.nn.Module):
+    def forward(self, x):
+        return torch.kthvalue(x, 2, dim=1).values + torch.median(x, 1).values
+
+
+torch.onnx.export(Stats(), (torch.randn(3, 6),), "stats.onnx", dynamo=True)
+"""
+
+
+def test_check_fix_writes_the_translation_module_and_the_script_exports(
+    cli, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "stats.py"
+    script.write_text(CLI_TRANSLATED.lstrip())
+    r = cli("check", "--deep", "--no-cache", "--diff", "--unsafe-fixes", "stats.py", cwd=tmp_path)
+    assert "--- /dev/null\n+++ b/stats_onnx_translations.py" in r.stdout, (r.stdout, r.stderr)
+    assert "+def aten_kthvalue(self, k, dim=-1, keepdim=False):" in r.stdout
+    assert "+def aten_median_dim(self, dim, keepdim=False):" in r.stdout
+    assert "+from stats_onnx_translations import aten_kthvalue, aten_median_dim" in r.stdout
+    assert not (tmp_path / "stats_onnx_translations.py").exists()  # --diff writes nothing
+    r = cli("check", "--deep", "--no-cache", "--fix", "--unsafe-fixes", "stats.py", cwd=tmp_path)
+    assert (tmp_path / "stats_onnx_translations.py").exists(), (r.stdout, r.stderr)
+    assert "custom_translation_table={torch.ops.aten.kthvalue.default: aten_kthvalue, " in (
+        script.read_text()
+    )
+    r = cli("check", "--deep", "--no-cache", "stats.py", cwd=tmp_path)
+    assert "OLX805" not in r.stdout and r.returncode == 0, (r.stdout, r.stderr)
+    # and torch itself, for real: the rewritten script exports
+    run = subprocess.run(
+        [sys.executable, "stats.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0 and (tmp_path / "stats.onnx").exists(), run.stderr[-2000:]
