@@ -1114,9 +1114,7 @@ def test_a_wrong_translation_is_not_offered(
     _not_offered(res, report, line)
 
 
-def test_an_argument_the_translation_does_not_support_gets_no_fix(
-    analyzer, tmp_path: Path
-) -> None:
+def test_an_argument_the_translation_does_not_support_gets_no_fix(analyzer, tmp_path: Path) -> None:
     # cumprod(..., dtype=): the translation refuses it while exporting, so the finding
     # stays (nothing offered)
     path = tmp_path / "export_buckets.py"
