@@ -1121,8 +1121,10 @@ def test_an_argument_the_translation_does_not_support_gets_no_fix(analyzer, tmp_
     path.write_text(SORTED.lstrip())
     line = _script_line(SORTED, "torch.cumprod")
     res, report = _prove_script(analyzer, path)
-    _found(res, "OLX805", line)
-    assert all(not p.proven for p in _at(report, line)), report.to_json()
+    _found(res, "OLX805", line)  # torch reports its decomposition, prims.prod
+    proofs = _at(report, line)
+    assert [p.candidate.kind for p in proofs] == ["onnx-translation"], report.to_json()
+    assert not proofs[0].proven and "dtype" in proofs[0].why, proofs[0].to_json()
     _not_offered(res, report, line)
 
 
@@ -1148,7 +1150,7 @@ import torch
 
 class Stats(torch.nn.Module):
     def forward(self, x):
-        return torch.kthvalue(x, 2, dim=1).values + torch.median(x, 1).values
+        return torch.kthvalue(x, 2, dim=1).values + torch.hypot(x, x).sum(1)
 
 
 torch.onnx.export(Stats(), (torch.randn(3, 6),), "stats.onnx", dynamo=True)
@@ -1166,8 +1168,8 @@ def test_check_fix_writes_the_translation_module_and_the_script_exports(
     r = cli("check", "--deep", "--no-cache", "--diff", "--unsafe-fixes", "stats.py", cwd=tmp_path)
     assert "--- /dev/null\n+++ b/stats_onnx_translations.py" in r.stdout, (r.stdout, r.stderr)
     assert "+def aten_kthvalue(self, k, dim=-1, keepdim=False):" in r.stdout
-    assert "+def aten_median_dim(self, dim, keepdim=False):" in r.stdout
-    assert "+from stats_onnx_translations import aten_kthvalue, aten_median_dim" in r.stdout
+    assert "+def aten_hypot(self, other):" in r.stdout  # reported as prims.hypot
+    assert "+from stats_onnx_translations import aten_kthvalue, aten_hypot" in r.stdout
     assert not (tmp_path / "stats_onnx_translations.py").exists()  # --diff writes nothing
     r = cli("check", "--deep", "--no-cache", "--fix", "--unsafe-fixes", "stats.py", cwd=tmp_path)
     assert (tmp_path / "stats_onnx_translations.py").exists(), (r.stdout, r.stderr)

@@ -19,9 +19,8 @@ succeeds and ONNX Runtime runs it):
   O(n^2) memory in the scanned dim), kthvalue (`.default`: TopK(largest=0) + Gather),
   median (`.dim`, `.default`: TopK of (n - 1) // 2 + 1, the lower median);
 - no real-valued translation in torch 2.13 ("No decompositions registered for the
-  real-valued input"), translated here: cumprod (the mask + ReduceProd); hypot: torch's
-  own export takes a translation of `aten.hypot.default` (Sqrt(x*x + y*y) matches), but the
-  analysis of the rewritten code still sees `prims.hypot.default`, so it is not offered yet;
+  real-valued input"; torch decomposes them, and the finding names `prims.prod` and
+  `prims.hypot`), translated here: cumprod (the mask + ReduceProd), hypot (Sqrt(x*x + y*y));
 - no translation, not covered: mode, nanmedian, unique_consecutive, segment_reduce,
   linalg.inv (`linalg_inv_ex`), slogdet, lu_factor (no exact ONNX form), cdist (the
   finding's advice is a rewrite in torch); no real-valued translation, not covered: erfinv,
@@ -184,6 +183,14 @@ def aten_median(self):
 ''',
         ("_kth",),
     ),
+    "aten.hypot.default": Translation(
+        "aten_hypot",
+        '''
+def aten_hypot(self, other):
+    """torch.hypot: sqrt(x**2 + y**2)."""
+    return op.Sqrt(op.Add(op.Mul(self, self), op.Mul(other, other)))
+''',
+    ),
 }
 
 _HEADER = '''"""ONNX translations of ATen ops torch.onnx.export cannot translate, registered through
@@ -207,14 +214,38 @@ def module_text(ops: list[str]) -> str:
     return "\n\n\n".join(p.strip("\n") for p in parts) + "\n"
 
 
+ALIASES: dict[str, tuple[str, str]] = {
+    "prims.prod.default": ("aten.cumprod.default", "cumprod"),
+    "prims.hypot.default": ("aten.hypot.default", "hypot"),
+}
+"""Ops a finding names that are torch's decomposition of the op the code calls (torch
+decomposes an ATen op it cannot translate: `torch.cumprod` is reported as `prims.prod`):
+the ATen op to translate, and the name the line must call for it."""
+
+
+def _aten_op(site: Site, op: str, path: str | None, line: int | None) -> str | None:
+    """The ATen overload to translate for a finding's `op` at `path:line`."""
+    if op in TRANSLATIONS:
+        return op
+    if op not in ALIASES or not path or not line:
+        return None
+    aten, name = ALIASES[op]
+    text = site.sources.text(path) or ""
+    lines = text.splitlines()
+    return aten if 0 < line <= len(lines) and name in lines[line - 1] else None
+
+
 def _covered(site: Site) -> list[str]:
     """The ops of this finding and of the analysis's other untranslated ops that a
     translation here covers (one module answers them all), the finding's first."""
-    op = str(site.raw.get("op") or "")
-    if op not in TRANSLATIONS:
+    op = _aten_op(site, str(site.raw.get("op") or ""), site.path, site.line)
+    if op is None:
         return []
-    others = [str(u.get("op")) for u in site.data.get("unsupported_ops") or []]
-    return list(dict.fromkeys([op, *(o for o in others if o in TRANSLATIONS)]))
+    others = [
+        _aten_op(site, str(u.get("op")), u.get("file"), u.get("line"))
+        for u in site.data.get("unsupported_ops") or []
+    ]
+    return list(dict.fromkeys([op, *(o for o in others if o is not None)]))
 
 
 def _export_call(parsed: Parsed, line: int) -> cst.Call | None:
