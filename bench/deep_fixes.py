@@ -16,8 +16,10 @@ not offer them to users (`library=True` here only).
 
 Every proven fix is then checked by the bench itself, in two fresh processes that share
 nothing with onnxlint's worker (`--check`): the fix's edits are applied to the original
-text as a user's editor would (`apply_edits`), the rewritten files are served by a small
-import hook of this script, and torch runs for real:
+text as a user's editor would (`apply_edits`; a file the fix adds is written with its
+text), the rewritten files are served by a small import hook of this script (a script
+report: run from a copy of its folder up to its `torch.onnx.export` call, whose model,
+inputs, dynamic shapes and `custom_translation_table` are taken), and torch runs for real:
 
 - the original factory, seed 0: its weights, and eager outputs at the example inputs, at
   the example with each requested dynamic dim one larger (where the original runs), and at
@@ -270,10 +272,17 @@ def _same(want: Any, got: Any) -> str:
     return "ok"
 
 
+def _made(spec: dict[str, Any], files: dict[str, str]) -> tuple[Any, ...]:
+    """(model, args, kwargs, dynamic shapes, translation table) of a factory or a script."""
+    if spec.get("script"):
+        return _run_script(spec["factory"].removeprefix("script:"), files)
+    return (*_build(spec["factory"], files), None)
+
+
 def check_original(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    model, args, kwargs, ds = _build(spec["factory"], {})
+    model, args, kwargs, ds, _table = _made(spec, {})
     cases = _cases(model, args, kwargs, ds)
     outputs = [_run(model, a, k) for _, a, k in cases]
     state = model.state_dict() if isinstance(model, torch.nn.Module) else {}
@@ -285,7 +294,7 @@ def check_rewritten(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     ref = torch.load(spec["file"], weights_only=False)
-    model, args, kwargs, ds = _build(spec["factory"], spec["files"])
+    model, args, kwargs, ds, table = _made(spec, spec["files"])
     out: dict[str, Any] = {"eager": {}, "onnx": {}}
     if ref["state"]:
         model.load_state_dict(ref["state"], strict=True)
@@ -300,6 +309,7 @@ def check_rewritten(spec: dict[str, Any]) -> dict[str, Any]:
             kwargs=kwargs or None,
             dynamic_shapes=ds,
             opset_version=spec.get("opset"),
+            custom_translation_table=table,
             dynamo=True,
             verbose=False,
         )
@@ -319,13 +329,82 @@ def check_rewritten(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def independent_check(factory: str, files: dict[str, str], opset: int | None) -> dict[str, Any]:
+def _applied(path: str, fix: Any, apply_edits: Any) -> dict[str, str]:
+    """The files a fix writes, as a user's editor writes them: its edits applied to the
+    original texts, the files it adds with their text ({} when it changes nothing)."""
+    out: dict[str, str] = {}
+    if fix.edits:
+        out[path] = apply_edits(Path(path).read_text(encoding="utf-8"), list(fix.edits))
+    for f in fix.files:
+        if f.create:
+            out[f.path] = f.text
+        else:
+            out[f.path] = apply_edits(Path(f.path).read_text(encoding="utf-8"), list(f.edits))
+    return {
+        p: t for p, t in out.items() if not os.path.exists(p) or t != Path(p).read_text("utf-8")
+    }
+
+
+class _Captured(BaseException):
+    pass
+
+
+def _run_script(script: str, files: dict[str, str]) -> tuple[Any, ...]:
+    """Run an export script (as rewritten: `files`) up to its `torch.onnx.export` call, from
+    a copy of its folder (the files a fix adds next to it are written there): the call's
+    model, args, kwargs, dynamic shapes and custom_translation_table."""
+    import shutil
+
+    import torch
+
+    src = Path(script)
+    tmp = Path(tempfile.mkdtemp(prefix="deep-fixes-script-"))
+    shutil.copytree(src.parent, tmp, dirs_exist_ok=True)
+    for path, text in files.items():
+        (tmp / Path(path).relative_to(src.parent)).write_text(text, encoding="utf-8")
+    seen: dict[str, Any] = {}
+
+    def export(model: Any, args: Any = (), f: Any = None, **kw: Any) -> Any:
+        seen.update(model=model, args=args, **kw)
+        raise _Captured
+
+    real = torch.onnx.export
+    torch.onnx.export = export  # type: ignore[assignment]
+    os.chdir(tmp)
+    sys.path.insert(0, str(tmp))
+    torch.manual_seed(0)
+    try:
+        import runpy
+
+        runpy.run_path(str(tmp / src.name), run_name="__main__")
+    except _Captured:
+        pass
+    finally:
+        torch.onnx.export = real
+    model, args = seen["model"], seen.get("args", ())
+    args = (args,) if isinstance(args, torch.Tensor) else tuple(args)
+    if isinstance(model, torch.nn.Module):
+        model.eval()
+    return (
+        model,
+        args,
+        dict(seen.get("kwargs") or {}),
+        seen.get("dynamic_shapes"),
+        seen.get("custom_translation_table"),
+    )
+
+
+def independent_check(
+    factory: str, files: dict[str, str], opset: int | None, *, script: bool = False
+) -> dict[str, Any]:
     """The bench's own real run of the original and of the rewritten code (two processes)."""
     with tempfile.TemporaryDirectory(prefix="deep-fixes-check-") as tmp:
         ref = str(Path(tmp) / "ref.pt")
         spec_file = Path(tmp) / "spec.json"
         spec_file.write_text(
-            json.dumps({"factory": factory, "file": ref, "files": files, "opset": opset})
+            json.dumps(
+                {"factory": factory, "file": ref, "files": files, "opset": opset, "script": script}
+            )
         )
         results = {}
         for mode in ("original", "rewritten"):
@@ -430,14 +509,15 @@ def main() -> int:
                     "check": None,
                 }
                 if kept is not None and kept.fix is not None:
-                    old = Path(v.path).read_text(encoding="utf-8")
-                    new = apply_edits(old, list(kept.fix.edits))
-                    applied = parses(new) and new != old
+                    files = _applied(v.path, kept.fix, apply_edits)
+                    applied = bool(files) and all(parses(text) for text in files.values())
                     row["applied"] = applied
-                    if applied and t.factory and not t.script:
-                        row["check"] = independent_check(t.factory, {v.path: new}, t.opset)
-                    elif applied:
-                        row["check"] = {"error": "a script target: not checked by the bench"}
+                    if applied and t.script is not None:
+                        row["check"] = independent_check(
+                            f"script:{t.script}", files, t.opset, script=True
+                        )
+                    elif applied and t.factory:
+                        row["check"] = independent_check(t.factory, files, t.opset)
                 findings.append(row)
                 for p in proofs:
                     candidates.append(

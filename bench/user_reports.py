@@ -429,6 +429,15 @@ REPORTS = [
         factory="istft_head",
         note="vocos's ISTFT head",
     ),
+    Report(
+        "cumprod_export",
+        GH + "pytorch/pytorch/issues/102948",
+        "[onnx] aten::cumprod cannot be exported to ONNX",
+        "2023-06-05",
+        (P("op", "cumprod", "export-fails", "aten.cumprod: no real-valued translation"),),
+        script="cumprod_export.py",
+        note="the thread's script as written (torch 2.13 exports with dynamo=True by default)",
+    ),
 ]
 BY_NAME = {r.name: r for r in REPORTS}
 
