@@ -3,6 +3,15 @@
 Each module has `REWRITERS`: a kind, the codes it answers, and how it makes its candidate
 rewrites for one finding (`base.Site`). `deep/fixes.py` asks every rewriter for
 candidates and has the worker prove them; none is offered unproven.
+
+Not a kind: `register_buffer` in `__init__` for a tensor attribute that `forward` assigns.
+Measured with torch 2.13 (2026-11-27): `torch.onnx.export` exports such a module (a new
+attribute `self.last = y.detach()`, or a counter `self.count = self.count + 1`) with only
+torch's UserWarning ("... must be registered as buffers"), and the buffer changes nothing
+in the file: both write the same graph, whose outputs equal eager's first call (an ONNX
+file keeps no state from one call to the next). The deep analysis has no finding there for
+a rewrite to answer, and a rewrite that nothing proves is not offered; the state a forward
+carries across calls is the static OLX107's.
 """
 
 from __future__ import annotations
