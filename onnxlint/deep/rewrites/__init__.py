@@ -8,7 +8,7 @@ Not a kind: `register_buffer` in `__init__` for a tensor attribute that `forward
 Measured with torch 2.13 (2026-11-27): `torch.onnx.export` exports such a module (a new
 attribute `self.last = y.detach()`, or a counter `self.count = self.count + 1`) with only
 torch's UserWarning ("... must be registered as buffers"), and the buffer changes nothing
-in the file: both write the same graph, whose outputs equal eager's first call (an ONNX
+in the file: ONNX Runtime gives the same outputs for both files, eager's first call's (an ONNX
 file keeps no state from one call to the next). The deep analysis has no finding there for
 a rewrite to answer, and a rewrite that nothing proves is not offered; the state a forward
 carries across calls is the static OLX107's.
