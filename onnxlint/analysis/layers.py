@@ -5,15 +5,26 @@ layer, a torchvision model) behaves the same in train and eval mode, or would if
 few conditions on the builder's parameters held (`nn.LSTM(num_layers=m.num_layers, ...)`:
 one layer, or no dropout, settled where the builder is called). `rnn_still(call)` is the
 part for `nn.LSTM`/`nn.GRU`/`nn.RNN`; `still_class(qualname)` a library class that is
-mode-free with any arguments (also as a base class). Imports nothing of onnxlint; False
-whenever unsure.
+mode-free with any arguments (also as a base class). `batchnorm_only(qualname, call)` and
+`batchnorm_class(qualname)`: a layer whose only mode-dependent part is BatchNorm with
+running statistics, which torch 2.13's ONNX exporter writes in inference mode whatever the
+model's mode (onnxscript's torchlib sets `training = False` for BatchNormalization).
+Imports nothing of onnxlint; False whenever unsure.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-__all__ = ["Condition", "literal_number", "rnn_still", "still_class", "still_layer"]
+__all__ = [
+    "Condition",
+    "batchnorm_class",
+    "batchnorm_only",
+    "literal_number",
+    "rnn_still",
+    "still_class",
+    "still_layer",
+]
 
 # (a parameter of the function building the layer, the attribute of it the constructor
 # reads, the value that makes the layer mode-free): `(scaled_lstm, "num_layers", 1)`.
@@ -47,6 +58,28 @@ _STILL_TORCH = frozenset(
 _STILL_OTHER = frozenset(
     {"torchvision.ops.DeformConv2d", "torchvision.ops.deform_conv.DeformConv2d"}
 )
+
+# torch.nn's BatchNorm layers: in training mode they normalise with the batch's statistics
+# under tracing and `torch.export`, but torch 2.13's `torch.onnx.export` (dynamo) writes
+# each as an inference BatchNormalization with the running statistics (a training-mode
+# Conv+BatchNorm exports to the same ONNX Runtime outputs as in eval mode; with
+# `track_running_stats=False` both modes use the batch's).
+_BATCHNORM = frozenset({"BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"})
+# torchvision's ResNet builders: convolutions, BatchNorm, ReLU, pooling, one Linear; no
+# Dropout. The keywords that keep it so (`norm_layer` would replace the BatchNorm).
+_RESNET = frozenset(
+    {
+        "resnet18", "resnet34", "resnet50", "resnet101", "resnet152",
+        "resnext50_32x4d", "resnext101_32x8d", "resnext101_64x4d",
+        "wide_resnet50_2", "wide_resnet101_2",
+    }
+)  # fmt: skip
+_RESNET_KEYWORDS = frozenset(
+    {
+        "weights", "pretrained", "progress", "num_classes", "zero_init_residual",
+        "groups", "width_per_group", "replace_stride_with_dilation",
+    }
+)  # fmt: skip
 
 # torchvision's ViT builders: LayerNorm, no BatchNorm; `dropout` and `attention_dropout` are
 # 0.0 unless given. The keywords that keep it so (`conv_stem_configs` adds BatchNorm).
@@ -107,6 +140,27 @@ def still_class(qualname: str) -> bool:
     if parts[0] == "torch" and len(parts) > 2 and parts[1] == "nn":
         return parts[-1] in _STILL_TORCH
     return qualname in _STILL_OTHER
+
+
+def batchnorm_class(qualname: str) -> bool:
+    """`torch.nn.BatchNorm2d` (1d, 3d, SyncBatchNorm)."""
+    parts = qualname.split(".")
+    return parts[0] == "torch" and len(parts) > 2 and parts[1] == "nn" and parts[-1] in _BATCHNORM
+
+
+def batchnorm_only(qualname: str, call: cst.Call) -> bool:
+    """Whether the module `call` builds changes with the mode only through BatchNorm with
+    running statistics: a torch.nn BatchNorm layer, a torchvision ResNet built with the
+    usual keywords (`resnet50(weights="DEFAULT")`). False whenever unsure."""
+    if batchnorm_class(qualname):
+        return True
+    parts = qualname.split(".")
+    if parts[:2] != ["torchvision", "models"] or parts[-1] not in _RESNET:
+        return False
+    return all(
+        a.star == "" and (a.keyword is None or a.keyword.value in _RESNET_KEYWORDS)
+        for a in call.args
+    )
 
 
 def still_layer(qualname: str, call: cst.Call) -> tuple[bool, tuple[Condition, ...]]:

@@ -5,8 +5,10 @@
 it, its local bases or the submodules it builds; `class_mode_insensitive` for a class
 given by its definition (one nested in a function); `made_class_mode_insensitive` for a
 class a factory function of the file makes with `type(name, bases, {})`. The model-mode
-rules (OLX2xx) do not report a model whose mode cannot change what it exports. False
-whenever unsure.
+rules (OLX2xx) do not report a model whose mode cannot change what it exports. With
+`batchnorm=False` BatchNorm does not count: torch 2.13's ONNX exporter writes it in
+inference mode, with the running statistics, whatever the mode (`layers.batchnorm_only`).
+False whenever unsure.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from onnxlint.analysis.layers import rnn_still, still_class
+from onnxlint.analysis.layers import batchnorm_class, rnn_still, still_class
 from onnxlint.analysis.modes import is_camel
 from onnxlint.source.walker import dotted, iter_descendants
 
@@ -39,43 +41,52 @@ _MODE_WORDS = (
     "StochasticDepth",
     "SyncBatchNorm",
 )
+_BATCHNORM_WORDS = ("BatchNorm", "batch_norm")
+_NOT_BATCHNORM_WORDS = tuple(w for w in _MODE_WORDS if not w.endswith(_BATCHNORM_WORDS))
 # Recurrent layers: mode-dependent only through `dropout` between stacked layers.
 _RNN_WORDS = ("RNN", "LSTM", "GRU")
 _RNN_CLASSES = frozenset(f"torch.nn.{n}" for n in _RNN_WORDS)
 
 
-def mode_insensitive(ctx: FileView, class_name: str) -> bool:
+def mode_insensitive(ctx: FileView, class_name: str, *, batchnorm: bool = True) -> bool:
     """True when a local module class provably behaves the same in train and eval mode:
     no mode-dependent layer or `self.training` anywhere in it (or its local bases and
     submodule classes), and every submodule it builds is a `torch.nn` layer or such a
-    local class. False whenever unsure (an imported block could hold a Dropout)."""
-    key = ("mode_insensitive", class_name)
+    local class. False whenever unsure (an imported block could hold a Dropout). With
+    `batchnorm=False`, BatchNorm layers are not mode-dependent (an ONNX export)."""
+    key = ("mode_insensitive", class_name, batchnorm)
     memo = ctx.semantic.memo
     if key not in memo:
         memo[key] = False  # recursion guard: a cycle counts as unsure
-        memo[key] = _mode_insensitive(ctx, class_name)
+        memo[key] = _mode_insensitive(ctx, class_name, batchnorm)
     return bool(memo[key])
 
 
-def _mode_insensitive(ctx: FileView, class_name: str) -> bool:
+def _mode_insensitive(ctx: FileView, class_name: str, batchnorm: bool) -> bool:
     info = ctx.semantic.classes.get(class_name)
     if info is None:
         return False
-    return class_mode_insensitive(ctx, class_name, info.node, info.bases)
+    return class_mode_insensitive(ctx, class_name, info.node, info.bases, batchnorm=batchnorm)
 
 
 def class_mode_insensitive(
-    ctx: FileView, class_name: str, node_: cst.ClassDef, bases: Sequence[str]
+    ctx: FileView,
+    class_name: str,
+    node_: cst.ClassDef,
+    bases: Sequence[str],
+    *,
+    batchnorm: bool = True,
 ) -> bool:
     """`mode_insensitive` for a class given by its definition (also one nested in a
     function, which the file model does not list)."""
+    words = _MODE_WORDS if batchnorm else _NOT_BATCHNORM_WORDS
     for base in bases:
         q = ctx.semantic.resolve(base)
         if base in ctx.semantic.classes:
-            if not mode_insensitive(ctx, base):
+            if not mode_insensitive(ctx, base, batchnorm=batchnorm):
                 return False
         elif q not in ("torch.nn.Module", "torch.nn.modules.module.Module") and not (
-            q is not None and still_class(q)
+            q is not None and (still_class(q) or (not batchnorm and batchnorm_class(q)))
         ):
             return False
     judged: set[int] = set()  # the `dropout=` keyword of a recurrent layer that drops nothing
@@ -88,9 +99,9 @@ def class_mode_insensitive(
             judged |= {id(a.keyword) for a in node.args if a.keyword is not None}
         if id(node) in judged:
             continue
-        if isinstance(node, cst.Name) and any(w in node.value for w in _MODE_WORDS):
+        if isinstance(node, cst.Name) and any(w in node.value for w in words):
             return False
-        if isinstance(node, cst.Attribute) and any(w in node.attr.value for w in _MODE_WORDS):
+        if isinstance(node, cst.Attribute) and any(w in node.attr.value for w in words):
             return False
         if isinstance(node, cst.SimpleString) and "drop" in node.value.lower():
             return False
@@ -103,7 +114,7 @@ def class_mode_insensitive(
         if not is_camel(last):
             continue
         if d in ctx.semantic.classes:
-            if d != class_name and not mode_insensitive(ctx, d):
+            if d != class_name and not mode_insensitive(ctx, d, batchnorm=batchnorm):
                 return False
             continue
         q = ctx.semantic.qualname(node.func) or ""
@@ -112,7 +123,7 @@ def class_mode_insensitive(
     return True
 
 
-def made_class_mode_insensitive(ctx: FileView, name: str) -> bool:
+def made_class_mode_insensitive(ctx: FileView, name: str, *, batchnorm: bool = True) -> bool:
     """A class bound at module level to what a factory function of this file makes with
     `type(...)`: `DCNv2 = make_dcn_type(DeformConvGS, "DCNv2")`, whose every `return` is
     `type(cls_name, (_Factory, base_class), {})` (no body of its own), is mode-free when
@@ -120,15 +131,15 @@ def made_class_mode_insensitive(ctx: FileView, name: str) -> bool:
     parameters bound to the call's arguments), a class of the file, or a library layer.
     False whenever unsure (a factory of another file, a non-empty namespace, a base that
     is an expression)."""
-    key = ("made_class_mode_insensitive", name)
+    key = ("made_class_mode_insensitive", name, batchnorm)
     memo = ctx.semantic.memo
     if key not in memo:
         memo[key] = False
-        memo[key] = _made_class_mode_insensitive(ctx, name)
+        memo[key] = _made_class_mode_insensitive(ctx, name, batchnorm)
     return bool(memo[key])
 
 
-def _made_class_mode_insensitive(ctx: FileView, name: str) -> bool:
+def _made_class_mode_insensitive(ctx: FileView, name: str, batchnorm: bool) -> bool:
     values = [
         stmt.value
         for line in ctx.semantic.module_body
@@ -158,7 +169,7 @@ def _made_class_mode_insensitive(ctx: FileView, name: str) -> bool:
         if bases is None:
             return False
         for base in bases:
-            if not _base_mode_insensitive(ctx, base, bound, nested):
+            if not _base_mode_insensitive(ctx, base, bound, nested, batchnorm):
                 return False
     return True
 
@@ -219,6 +230,7 @@ def _base_mode_insensitive(
     base: cst.BaseExpression,
     bound: dict[str, str | None],
     nested: dict[str, cst.ClassDef],
+    batchnorm: bool,
 ) -> bool:
     """One base of a made class: a factory parameter stands for the call's argument."""
     name = dotted(base)
@@ -237,11 +249,11 @@ def _base_mode_insensitive(
             if d is None:
                 return False
             bases.append(d)
-        return class_mode_insensitive(ctx, name, node, bases)
+        return class_mode_insensitive(ctx, name, node, bases, batchnorm=batchnorm)
     if name in ctx.semantic.classes:
-        return mode_insensitive(ctx, name)
+        return mode_insensitive(ctx, name, batchnorm=batchnorm)
     q = ctx.semantic.resolve(name)
-    return q is not None and still_class(q)
+    return q is not None and (still_class(q) or (not batchnorm and batchnorm_class(q)))
 
 
 def _rnn_without_dropout(call: cst.Call) -> bool:

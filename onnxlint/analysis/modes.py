@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from onnxlint.analysis.chains import Chain, Link, analysis_of
-from onnxlint.analysis.layers import Condition, literal_number, still_layer
+from onnxlint.analysis.layers import Condition, batchnorm_only, literal_number, still_layer
 from onnxlint.analysis.scope import (
     assignments,
     binds_in_body,
@@ -75,6 +75,9 @@ class Origin:
     # called, from the arguments of that call.
     still: bool = False
     still_if: tuple[Condition, ...] = ()
+    # Its only mode-dependent part is BatchNorm with running statistics (a torchvision
+    # ResNet, `nn.BatchNorm2d`): what torch's ONNX exporter writes in inference mode anyway.
+    batchnorm_only: bool = False
 
 
 State = frozenset[Origin]
@@ -529,7 +532,10 @@ class ModeFlow:
                 if self._wraps_model(expr):  # nn.DataParallel(model), nn.Sequential(a, b)
                     return UNKNOWN_STATE
                 still, still_if = still_layer(q, expr)
-                return frozenset({Origin(Mode.TRAIN, still=still, still_if=still_if)})
+                bn = batchnorm_only(q, expr)
+                return frozenset(
+                    {Origin(Mode.TRAIN, still=still, still_if=still_if, batchnorm_only=bn)}
+                )
         if isinstance(func, cst.Name):
             local = func.value
             if local in self.ctx.semantic.classes:

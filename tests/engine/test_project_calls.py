@@ -24,9 +24,10 @@ class Net(nn.Module):
         super().__init__()
         self.conv = nn.Conv2d(3, 8, 3)
         self.bn = nn.BatchNorm2d(8)
+        self.drop = nn.Dropout(0.2)
 
     def forward(self, x):
-        return self.bn(self.conv(x))
+        return self.drop(self.bn(self.conv(x)))
 
 
 class Plain(nn.Module):

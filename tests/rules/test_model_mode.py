@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from onnxlint.core.config import parse_table
 from onnxlint.engine import Engine
@@ -137,3 +142,65 @@ def test_early_return_branch_does_not_leak_training_mode() -> None:
         """
     )
     assert _codes(Engine(), code) == []
+
+
+BATCHNORM_ONLY = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3)
+            self.bn = nn.BatchNorm2d(8)
+
+        def forward(self, x):
+            return torch.relu(self.bn(self.conv(x)))
+
+
+    def export(path):
+        model = Block()
+        torch.onnx.export(model, (torch.randn(2, 3, 8, 8),), path)
+    """
+).lstrip()
+
+
+@pytest.mark.deep
+def test_batchnorm_alone_is_not_reported_for_an_onnx_export(tmp_path: Path) -> None:
+    """torch 2.13's `torch.onnx.export` writes a training-mode BatchNorm with its running
+    statistics (onnxscript's torchlib sets `training = False`): the file of a Conv+BN model
+    exported without `eval()` gives the eval model's outputs in ONNX Runtime, so OLX201
+    does not report it; tracing records the batch's statistics, so a trace is reported."""
+    np = pytest.importorskip("numpy")
+    torch = pytest.importorskip("torch")
+    ort = pytest.importorskip("onnxruntime")
+    namespace: dict[str, Any] = {}
+    exec(compile(BATCHNORM_ONLY, "batchnorm_only.py", "exec"), namespace)
+    torch.manual_seed(0)
+    model = namespace["Block"]()
+    model.bn.running_mean.fill_(0.5)  # running statistics that are not the batch's
+    x = torch.randn(2, 3, 8, 8) * 3 + 1
+    program = torch.onnx.export(model, (x,), dynamo=True)
+    assert model.training
+    session = ort.InferenceSession(program.model_proto.SerializeToString())
+    (out,) = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    with torch.no_grad():  # on copies: a training-mode forward updates the statistics
+        trained = copy.deepcopy(model).train()(x).numpy()
+        evaluated = copy.deepcopy(model).eval()(x).numpy()
+    assert np.allclose(out, evaluated, atol=1e-5)
+    assert not np.allclose(out, trained, atol=1e-2)
+
+    engine = Engine()
+    assert _codes(engine, BATCHNORM_ONLY) == []
+    traced = BATCHNORM_ONLY.replace(
+        "torch.onnx.export(model, (torch.randn(2, 3, 8, 8),), path)",
+        "torch.jit.trace(model, (torch.randn(2, 3, 8, 8),))",
+    )
+    line = BATCHNORM_ONLY.splitlines().index("    model = Block()") + 2
+    assert _codes(engine, traced) == [(line, "OLX201")]
+    dropout = BATCHNORM_ONLY.replace(
+        "nn.BatchNorm2d(8)", "nn.Sequential(nn.BatchNorm2d(8), nn.Dropout(0.1))"
+    )
+    assert _codes(engine, dropout) == [(line, "OLX201")]

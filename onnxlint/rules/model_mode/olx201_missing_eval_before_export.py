@@ -12,7 +12,12 @@ from onnxlint.analysis.exported_model import (
     model_class,
     nested_class,
 )
-from onnxlint.analysis.exporter import WrapperCall, captures_model_mode, export_wrapper_call
+from onnxlint.analysis.exporter import (
+    WrapperCall,
+    captures_model_mode,
+    effective_kind,
+    export_wrapper_call,
+)
 from onnxlint.analysis.mode_sensitivity import (
     class_mode_insensitive,
     made_class_mode_insensitive,
@@ -25,8 +30,10 @@ from onnxlint.semantic.calls import ExportCall, ExportKind
 from onnxlint.source.walker import dotted
 
 _WHAT = {
-    ExportKind.JIT_TRACE: "tracing records",
-    ExportKind.TORCH_EXPORT: "`torch.export` captures",
+    ExportKind.JIT_TRACE: "tracing records Dropout and training-mode BatchNorm",
+    ExportKind.TORCH_EXPORT: "`torch.export` captures Dropout and training-mode BatchNorm",
+    # torch 2.13's ONNX exporter writes BatchNorm with its running statistics in either mode
+    ExportKind.ONNX_DYNAMO: "the exporter keeps Dropout and the `self.training` branches",
 }
 
 
@@ -61,10 +68,14 @@ class MissingEvalBeforeExport(Rule):
     ## Why is this bad?
     A new module is in training mode. The dynamo exporter (the default since torch 2.9),
     `torch.export` and tracing capture the mode the model is in: the graph keeps Dropout
-    and BatchNorm uses the batch statistics, so the exported model gives different (and
-    random) results at inference. The `training=` keyword of `torch.onnx.export` is ignored
-    by the dynamo exporter, and `with torch.no_grad():` does not change the mode either.
-    An `.eval()` in only one branch of an `if` leaves the other path in training mode.
+    and the `self.training` branches, so the exported model gives different (and random)
+    results at inference; `torch.export` and tracing also record BatchNorm with the batch's
+    statistics. (torch 2.13's `torch.onnx.export` writes BatchNorm with its running
+    statistics in either mode, so a model whose only mode-dependent layers are BatchNorm,
+    as a torchvision ResNet, is not reported for it.) The `training=` keyword of
+    `torch.onnx.export` is ignored by the dynamo exporter, and `with torch.no_grad():` does
+    not change the mode either. An `.eval()` in only one branch of an `if` leaves the other
+    path in training mode.
 
     ## Example
     ```python
@@ -323,6 +334,26 @@ class MissingEvalBeforeExport(Rule):
                 """
             )
         ),
+        Valid(  # BatchNorm is the only mode-dependent part: torch 2.13's ONNX exporter
+            # writes it with the running statistics in either mode
+            dedent(
+                """
+                import torch
+                import torchvision
+                from torch import nn
+                class Block(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.conv = nn.Conv2d(3, 8, 3)
+                        self.bn = nn.BatchNorm2d(8)
+                    def forward(self, x):
+                        return torch.relu(self.bn(self.conv(x)))
+                torch.onnx.export(Block(), (x,), "block.onnx")
+                resnet = torchvision.models.resnet50(weights="DEFAULT")
+                torch.onnx.export(resnet, (x,), "resnet.onnx")
+                """
+            )
+        ),
     ]
     INVALID = [
         Invalid(  # a class made with type() from a base that holds Dropout
@@ -347,18 +378,48 @@ class MissingEvalBeforeExport(Rule):
             line=14,
             message="training mode",
         ),
-        Invalid(  # a subclass of BatchNorm: batch statistics in training mode
+        Invalid(  # a subclass of BatchNorm: torch.export captures the batch statistics
             dedent(
                 """
                 import torch
                 from torch import nn
                 class FrozenBN(nn.BatchNorm2d):
                     pass
-                torch.onnx.export(FrozenBN(3), (x,), "m.onnx")
+                torch.export.export(FrozenBN(3), (x,))
                 """
             ),
             line=5,
-            message="training mode",
+            message="`torch.export` captures Dropout and training-mode BatchNorm",
+        ),
+        Invalid(  # a ResNet traced: the trace records batch statistics
+            dedent(
+                """
+                import torch
+                import torchvision
+                model = torchvision.models.resnet18(weights="DEFAULT")
+                traced = torch.jit.trace(model, (x,))
+                """
+            ),
+            line=4,
+            message="tracing records",
+        ),
+        Invalid(  # BatchNorm and Dropout, exported to ONNX: the Dropout is kept
+            dedent(
+                """
+                import torch
+                from torch import nn
+                class Net(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.bn = nn.BatchNorm2d(3)
+                        self.drop = nn.Dropout(0.1)
+                    def forward(self, x):
+                        return self.drop(self.bn(x))
+                torch.onnx.export(Net(), (x,), "m.onnx")
+                """
+            ),
+            line=10,
+            message="the exporter keeps Dropout and the `self.training` branches",
         ),
         Invalid(  # stacked LSTM layers with dropout between them
             dedent(
@@ -439,7 +500,7 @@ class MissingEvalBeforeExport(Rule):
                 import torch
                 from torchvision import models
                 def main(args):
-                    model = models.resnet18()
+                    model = models.mobilenet_v2()
                     if args.checkpoint:
                         model.load_state_dict(torch.load(args.checkpoint))
                         model.eval()
@@ -453,7 +514,7 @@ class MissingEvalBeforeExport(Rule):
                 import torch
                 from torchvision import models
                 def main(args):
-                    model = models.resnet18()
+                    model = models.mobilenet_v2()
                     if args.checkpoint:
                         model.load_state_dict(torch.load(args.checkpoint))
                         model.eval()
@@ -501,20 +562,24 @@ class MissingEvalBeforeExport(Rule):
         ),
     ]
 
-    def _insensitive_elsewhere(self, ref: ModelRef) -> bool:
+    def _insensitive_elsewhere(self, ref: ModelRef, batchnorm: bool) -> bool:
         """The class is defined inside a function, or in another project module, or made
         by a factory of this file with `type(...)`, and has no mode-dependent layer (the
         other module's own submodules judged there)."""
         nested = nested_class(self.ctx, ref)
         if nested is not None:
             bases = tuple(d for d in (dotted(a.value) for a in nested.bases) if d)
-            return class_mode_insensitive(self.ctx, nested.name.value, nested, bases)
+            return class_mode_insensitive(
+                self.ctx, nested.name.value, nested, bases, batchnorm=batchnorm
+            )
         found = model_class(self.ctx, ref)
         if found is not None:
             view, info = found
-            return mode_insensitive(analysis_of(view), info.name)
+            return mode_insensitive(analysis_of(view), info.name, batchnorm=batchnorm)
         callee = model_callee(ref)
-        return callee is not None and made_class_mode_insensitive(self.ctx, callee)
+        return callee is not None and made_class_mode_insensitive(
+            self.ctx, callee, batchnorm=batchnorm
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
         call = export_call_or_wrapper(self, node)
@@ -528,14 +593,23 @@ class MissingEvalBeforeExport(Rule):
             return  # OLX202 reports a `.train()` that undoes an `.eval()`
         if Mode.EVAL in modes and _mode_is_an_option(ref):
             return  # `if training: model.train() else: model.eval()`: the caller chooses
-        if ref.class_info is not None and mode_insensitive(self.ctx, ref.class_info.name):
+        # torch 2.13's ONNX exporter writes BatchNorm in inference mode (the running
+        # statistics) whatever the model's mode: there only Dropout and `self.training` count.
+        kind = effective_kind(self.ctx, call)
+        batchnorm = kind is not ExportKind.ONNX_DYNAMO
+        info = ref.class_info
+        if info is not None and mode_insensitive(self.ctx, info.name, batchnorm=batchnorm):
             return  # no Dropout/BatchNorm/`self.training`: the mode changes nothing
-        if ref.class_info is None and self._insensitive_elsewhere(ref):
+        if ref.class_info is None and self._insensitive_elsewhere(ref, batchnorm):
             return
-        if all(o.still for o in ref.origins if o.mode is Mode.TRAIN):
+        if all(
+            o.still or (o.batchnorm_only and not batchnorm)
+            for o in ref.origins
+            if o.mode is Mode.TRAIN
+        ):
             return  # a library layer the mode changes nothing in (`nn.LSTM(4, 4)`, ViT)
         who = f"`{ref.name}`" if ref.name else "the model"
-        what = _WHAT.get(call.kind, "the exporter keeps")
+        what = _WHAT.get(kind, "the exporter keeps Dropout and training-mode BatchNorm")
         if modes == {Mode.TRAIN}:
             head = f"{who} is in training mode at this export"
         else:
@@ -549,8 +623,8 @@ class MissingEvalBeforeExport(Rule):
         chain, related = self.ctx.chain(chain_links(call, ref, Mode.TRAIN))
         self.report(
             ref.expr,
-            f"{head}: {chain + '; ' if chain else ''}{what} Dropout and training-mode "
-            f"BatchNorm; call `{ref.name or 'model'}.eval()` before exporting",
+            f"{head}: {chain + '; ' if chain else ''}{what}; "
+            f"call `{ref.name or 'model'}.eval()` before exporting",
             fix=eval_fix(self, ref, f"Call `{ref.name or 'model'}.eval()` before the export"),
             notes=notes,
             related=related,
