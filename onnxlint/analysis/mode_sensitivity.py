@@ -2,9 +2,12 @@
 
 `mode_insensitive(ctx, class_name)`: a local module class with no mode-dependent layer
 (Dropout, BatchNorm, stacked RNNs with dropout, ...) and no `self.training` anywhere in
-it, its local bases or the submodules it builds; `class_mode_insensitive` for a class
-given by its definition (one nested in a function); `made_class_mode_insensitive` for a
-class a factory function of the file makes with `type(name, bases, {})`. The model-mode
+it, its bases or the submodules it builds (classes of this file, or of other project
+modules judged in their files; an attribute the class asserts to be one of some classes,
+`assert self.model.__class__ in (EDSR, MDSR)`, is judged by those classes);
+`class_mode_insensitive` for a class given by its definition (one nested in a function);
+`made_class_mode_insensitive` for a class a factory function of the file makes with
+`type(name, bases, {})`. The model-mode
 rules (OLX2xx) do not report a model whose mode cannot change what it exports. With
 `batchnorm=False` BatchNorm does not count: torch 2.13's ONNX exporter writes it in
 inference mode, with the running statistics, whatever the mode (`layers.batchnorm_only`).
@@ -85,12 +88,25 @@ def class_mode_insensitive(
         if base in ctx.semantic.classes:
             if not mode_insensitive(ctx, base, batchnorm=batchnorm):
                 return False
+        elif q in _CONTAINERS and not _takes_star_args(node_):
+            continue  # its layers are the ones its own `__init__` builds, judged below
         elif q not in ("torch.nn.Module", "torch.nn.modules.module.Module") and not (
-            q is not None and (still_class(q) or (not batchnorm and batchnorm_class(q)))
+            q is not None
+            and (
+                still_class(q)
+                or (not batchnorm and batchnorm_class(q))
+                or _project_class_insensitive(ctx, q, batchnorm)
+            )
         ):
             return False
+    narrowed = _narrowed_attributes(node_)
+    for names in narrowed.values():
+        for name in names:
+            if not _class_insensitive(ctx, class_name, name, batchnorm):
+                return False
+    skipped = {id(value) for attr, value in _attribute_assignments(node_) if attr in narrowed}
     judged: set[int] = set()  # the `dropout=` keyword of a recurrent layer that drops nothing
-    for node in iter_descendants(node_):
+    for node in _descendants_but(node_, skipped):
         if isinstance(node, cst.Assign) and _stores_a_recurrent_layer(node):
             return False
         if isinstance(node, cst.Call) and ctx.semantic.qualname(node.func) in _RNN_CLASSES:
@@ -113,14 +129,123 @@ def class_mode_insensitive(
         last = d.rsplit(".", 1)[-1]
         if not is_camel(last):
             continue
-        if d in ctx.semantic.classes:
-            if d != class_name and not mode_insensitive(ctx, d, batchnorm=batchnorm):
-                return False
-            continue
-        q = ctx.semantic.qualname(node.func) or ""
-        if not q.startswith("torch.nn.") and q not in ("builtins.super",) and not still_class(q):
+        if not _class_insensitive(ctx, class_name, d, batchnorm):
             return False
     return True
+
+
+# Containers whose layers are what the subclass's own `__init__` passes them.
+_CONTAINERS = frozenset(
+    {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"}
+    | {"torch.nn.modules.container.Sequential", "torch.nn.modules.container.ModuleList"}
+)
+
+
+def _class_insensitive(ctx: FileView, class_name: str, d: str, batchnorm: bool) -> bool:
+    """A class (called `d` in this file) that a module class builds: a class of the file,
+    a `torch.nn` layer, a builtin (an exception raised), a mode-free library layer, or a
+    class of another project module judged in its file."""
+    if d in ctx.semantic.classes:
+        return d == class_name or mode_insensitive(ctx, d, batchnorm=batchnorm)
+    q = ctx.semantic.resolve(d) or ""
+    if q.startswith(("torch.nn.", "builtins.")) or still_class(q) or _tensor_type(q):
+        return True
+    return _project_class_insensitive(ctx, q, batchnorm)
+
+
+def _tensor_type(qualname: str) -> bool:
+    """`torch.Tensor(...)`, `torch.FloatTensor(...)`, `torch.Size(...)`: values, no modules."""
+    parts = qualname.split(".")
+    return (
+        len(parts) == 2
+        and parts[0] == "torch"
+        and (parts[1].endswith("Tensor") or parts[1] == "Size")
+    )
+
+
+def _project_class_insensitive(ctx: FileView, qualname: str, batchnorm: bool) -> bool:
+    """A class imported from another module of the project, judged in its own file."""
+    if ctx.project is None or "." not in qualname:
+        return False
+    key = ("project_mode_insensitive", qualname, batchnorm)
+    memo = ctx.semantic.memo
+    if key not in memo:
+        memo[key] = False  # recursion guard
+        found = ctx.project.class_at(ctx.path, qualname)
+        memo[key] = found is not None and mode_insensitive(
+            found[0], found[1].name, batchnorm=batchnorm
+        )
+    return bool(memo[key])
+
+
+def _takes_star_args(cls: cst.ClassDef) -> bool:
+    """The class's `__init__` takes `*args` (its container layers come from the caller)."""
+    for stmt in cls.body.body:
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "__init__":
+            return isinstance(stmt.params.star_arg, cst.Param)
+    return False
+
+
+def _narrowed_attributes(cls: cst.ClassDef) -> dict[str, list[str]]:
+    """`assert self.model.__class__ in (EDSR, MDSR)` (or `type(self.model) in (...)`,
+    `isinstance(self.model, (EDSR, MDSR))`) in the class: `model` -> the class names the
+    attribute is asserted to be (what it is built by is then judged by those classes)."""
+    found: dict[str, list[str]] = {}
+    for node in iter_descendants(cls):
+        if not isinstance(node, cst.Assert):
+            continue
+        test = node.test
+        subject: cst.BaseExpression | None = None
+        classes: cst.BaseExpression | None = None
+        if (
+            isinstance(test, cst.Comparison)
+            and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.In)
+        ):
+            left = test.left
+            if isinstance(left, cst.Attribute) and left.attr.value == "__class__":
+                subject = left.value
+            elif isinstance(left, cst.Call) and dotted(left.func) == "type" and len(left.args) == 1:
+                subject = left.args[0].value
+            classes = test.comparisons[0].comparator
+        elif (
+            isinstance(test, cst.Call) and dotted(test.func) == "isinstance" and len(test.args) == 2
+        ):
+            subject, classes = test.args[0].value, test.args[1].value
+        attr = dotted(subject) if subject is not None else None
+        if attr is None or not attr.startswith("self.") or attr.count(".") != 1:
+            continue
+        if isinstance(classes, (cst.Tuple, cst.List, cst.Set)):
+            names = [dotted(e.value) for e in classes.elements]
+        else:
+            names = [dotted(classes)] if classes is not None else [None]
+        if names and all(n is not None for n in names):
+            found[attr.split(".", 1)[1]] = [n for n in names if n is not None]
+    return found
+
+
+def _attribute_assignments(cls: cst.ClassDef) -> list[tuple[str, cst.BaseExpression]]:
+    """`self.x = value` anywhere in the class: (x, value)."""
+    out: list[tuple[str, cst.BaseExpression]] = []
+    for node in iter_descendants(cls):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = dotted(node.targets[0].target)
+            if target is not None and target.startswith("self.") and target.count(".") == 1:
+                out.append((target.split(".", 1)[1], node.value))
+    return out
+
+
+def _descendants_but(node: cst.CSTNode, skipped: set[int]) -> list[cst.CSTNode]:
+    """`iter_descendants(node)` without the subtrees whose root is in `skipped`."""
+    out: list[cst.CSTNode] = []
+    stack = list(reversed(list(node.children)))
+    while stack:
+        current = stack.pop()
+        if id(current) in skipped:
+            continue
+        out.append(current)
+        stack.extend(reversed(list(current.children)))
+    return out
 
 
 def made_class_mode_insensitive(ctx: FileView, name: str, *, batchnorm: bool = True) -> bool:

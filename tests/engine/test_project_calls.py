@@ -1283,3 +1283,169 @@ def test_a_function_wrapper_of_a_subproject_in_a_monorepo(tmp_path) -> None:
     )
     found = found_in(check(root), "sub/tests/test_functions.py", "OLX201")
     assert [f["line"] for f in found] == [14], found
+
+
+NARROWED_MODELS = {
+    "model/__init__.py": """
+        from importlib import import_module
+
+        from torch import nn
+
+
+        class Model(nn.Module):
+            def __init__(self, args):
+                super().__init__()
+                module = import_module("model." + args.model.lower())
+                self.model = module.make_model(args)
+
+            def forward(self, x):
+                if self.training:
+                    return self.model(x)
+                return self.forward_chop(x)
+    """,
+    "model/common.py": """
+        import torch
+        from torch import nn
+
+
+        class MeanShift(nn.Conv2d):
+            def __init__(self, rgb_range, sign=-1):
+                super().__init__(3, 3, kernel_size=1)
+                self.bias.data = sign * rgb_range * torch.Tensor([0.4, 0.4, 0.4])
+
+
+        class ResBlock(nn.Module):
+            def __init__(self, n_feats, bn=False):
+                super().__init__()
+                m = [nn.Conv2d(n_feats, n_feats, 3, padding=1), nn.ReLU(True)]
+                if bn:
+                    m.append(nn.BatchNorm2d(n_feats))
+                self.body = nn.Sequential(*m)
+
+            def forward(self, x):
+                return self.body(x) + x
+
+
+        class Upsampler(nn.Sequential):
+            def __init__(self, scale, n_feats):
+                if scale != 2:
+                    raise NotImplementedError
+                super().__init__(nn.Conv2d(n_feats, 4 * n_feats, 3, padding=1), nn.PixelShuffle(2))
+    """,
+    "model/edsr.py": """
+        from torch import nn
+
+        from model import common
+
+
+        def make_model(args):
+            return EDSR(args)
+
+
+        class EDSR(nn.Module):
+            def __init__(self, args):
+                super().__init__()
+                self.sub_mean = common.MeanShift(255)
+                self.head = nn.Conv2d(3, 16, 3, padding=1)
+                self.body = nn.Sequential(*[common.ResBlock(16) for _ in range(4)])
+                self.tail = common.Upsampler(2, 16)
+
+            def forward(self, x):
+                return self.tail(self.body(self.head(self.sub_mean(x))))
+    """,
+    "model/mdsr.py": """
+        from torch import nn
+
+
+        def make_model(args):
+            return MDSR(args)
+
+
+        class MDSR(nn.Module):
+            def __init__(self, args):
+                super().__init__()
+                self.body = nn.Sequential(nn.Conv2d(3, 3, 3, padding=1), nn.Dropout(args.p))
+
+            def forward(self, x):
+                return self.body(x)
+    """,
+    "onnxport.py": """
+        import torch
+
+        from model import Model
+        from model.edsr import EDSR
+        from model.mdsr import MDSR
+
+
+        class ModelWrapper(torch.nn.Module):
+            def __init__(self, args):
+                super().__init__()
+                self.model = Model(args).model
+                assert self.model.__class__ in (EDSR,)
+
+            def forward(self, x):
+                return self.model(x.permute((0, 3, 1, 2))).clamp(0, 255)
+
+
+        class AnyWrapper(torch.nn.Module):
+            def __init__(self, args):
+                super().__init__()
+                self.model = Model(args).model
+                assert isinstance(self.model, (EDSR, MDSR))
+
+            def forward(self, x):
+                return self.model(x)
+
+
+        def export_onnx_model(args):
+            wrapper = ModelWrapper(args)
+            torch.onnx.export(wrapper, (torch.randn(1, 8, 8, 3),), "edsr.onnx")
+
+
+        def export_any(args):
+            wrapper = AnyWrapper(args)
+            torch.onnx.export(wrapper, (torch.randn(1, 3, 8, 8),), "any.onnx")
+
+
+        def trace_edsr(args):
+            wrapper = ModelWrapper(args)
+            torch.jit.trace(wrapper, (torch.randn(1, 8, 8, 3),))
+    """,
+    "export_parallel_graph.py": """
+        import torch
+
+        from onnxport import ModelWrapper
+
+
+        class ParallelModel(torch.nn.Module):
+            def __init__(self, args):
+                super().__init__()
+                self.branches = [ModelWrapper(args) for _ in range(4)]
+
+            def forward(self, tiles):
+                return [branch(t) for t, branch in zip(tiles, self.branches)]
+
+
+        def export_onnx_model(args):
+            wrapper = ParallelModel(args)
+            torch.onnx.export(wrapper, ([torch.randn(1, 8, 8, 3)] * 4,), "parallel.onnx")
+    """,
+}
+
+
+def test_a_wrapper_of_a_model_asserted_to_be_classes_of_other_modules(tmp_path) -> None:
+    """EDSR-PyTorch's ModelWrapper keeps `Model(args, ckp).model`, which `Model` loads with
+    `import_module('model.' + args.model.lower())`, and asserts `self.model.__class__ in
+    (EDSR, MDSR)`: the wrapped model is judged by those classes, in their own modules
+    (a Conv2d subclass filling its bias with `torch.Tensor`, residual blocks whose
+    BatchNorm is only built when `bn=True`, an `nn.Sequential` upsampler that raises
+    NotImplementedError). torch 2.13 on the repository's EDSR and MDSR: the export without
+    eval() gives the eval model's ONNX Runtime outputs (BatchNorm is written with its running
+    statistics; there is none by default, and no Dropout). A class asserted to be one of
+    two, one with Dropout, is reported, and so is a trace (it records BatchNorm's batch
+    statistics, and the blocks can build one)."""
+    root = project(tmp_path, NARROWED_MODELS)
+    found = check(root)
+    assert not found_in(found, "export_parallel_graph.py", "OLX201")
+    onnxport = sorted(f["line"] for f in found_in(found, "onnxport.py", "OLX201"))
+    assert onnxport == [35, 40], onnxport  # export_any (MDSR has Dropout), trace_edsr
