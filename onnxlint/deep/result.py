@@ -95,6 +95,9 @@ def outcome_of(r: DeepResult) -> str:
             return f"cannot be analysed: {r.detail}"
         return _PROCESS_OUTCOME.get(r.status, "cannot be analysed")
     codes_found = {v.code for v in r.violations}
+    save = (r.data or {}).get("script_save_fails")
+    if save:  # the call's save fails after the export: the export's own outcome first
+        codes_found = {v.code for v in r.violations if save not in v.message}
     if "OLX812" in codes_found:
         raised = any(v.code == "OLX812" and " raised " in v.message for v in r.violations)
         if (r.data or {}).get("failed", {}).get("load") == wire.NOT_REACHED:
@@ -119,6 +122,8 @@ def outcome_of(r: DeepResult) -> str:
         return "fails at step 3/3 (ONNX translation)"
     if "OLX809" in codes_found:
         return "fails the ONNX checker"
+    if save:
+        return "exports, but the script's call fails at the save"
     if "OLX826" in codes_found:
         return "exports, but other dims are dynamic than dynamic_axes name"
     if "OLX824" in codes_found:

@@ -52,7 +52,60 @@ def export_call_lines(
     lines: set[int | None] = set(library_export_lines(text))
     if facts is not None:
         lines |= {call_line(facts, e.node) for e in facts.semantic.export_calls}
-    return sorted(line for line in lines if line is not None)
+    found = sorted(line for line in lines if line is not None)
+    return sorted({n for line in found for n in invocation_lines(text, line, found)})
+
+
+def invocation_lines(text: str, line: int, calls: Sequence[int] = ()) -> list[int]:
+    """The lines whose run makes the export call at `line`, one per model it exports. A call
+    in a function of the script that the run calls from several places (EfficientSAM's
+    `export_onnx(model, ...)`, called for the model, its encoder and its decoder) exports a
+    model for each: each caller's line is a target of its own (the worker captures the
+    export that the statement at the target's line makes), followed up through functions
+    called several times in turn; calls from functions the run does not reach are left
+    out. `[line]` for a call made once, and for one of several export calls of one function
+    (`calls`: the file's export call lines; a caller's line would name only the first)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return [line]
+    defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    sites: dict[str, list[tuple[int, str | None]]] = {name: [] for name in defs}
+    for node in tree.body:
+        owner = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        if isinstance(node, ast.ClassDef):
+            continue
+        for n in ast.walk(node):
+            called = isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            if called and n.func.id in sites and n.func.id != owner:  # type: ignore[attr-defined]
+                sites[n.func.id].append((n.lineno, owner))  # type: ignore[attr-defined]
+    reached: set[str] = set()
+    todo = [name for name, at in sites.items() for _l, owner in at if owner is None]
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo += [callee for callee, at in sites.items() for _l, owner in at if owner == name]
+
+    def owner_of(n: int) -> str | None:
+        return next(
+            (name for name, d in defs.items() if d.lineno <= n <= (d.end_lineno or d.lineno)),
+            None,
+        )
+
+    def expand(n: int, depth: int) -> list[int]:
+        owner = owner_of(n)
+        if owner is None or depth > 4:
+            return [n]
+        if depth == 0 and any(c != n and owner_of(c) == owner for c in calls):
+            return [n]
+        callers = [(c, o) for c, o in sites.get(owner, []) if o is None or o in reached]
+        if len(callers) < 2 and not (callers and owner_of(callers[0][0]) is not None):
+            return [n]
+        out = [m for c, _o in callers for m in expand(c, depth + 1)]
+        return sorted(set(out)) if len(set(out)) > 1 else [n]
+
+    return expand(line, 0)
 
 
 def library_export_lines(text: str) -> list[int]:

@@ -325,6 +325,102 @@ def test_two_export_calls_each_analysed_and_the_first_is_skipped_for_the_second(
     assert [c["line"] for c in second["script_passed"]] == [lines[0]]
 
 
+ONE_HELPER_TWO_MODELS = """
+import torch
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def forward(self, x):
+        return x.relu()
+
+
+class Decoder(nn.Module):
+    def forward(self, x, size):
+        if size.item() > 1:  # data-dependent: fails at step 1/3
+            return x * 2
+        return x
+
+
+def export_onnx(model, inputs, path):
+    torch.onnx.export(model.eval(), inputs, path, dynamo=True)
+
+
+def main():
+    export_onnx(Encoder(), (torch.randn(2, 4),), "encoder.onnx")
+    export_onnx(Decoder(), (torch.randn(2, 4), torch.tensor(3)), "decoder.onnx")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_helper_that_exports_each_model_is_a_target_per_model(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # EfficientSAM's export_to_onnx.py: one `export_onnx(model, ...)` exports the model, its
+    # encoder and its decoder; the decoder's export fails in torch 2.13. Each caller's line
+    # is a target of its own, so the decoder is analysed too, not only the first model.
+    from onnxlint.deep.scripts import script_targets
+
+    root = _project(tmp_path, {"two_models.py": ONE_HELPER_TWO_MODELS})
+    script = root / "two_models.py"
+    targets = script_targets(script, root)
+    lines = [t.script_line for t in targets]
+    assert lines == [
+        line_of(script, "export_onnx(Encoder()"),
+        line_of(script, "export_onnx(Decoder()"),
+    ]
+    encoder, decoder = (analyzer.analyze(t, use_cache=False) for t in targets)
+    assert encoder.outcome.startswith("ok") or encoder.outcome.startswith("exports"), (
+        encoder.outcome,
+        encoder.violations,
+    )
+    assert decoder.outcome == "fails at step 1/3 (torch.export)", (
+        decoder.outcome,
+        decoder.violations,
+    )
+    (stop,) = [v for v in decoder.violations if v.code == "OLX802"]
+    assert stop.line == line_of(script, "if size.item() > 1")
+
+
+SAVE_INTO_AN_OPEN_FILE = """
+import torch
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return x.relu()
+
+
+if __name__ == "__main__":
+    with open("net.onnx", "wb") as f:
+        torch.onnx.export(Net().eval(), (torch.randn(2, 4),), f, EXTRA)
+"""
+
+
+@pytest.mark.parametrize("extra", ["dynamo=True", "dynamo=True, external_data=False"])
+def test_an_open_file_as_f_fails_at_the_save_unless_external_data_is_off(
+    analyzer: Any, tmp_path: Path, extra: str
+) -> None:
+    # EfficientSAM's export_to_onnx.py: `with open(output, "wb") as f: torch.onnx.export(
+    # ..., f, ...)`. torch 2.13 exports, then raises TypeError at the save ("expected str,
+    # bytes or os.PathLike object, not BufferedWriter"); with external_data=False it saves
+    # into the file (both measured).
+    root = _project(tmp_path, {"save.py": SAVE_INTO_AN_OPEN_FILE.replace("EXTRA", extra)})
+    script = root / "save.py"
+    res = _analyze(analyzer, root, "save.py", line_of(script, "torch.onnx.export("))
+    said = [v for v in res.violations if "saves to a path" in v.message]
+    if "external_data=False" in extra:
+        assert not said and res.outcome == "ok", (res.outcome, res.violations)
+        return
+    assert res.outcome == "exports, but the script's call fails at the save", res.outcome
+    (found,) = said
+    assert found.code == "OLX803" and found.line == line_of(script, "torch.onnx.export(")
+    assert "not BufferedWriter" in found.message
+
+
 def test_torch_export_then_onnx_export_of_the_program(analyzer: Any, tmp_path: Path) -> None:
     root = _project(tmp_path, {"ep.py": EP_THEN_ONNX})
     script = root / "ep.py"

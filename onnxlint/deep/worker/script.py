@@ -41,6 +41,7 @@ from .script_explain import (
     removed_call,
     shadowed_exporter,
     swallowed_error,
+    unsaveable_destination,
 )
 from .script_fakes import (
     Captured,
@@ -256,6 +257,16 @@ def _take(rec: Analysis, state: ScriptRun, call: Captured, made: dict[int, int],
             )
         )
         rec.result["script_call_removed"] = gone
+    unsaved = None if gone else unsaveable_destination(call, bound_arguments(call))
+    if unsaved:
+        # the export runs as analysed; the file is not written
+        rec.add(
+            place(
+                finding(wire.KIND_EXPORT_FAILURE, f"target {name!r}: {unsaved}"),
+                {"file": call.file, "line": call.line},
+            )
+        )
+        rec.result["script_save_fails"] = unsaved
     problem = _unpack_call(rec, call)
     if problem:
         rec.add(

@@ -8,7 +8,9 @@ it; a call to an export function this torch does not have says that the call fai
 from __future__ import annotations
 
 import inspect
+import io
 import linecache
+import os
 import re
 from typing import Any
 
@@ -72,6 +74,29 @@ def refused_arguments(call: Any) -> str | None:
     except ValueError:  # a signature inspect cannot read: nothing to say
         return None
     return None
+
+
+def unsaveable_destination(call: Any, arguments: dict[str, Any]) -> str | None:
+    """What to say when the script's own `torch.onnx.export` on the dynamo exporter is given
+    an open file (`with open(path, "wb") as f:`, as the TorchScript exporter took it): with
+    `external_data=True`, the default, torch saves to a path, so the call exports and then
+    raises TypeError at the save, and writes nothing. A `BytesIO` is taken (deprecated), and
+    `external_data=False` saves into the file. Else None."""
+    if call.kind != "onnx" or call.kwargs.get("dynamo") is False:
+        return None
+    f = arguments.get("f")
+    if f is None or isinstance(f, (str, bytes, os.PathLike, io.BytesIO)):
+        return None
+    if not arguments.get("external_data", True):
+        return None
+    kind = type(f).__name__
+    return (
+        f"the script's own call passes an open file ({kind}) as `f`: torch.onnx.export of "
+        f"torch {torch.__version__} (the dynamo exporter) saves to a path, so this call "
+        'exports and then raises TypeError at the save ("expected str, bytes or '
+        f"os.PathLike object, not {kind}\"), and writes nothing. Pass the file's path, or "
+        "`external_data=False` to save into the open file as the TorchScript exporter did."
+    )
 
 
 # What torch.onnx.export (the dynamo exporter, torch 2.13's default) imports when it runs.

@@ -45,9 +45,11 @@ def run(rec: Analysis) -> None:
         rec.result.get("script_exporter")
         or rec.result.get("script_call_removed")
         or rec.result.get("script_call_fails")
+        or rec.result.get("script_save_fails")
     ):
         # the script's call takes the TorchScript exporter, which writes its opset itself, or
-        # writes nothing (`torch.onnx._export` raises): no file at the wrong opset
+        # writes nothing (`torch.onnx._export` raises, an open file as `f` fails at the
+        # save): no file at the wrong opset
         rec.result["skipped"]["opset"] = f"conversion to opset {rec.opset_or_default()}: {problem}"
         if not rec.result.get("script_exporter"):
             _after_the_switch(rec, problem)
@@ -66,10 +68,14 @@ def _after_the_switch(rec: Analysis, problem: str) -> None:
     written = int(rec.onnx_program.model.opset_imports.get("", 0))
     for f in rec.findings:
         if f["kind"] == wire.KIND_EXPORT_FAILURE and f.get("line") == call.get("line"):
+            once = (
+                "once the call saves (to a path, or with `external_data=False`)"
+                if rec.result.get("script_save_fails")
+                else "once the call runs (torch.onnx.export, with the arguments it takes)"
+            )
             f["notes"] += [
-                f"once the call runs (torch.onnx.export, with the arguments it takes), it "
-                f"writes opset {written}, not the requested {rec.opset_or_default()}: ask for "
-                "opset 18 or more",
+                f"{once}, it writes opset {written}, not the requested "
+                f"{rec.opset_or_default()}: ask for opset 18 or more",
                 f"the conversion: {first_line(problem)}",
             ]
             return

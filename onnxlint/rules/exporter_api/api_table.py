@@ -289,6 +289,35 @@ def single_value(ctx: Context, expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
+def export_destination(
+    ctx: Context, call: ExportCall
+) -> tuple[cst.Arg | None, cst.BaseExpression | None]:
+    """The export call's `f` argument and what it is: its value, the one value a local name
+    is assigned, or the context manager an enclosing `with ... as name:` binds it to
+    (`with open(path, "wb") as f:`); (None, None) without an `f`."""
+    f = call.arg("f", 2)
+    if f is None or f.star:
+        return None, None
+    value: cst.BaseExpression | None = single_value(ctx, f.value)
+    if value is f.value and isinstance(f.value, cst.Name):
+        value = _with_target(ctx, f.value.value)
+    return f, value
+
+
+def _with_target(ctx: Context, name: str) -> cst.BaseExpression | None:
+    """The context manager bound to `name` by an enclosing `with ... as name:`."""
+    for anc in reversed(ctx.ancestors):
+        if isinstance(anc, cst.With):
+            for item in anc.items:
+                if (
+                    item.asname is not None
+                    and isinstance(item.asname.name, cst.Name)
+                    and item.asname.name.value == name
+                ):
+                    return item.item
+    return None
+
+
 def int_literal(expr: cst.BaseExpression) -> int | None:
     if isinstance(expr, cst.Integer):
         return int(expr.evaluated_value)

@@ -6,7 +6,7 @@ import libcst as cst
 
 from onnxlint.core.violation import Severity
 from onnxlint.rules.base import Invalid, Rule, Valid, dedent
-from onnxlint.rules.exporter_api.api_table import onnx_export_on_dynamo, single_value
+from onnxlint.rules.exporter_api.api_table import export_destination, onnx_export_on_dynamo
 
 
 class ExportToBytesIO(Rule):
@@ -93,29 +93,13 @@ class ExportToBytesIO(Rule):
         ),
     ]
 
-    def _with_target(self, name: str) -> cst.BaseExpression | None:
-        """The context manager bound to `name` by an enclosing `with ... as name:`."""
-        for anc in reversed(self.ctx.ancestors):
-            if isinstance(anc, cst.With):
-                for item in anc.items:
-                    if (
-                        item.asname is not None
-                        and isinstance(item.asname.name, cst.Name)
-                        and item.asname.name.value == name
-                    ):
-                        return item.item
-        return None
-
     def visit_Call(self, node: cst.Call) -> None:
         call = onnx_export_on_dynamo(self.ctx, node)
         if call is None:
             return
-        f = call.arg("f", 2)
-        if f is None or f.star:
+        f, value = export_destination(self.ctx, call)
+        if f is None:
             return
-        value: cst.BaseExpression | None = single_value(self.ctx, f.value)
-        if value is f.value and isinstance(f.value, cst.Name):
-            value = self._with_target(f.value.value)
         if isinstance(value, cst.Call) and self.ctx.qualname(value.func) == "io.BytesIO":
             self.report(
                 f,
