@@ -9,27 +9,28 @@ from onnxlint.rules.base import Rule
 class ExportedInTrainingMode(Rule):
     """
     ## What it does
-    Reports an export whose captured graph computes in training mode, once, at the model
-    argument of the export call (or the factory's `return`): the BatchNorm layers that
-    normalise with each batch's statistics and the dropouts that drop at random, counted
+    Reports an export whose file computes in training mode, once, at the model argument of
+    the export call (or the factory's `return`): the dropouts that drop at random, counted
     from the graph torch.export really captures and only for modules in training mode (a
-    BatchNorm without running statistics, which uses the batch's in eval mode too, is not
-    counted). Not for a script's own `torch.export.export`, which a training flow
+    dropout with `p=0` is not counted). BatchNorm is not counted: torch 2.13 writes it with
+    its running statistics in either mode (onnxscript's torchlib sets `training = False`;
+    measured: a Conv+BatchNorm model exported in training mode gives the eval model's ONNX
+    Runtime outputs). Not for a script's own `torch.export.export`, which a training flow
     (quantisation-aware training with PT2E) makes in training mode on purpose.
 
     ## Why is this bad?
-    `torch.onnx.export` exports the model in the mode it is in, without a warning. In
-    training mode the ONNX model's outputs depend on the rest of the batch and change from
-    run to run; at batch size 1 BatchNorm normalises each image by itself. The export
-    succeeds, and the model is silently wrong. The static OLX201 says the model may be in
-    training mode at the export; this finding says that the graph computes so (and, where
-    nothing in the graph depends on the mode, there is none).
+    `torch.onnx.export` exports the model in the mode it is in, without a warning. A
+    dropout exported in training mode is a `Dropout` that drops in ONNX Runtime too: the
+    outputs change from run to run. The export succeeds, and the model is silently wrong.
+    The static OLX201 says the model may be in training mode at the export; this finding
+    says that the file computes so (and, where nothing in the file depends on the mode,
+    there is none).
 
     ## Example
     ```python
-    model = build_model(cfg.model)
+    model = build_model(cfg.model)  # a head with nn.Dropout(0.1)
     model.load_state_dict(checkpoint["state_dict"])
-    torch.onnx.export(model, x, "nanodet.onnx")
+    torch.onnx.export(model, x, "model.onnx")
     ```
 
     ## Use instead
@@ -37,7 +38,7 @@ class ExportedInTrainingMode(Rule):
     model = build_model(cfg.model)
     model.load_state_dict(checkpoint["state_dict"])
     model.eval()
-    torch.onnx.export(model, x, "nanodet.onnx")
+    torch.onnx.export(model, x, "model.onnx")
     ```
 
     ## Fix safety
