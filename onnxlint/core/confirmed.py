@@ -22,7 +22,7 @@ CONFIRMING = frozenset(
 # written, OLX827 is the analysis finding that it is not; OLX201 warns that the model is in
 # training mode, OLX828 that the export fails because of it; OLX410 warns that an export
 # reaches an autograd Function's `symbolic`, OLX829 that the capture ran it; OLX830 that
-# the graph really computes in training mode.
+# the file's dropouts really drop.
 # OLX402, OLX403, OLX408 and OLX409 say that the export call raises in torch 2.13; the deep
 # analysis's OLX803 at that call, that the script's own call does.
 CONFIRMS = {
@@ -35,7 +35,7 @@ CONFIRMS = {
 # What the folded diagnostic adds when the deep finding says more than "it is so".
 CONFIRMED_AS = {
     "OLX828": "the deep analysis: the export fails because of it",
-    "OLX830": "the deep analysis: the graph computes in training mode",
+    "OLX830": "the deep analysis: its dropouts drop in the file",
 }
 
 

@@ -56,7 +56,7 @@ def test_a_graph_in_training_mode_folds_into_the_static_mode_warning() -> None:
     deep = [_v("OLX830", 51, "`model` is exported in training mode", Severity.WARNING, "deep")]
     out = merge_confirmed(static, deep)
     assert [v.code for v in out] == ["OLX201"]
-    assert out[0].message.endswith("(the deep analysis: the graph computes in training mode)")
+    assert out[0].message.endswith("(the deep analysis: its dropouts drop in the file)")
 
 
 def test_a_script_call_that_raises_folds_into_the_static_removed_argument_error() -> None:
