@@ -1183,3 +1183,35 @@ def test_check_fix_writes_the_translation_module_and_the_script_exports(
         [sys.executable, "stats.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300
     )
     assert run.returncode == 0 and (tmp_path / "stats.onnx").exists(), run.stderr[-2000:]
+
+
+def test_a_translation_for_a_model_in_another_file_edits_the_script(cli, tmp_path: Path) -> None:
+    # the finding is in the model's module; the fix edits the export script (another file)
+    # and adds the translations next to it
+    (tmp_path / "ranks.py").write_text(
+        "import torch\n\n\nclass Ranks(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return torch.median(x, dim=-1).values\n"
+    )
+    script = tmp_path / "export_ranks.py"
+    script.write_text(
+        "import torch\nfrom ranks import Ranks\n\n"
+        'torch.onnx.export(Ranks(), (torch.randn(2, 7),), "r.onnx", dynamo=True, '
+        'dynamic_shapes=({1: "n"},))\n'
+    )
+    r = cli(
+        "check", "--deep", "--no-cache", "--fix", "--unsafe-fixes", "export_ranks.py",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert "ranks.py:6: OLX805: proven: Register an ONNX translation of median" in r.stderr, (
+        r.stdout,
+        r.stderr,
+    )
+    assert "def forward(self, x):" in (tmp_path / "ranks.py").read_text()  # unchanged
+    assert "torch.median" in (tmp_path / "ranks.py").read_text()
+    text = script.read_text()
+    assert "from export_ranks_onnx_translations import aten_median_dim\n" in text, text
+    assert "custom_translation_table={torch.ops.aten.median.dim: aten_median_dim})" in text
+    assert "def aten_median_dim(" in (tmp_path / "export_ranks_onnx_translations.py").read_text()
+    r = cli("check", "--deep", "--no-cache", "export_ranks.py", cwd=tmp_path)
+    assert "OLX805" not in r.stdout and r.returncode == 0, (r.stdout, r.stderr)
