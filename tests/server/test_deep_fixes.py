@@ -20,6 +20,7 @@ from .conftest import (
     Client,
     analyze_export,
     apply_and_sync,
+    apply_text_edits,
     code_actions,
     open_checked,
     start,
@@ -236,3 +237,57 @@ async def test_a_fix_that_adds_a_module_creates_the_file(lsp: Client, tmp_path: 
     )
     out = await _analyze(lsp, uri, path, 10)
     assert out["findings"] == 0, out
+
+
+async def test_a_fix_in_another_file_edits_that_file(lsp: Client, tmp_path: Path) -> None:
+    """The finding is in the model's module, open in the editor; its fix edits the export
+    script, which is not open (a TextDocumentEdit of its file, unversioned), and adds the
+    translations module."""
+    pytest.importorskip("torch")
+    model = tmp_path / "ranks.py"
+    model_text = (
+        "import torch\n\n\nclass Ranks(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return torch.median(x, dim=-1).values\n"
+    )
+    model.write_text(model_text)
+    script = tmp_path / "export_ranks.py"
+    script.write_text(
+        "import torch\nfrom ranks import Ranks\n\n"
+        "torch.onnx.export(Ranks(), (torch.randn(2, 7),), dynamo=True,\n"
+        '                  dynamic_shapes=({1: "n"},))\n'
+    )
+    await start(lsp, "vscode", folders=[tmp_path])
+    uri = uri_of(model)
+    await open_checked(lsp, uri, model_text)
+    await _analyze(lsp, uri, script, 4)
+
+    def fixed() -> types.Diagnostic | None:
+        for p in reversed(lsp.publishes):
+            if p.uri == uri:
+                for d in p.diagnostics:
+                    if d.code == "OLX805" and isinstance(d.data, dict) and "fix" in d.data:
+                        return d
+                return None
+        return None
+
+    finding = await wait_for(fixed, 300, "the OLX805 finding with its proven fix")
+    (fix,) = [a for a in await _actions(lsp, uri, finding) if "ONNX translation" in a.title]
+    assert fix.edit is not None and fix.edit.document_changes
+    kinds = [(type(c).__name__, c.uri if isinstance(c, types.CreateFile) else c.text_document.uri)
+             for c in fix.edit.document_changes]  # fmt: skip
+    new = tmp_path / "export_ranks_onnx_translations.py"
+    assert kinds == [
+        ("TextDocumentEdit", uri_of(script)),
+        ("CreateFile", uri_of(new)),  # created before its text is written
+        ("TextDocumentEdit", uri_of(new)),
+    ], kinds
+    (script_edit,) = [
+        c
+        for c in fix.edit.document_changes
+        if isinstance(c, types.TextDocumentEdit) and c.text_document.uri == uri_of(script)
+    ]
+    assert script_edit.text_document.version is None  # not open: the file on disk
+    text = apply_text_edits(script.read_text(), list(script_edit.edits))  # type: ignore[arg-type]
+    assert "from export_ranks_onnx_translations import aten_median_dim\n" in text
+    assert "custom_translation_table={torch.ops.aten.median.dim: aten_median_dim})" in text
