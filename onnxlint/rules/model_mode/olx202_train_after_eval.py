@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from onnxlint.analysis.exported_model import exported_model
-from onnxlint.analysis.exporter import captures_model_mode
+from onnxlint.analysis.exporter import captures_model_mode, effective_kind
 from onnxlint.analysis.mode_sensitivity import mode_insensitive
 from onnxlint.analysis.modes import Mode
 from onnxlint.core.violation import FixSafety, Severity
@@ -15,6 +15,7 @@ from onnxlint.rules.model_mode.olx201_missing_eval_before_export import (
     eval_fix,
     export_call_or_wrapper,
 )
+from onnxlint.semantic.calls import ExportKind
 
 
 class TrainAfterEval(Rule):
@@ -27,7 +28,9 @@ class TrainAfterEval(Rule):
     ## Why is this bad?
     `.train()` undoes `.eval()` for the whole module tree. The dynamo exporter,
     `torch.export` and tracing capture the current mode, so the exported graph keeps
-    Dropout and training-mode BatchNorm. This typically happens when an export is added
+    Dropout and training-mode BatchNorm (torch 2.13's `torch.onnx.export` writes BatchNorm
+    with its running statistics in either mode, so there only Dropout and `self.training`
+    branches count, as in OLX201). This typically happens when an export is added
     at the end of a training loop that calls `model.train()` at the start of each epoch,
     or after a validation helper that restores training mode.
 
@@ -63,6 +66,24 @@ class TrainAfterEval(Rule):
     file_scope = True
 
     VALID = [
+        Valid(  # BatchNorm only: torch 2.13's ONNX exporter writes its running statistics
+            dedent(
+                """
+                import torch
+                import torch.nn as nn
+                class Net(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.conv = nn.Conv2d(3, 8, 3)
+                        self.bn = nn.BatchNorm2d(8)
+                    def forward(self, x):
+                        return self.bn(self.conv(x))
+                model = Net().eval()
+                model.train()
+                torch.onnx.export(model, (x,), "m.onnx")
+                """
+            )
+        ),
         Valid(
             dedent(
                 """
@@ -152,22 +173,31 @@ class TrainAfterEval(Rule):
         ref = exported_model(self.ctx, call)
         if ref is None or Mode.RETRAIN not in ref.modes:
             return
-        if ref.class_info is not None and mode_insensitive(self.ctx, ref.class_info.name):
+        # torch 2.13's ONNX exporter writes BatchNorm with its running statistics in either
+        # mode (OLX201): there only Dropout and `self.training` count
+        onnx = effective_kind(self.ctx, call) is ExportKind.ONNX_DYNAMO
+        info = ref.class_info
+        if info is not None and mode_insensitive(self.ctx, info.name, batchnorm=not onnx):
             return
+        keeps = (
+            "Dropout and the `self.training` branches"
+            if onnx
+            else ("Dropout and training-mode BatchNorm")
+        )
         name = ref.name or "model"
         every = ref.modes == {Mode.RETRAIN}
         chain, related = self.ctx.chain(chain_links(call, ref, Mode.RETRAIN))
         if ref.via(Mode.RETRAIN):  # a helper's `.train()`, named with where it is
             message = (
                 f"`{name}` {'is' if every else 'may be'} in training mode at this export: "
-                f"{chain}, after `.eval()`; it is exported with Dropout and training-mode "
-                f"BatchNorm; call `{name}.eval()` right before exporting"
+                f"{chain}, after `.eval()`; it is exported with {keeps}; call `{name}.eval()` "
+                "right before exporting"
             )
         else:
             message = (
                 f"`{name}.train()` runs after `.eval()` and before this export, so `{name}` "
-                f"{'is' if every else 'may be'} exported in training mode (with Dropout and "
-                f"training-mode BatchNorm){'; ' + chain if chain else ''}; call "
+                f"{'is' if every else 'may be'} exported in training mode (with {keeps})"
+                f"{'; ' + chain if chain else ''}; call "
                 f"`{name}.eval()` right before exporting"
             )
         self.report(
