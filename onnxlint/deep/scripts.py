@@ -76,9 +76,10 @@ def invocation_lines(text: str, line: int, calls: Sequence[int] = ()) -> list[in
         if isinstance(node, ast.ClassDef):
             continue
         for n in ast.walk(node):
-            called = isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-            if called and n.func.id in sites and n.func.id != owner:  # type: ignore[attr-defined]
-                sites[n.func.id].append((n.lineno, owner))  # type: ignore[attr-defined]
+            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
+                continue
+            if n.func.id in sites and n.func.id != owner:
+                sites[n.func.id].append((n.lineno, owner))
     reached: set[str] = set()
     todo = [name for name, at in sites.items() for _l, owner in at if owner is None]
     while todo:

@@ -50,6 +50,21 @@ def _deep(diags: list[types.Diagnostic]) -> list[types.Diagnostic]:
     return [d for d in diags if str(d.code).startswith("OLX8")]
 
 
+async def _proven_olx805(lsp: Client, uri: str) -> types.Diagnostic:
+    """The OLX805 diagnostic of the last publish for `uri`, once it carries its proven fix."""
+
+    def fixed() -> types.Diagnostic | None:
+        for p in reversed(lsp.publishes):
+            if p.uri == uri:
+                for d in p.diagnostics:
+                    if d.code == "OLX805" and isinstance(d.data, dict) and "fix" in d.data:
+                        return d
+                return None
+        return None
+
+    return await wait_for(fixed, 300, "the OLX805 finding with its proven fix")  # type: ignore[no-any-return]
+
+
 async def _pushed_finding(
     lsp: Client, uri: str, timeout: float, *, fixed: bool = False
 ) -> types.Diagnostic:
@@ -192,16 +207,7 @@ async def test_a_fix_that_adds_a_module_creates_the_file(lsp: Client, tmp_path: 
     await open_checked(lsp, uri, TRANSLATED)
     await _analyze(lsp, uri, path, 9)
 
-    def fixed() -> types.Diagnostic | None:
-        for p in reversed(lsp.publishes):
-            if p.uri == uri:
-                for d in p.diagnostics:
-                    if d.code == "OLX805" and isinstance(d.data, dict) and "fix" in d.data:
-                        return d
-                return None
-        return None
-
-    finding = await wait_for(fixed, 300, "the OLX805 finding with its proven fix")
+    finding = await _proven_olx805(lsp, uri)
     acts = await _actions(lsp, uri, finding)
     (fix,) = [a for a in acts if "ONNX translation" in a.title]
     assert fix.title.startswith(
@@ -262,16 +268,7 @@ async def test_a_fix_in_another_file_edits_that_file(lsp: Client, tmp_path: Path
     await open_checked(lsp, uri, model_text)
     await _analyze(lsp, uri, script, 4)
 
-    def fixed() -> types.Diagnostic | None:
-        for p in reversed(lsp.publishes):
-            if p.uri == uri:
-                for d in p.diagnostics:
-                    if d.code == "OLX805" and isinstance(d.data, dict) and "fix" in d.data:
-                        return d
-                return None
-        return None
-
-    finding = await wait_for(fixed, 300, "the OLX805 finding with its proven fix")
+    finding = await _proven_olx805(lsp, uri)
     (fix,) = [a for a in await _actions(lsp, uri, finding) if "ONNX translation" in a.title]
     assert fix.edit is not None and fix.edit.document_changes
     kinds = [(type(c).__name__, c.uri if isinstance(c, types.CreateFile) else c.text_document.uri)

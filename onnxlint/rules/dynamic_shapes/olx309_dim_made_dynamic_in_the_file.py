@@ -242,12 +242,21 @@ class DimMadeDynamicInTheFile(Rule):
             or helper.node is self.ctx.enclosing(cst.FunctionDef)
         ):
             return
-        inside = list(iter_descendants(helper.node))
-        exports = {id(c.node) for c in self.ctx.semantic.export_calls}
-        if any(id(n) in exports for n in inside):
-            return  # it exports and edits: found in it
-        if any(_edits_dims(n) for n in inside):
+        if self._only_edits_dims(helper.node):  # (one that exports too is found in it)
             self._check(node, f"`{f.value}()` sets `dim_param` in the written file, which")
+
+    def _only_edits_dims(self, func: cst.FunctionDef) -> bool:
+        """Whether a function of the file edits dims and makes no export call (once per
+        function and check: every call of it asks)."""
+        key = ("olx309-edits-dims", id(func))
+        memo = self.ctx.semantic.memo
+        if key not in memo:
+            inside = list(iter_descendants(func))
+            exports = {id(c.node) for c in self.ctx.semantic.export_calls}
+            memo[key] = not any(id(n) in exports for n in inside) and any(
+                _edits_dims(n) for n in inside
+            )
+        return bool(memo[key])
 
     def _check(self, node: cst.CSTNode, what: str) -> None:
         export = self._export_before(node)
@@ -271,12 +280,12 @@ class DimMadeDynamicInTheFile(Rule):
     def _export_before(self, node: cst.CSTNode) -> ExportCall | None:
         """The last dynamo export call without dynamic dims before `node`, in its function
         (or at module level when `node` is)."""
-        func = self.ctx.enclosing(cst.FunctionDef)
-        scope: cst.CSTNode | None = func
+        scope = self.ctx.enclosing(cst.FunctionDef)
         try:
             line = self.ctx.span(node).line
         except LookupError:
             return None
+        in_scope = {id(n) for n in iter_descendants(scope)} if scope is not None else set()
         found: ExportCall | None = None
         for call in self.ctx.semantic.export_calls:
             if not exporter_known(call) or effective_kind(self.ctx, call) is not (
@@ -292,7 +301,7 @@ class DimMadeDynamicInTheFile(Rule):
                 if earlier is None:
                     continue
                 at = earlier  # an earlier top-level statement
-            inside = scope is None or any(n is call.node for n in iter_descendants(scope))
+            inside = scope is None or id(call.node) in in_scope
             if inside and at < line:
                 found = call
         if found is None or not _without_dynamic_dims(found):
