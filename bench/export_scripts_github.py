@@ -494,8 +494,10 @@ def _export(git_dir: Path, commit: str, folder: Path) -> int | None:
         pos += size + 1
         target = folder / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        if mode == b"120000":
-            continue  # symbolic links are left out
+        if mode == b"120000":  # a symbolic link, as a checkout makes it (icefall's recipes)
+            target.unlink(missing_ok=True)
+            target.symlink_to(data.decode("utf-8", "surrogateescape"))
+            continue
         target.write_bytes(data)
         if mode == b"100755":
             target.chmod(0o755)

@@ -45,6 +45,13 @@ class ProjectLookup(Protocol):
         """The same for a project class."""
         ...
 
+    def library_class_at(
+        self, importer: str, qualname: str
+    ) -> tuple[FileAnalysis, ClassInfo] | None:
+        """A class the project does not define, read from the installed libraries (asked
+        only where its own code decides, as whether a model's mode changes anything)."""
+        ...
+
     def constant_at(
         self, importer: str, qualname: str
     ) -> tuple[FileAnalysis, cst.BaseExpression] | None:

@@ -28,7 +28,12 @@ from onnxlint.source.walker import dotted, iter_descendants
 if TYPE_CHECKING:
     from onnxlint.analysis.file import FileView
 
-__all__ = ["class_mode_insensitive", "made_class_mode_insensitive", "mode_insensitive"]
+__all__ = [
+    "class_mode_insensitive",
+    "imported_class_mode_insensitive",
+    "made_class_mode_insensitive",
+    "mode_insensitive",
+]
 
 
 _MODE_WORDS = (
@@ -164,18 +169,29 @@ def _tensor_type(qualname: str) -> bool:
 
 
 def _project_class_insensitive(ctx: FileView, qualname: str, batchnorm: bool) -> bool:
-    """A class imported from another module of the project, judged in its own file."""
+    """A class imported from another module of the project, or else from an installed
+    library (`ProjectLookup.library_class_at`), judged in its own file."""
     if ctx.project is None or "." not in qualname:
         return False
     key = ("project_mode_insensitive", qualname, batchnorm)
     memo = ctx.semantic.memo
     if key not in memo:
         memo[key] = False  # recursion guard
-        found = ctx.project.class_at(ctx.path, qualname)
+        found = ctx.project.class_at(ctx.path, qualname) or ctx.project.library_class_at(
+            ctx.path, qualname
+        )
         memo[key] = found is not None and mode_insensitive(
             found[0], found[1].name, batchnorm=batchnorm
         )
     return bool(memo[key])
+
+
+def imported_class_mode_insensitive(
+    ctx: FileView, qualname: str, *, batchnorm: bool = True
+) -> bool:
+    """`mode_insensitive` for a class the file imports (`qualname`), of another project
+    module or of an installed library, judged in its own file. False whenever unsure."""
+    return _project_class_insensitive(ctx, qualname, batchnorm)
 
 
 def _takes_star_args(cls: cst.ClassDef) -> bool:

@@ -12,6 +12,7 @@ finding that depends on another file goes stale.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ import libcst as cst
 from onnxlint.analysis.file import FileAnalysis
 from onnxlint.core.config import Config
 from onnxlint.project.facts import FileFacts, file_analysis
+from onnxlint.project.libraries import library_roots
 from onnxlint.project.resolve import Reader, can_export, candidates, read_disk
 from onnxlint.project.summary import ModuleSummary, SummaryStore, summarise
 from onnxlint.semantic.frameworks import base_verdict
@@ -45,6 +47,8 @@ class ProjectIndex:
         self.root: str | None = None
         self._module_memo: dict[tuple[str, str], bool | None] = {}
         self._return_memo: dict[tuple[str, str], str | None] = {}
+        self._library_memo: dict[tuple[str, str], tuple[FileAnalysis, ClassInfo] | None] = {}
+        self._libraries: tuple[str, ...] | None = None
         self._summaries: dict[str, ModuleSummary] = {}  # path -> summary of its last text
         # Summaries the other processes of this run made (the CLI's pool workers).
         self.shared_summaries: SummaryStore | None = None
@@ -53,6 +57,7 @@ class ProjectIndex:
         self.deps = {}
         self._module_memo = {}
         self._return_memo = {}
+        self._library_memo = {}
         if config is not None:
             self.use_config(config)
 
@@ -61,6 +66,8 @@ class ProjectIndex:
         and its root, where absolute imports start."""
         if config != self.config:
             self._facts.clear()  # their models were built with the old settings
+        if config.deep.get("python") != self.config.deep.get("python"):
+            self._libraries = None
         self.config = config
         self.root = str(config.root) if config.root is not None else None
 
@@ -127,11 +134,22 @@ class ProjectIndex:
     def known_facts(self) -> list[FileFacts]:
         return list(self._facts.values())
 
-    def module(self, importer: str, module_name: str) -> FileFacts | None:
+    def module(
+        self, importer: str, module_name: str, libraries: tuple[str, ...] = ()
+    ) -> FileFacts | None:
+        """The facts of the module `import module_name` loads from `importer`: a project
+        file, else one in the `libraries` folders (an absolute import only)."""
         for path in candidates(importer, module_name, self.root):
             found = self.facts(path)
             if found is not None:
                 return found
+        if module_name.startswith("."):
+            return None
+        for folder in libraries:
+            for path in candidates(os.path.join(folder, "__main__.py"), module_name, None):
+                found = self.facts(path)
+                if found is not None:
+                    return found
         return None
 
     # -- names across files
@@ -152,9 +170,9 @@ class ProjectIndex:
         return found if found is None or isinstance(found[1], FunctionInfo) else None
 
     def _definition(
-        self, importer: str, qualname: str, hops: int, table: str
+        self, importer: str, qualname: str, hops: int, table: str, libraries: tuple[str, ...] = ()
     ) -> tuple[FileFacts, Any] | None:
-        found = self._find(importer, qualname, hops)
+        found = self._find(importer, qualname, hops, libraries)
         if found is None:
             return None
         facts, name = found
@@ -179,6 +197,33 @@ class ProjectIndex:
             return (facts.analysis, info) if facts is not None and info is not None else None
         found = self.find_class(importer, qualname)
         return (found[0].analysis, found[1]) if found is not None else None
+
+    def library_class_at(
+        self, importer: str, qualname: str
+    ) -> tuple[FileAnalysis, ClassInfo] | None:
+        """`class_at` for a class the project does not define, found in the installed
+        libraries (`project.libraries`: the environment's `site-packages`), read as text.
+        Asked only where a library class's own code decides (a model's mode)."""
+        if "." not in qualname:
+            return None
+        key = (importer, qualname)
+        if key not in self._library_memo:
+            found = self._definition(importer, qualname, MAX_HOPS, "classes", self.libraries())
+            self._library_memo[key] = (
+                (found[0].analysis, found[1])
+                if found is not None and isinstance(found[1], ClassInfo)
+                else None
+            )
+        return self._library_memo[key]
+
+    def libraries(self) -> tuple[str, ...]:
+        """The library folders of the project's interpreter (asked once per configuration)."""
+        if self._libraries is None:
+            python = self.config.deep.get("python")
+            if isinstance(python, str) and python and self.root and os.sep in python:
+                python = os.path.join(self.root, os.path.expanduser(python))
+            self._libraries = library_roots(python if isinstance(python, str) else None)
+        return self._libraries
 
     def export_function(
         self, importer: str, qualname: str
@@ -232,14 +277,16 @@ class ProjectIndex:
         a function or a module-level assignment), following re-exports, and its name there."""
         return self._find(importer, qualname, MAX_HOPS)
 
-    def _find(self, importer: str, qualname: str, hops: int) -> tuple[FileFacts, str] | None:
+    def _find(
+        self, importer: str, qualname: str, hops: int, libraries: tuple[str, ...] = ()
+    ) -> tuple[FileFacts, str] | None:
         while hops > 0:
             hops -= 1
             split = split_qualname(qualname)
             if split is None:
                 return None
             module_name, name = split
-            module = self.module(importer, module_name)
+            module = self.module(importer, module_name, libraries)
             if module is None:
                 return None
             m = module.semantic
@@ -251,7 +298,7 @@ class ProjectIndex:
                 for star in m.star_imports:
                     if not name.startswith("_"):
                         sep = "" if star.endswith(".") else "."
-                        found = self._find(module.path, f"{star}{sep}{name}", hops)
+                        found = self._find(module.path, f"{star}{sep}{name}", hops, libraries)
                         if found is not None:
                             return found
                 return None

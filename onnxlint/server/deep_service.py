@@ -133,7 +133,8 @@ class DeepService:
         if not self.server.init.trusted:
             raise DeepUnavailable(UNTRUSTED_MESSAGE)
         python = self.python_for(uri)
-        same = os.path.realpath(python) == os.path.realpath(sys.executable)
+        # Paths, not their targets: a venv's `python` links to the same binary as its base's.
+        same = os.path.abspath(python) == os.path.abspath(sys.executable)
         if same and importlib.util.find_spec("torch") is None:
             raise DeepUnavailable(
                 f"onnxlint: the deep analysis needs torch, which is not installed in "

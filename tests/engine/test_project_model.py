@@ -909,3 +909,99 @@ def test_code_only_scripting_reaches_keeps_its_loops_and_branches(tmp_path) -> N
     assert {c for _, c in onnx} >= {"OLX101", "OLX102", "OLX108"}
     both = exported("torch.jit.script(m)", "torch.jit.trace(m, (torch.ones(2, 3), torch.ones(2)))")
     assert {c for _, c in both} >= {"OLX108"}
+
+
+LIBRARY = {
+    "srlib/__init__.py": "from .nets import Dropping, Plain\n",
+    "srlib/base.py": """
+        import torch.nn as nn
+
+
+        class BaseModule(nn.Module):
+            def __init__(self, init_cfg=None):
+                super().__init__()
+                self.init_cfg = init_cfg
+    """,
+    "srlib/nets.py": """
+        import torch.nn as nn
+
+        from srlib.base import BaseModule
+
+
+        class Plain(BaseModule):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 3, 3, padding=1)
+                self.relu = nn.ReLU()
+
+            def forward(self, x):
+                return self.relu(self.conv(x))
+
+
+        class Dropping(BaseModule):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(3, 3, 3, padding=1)
+                self.drop = nn.Dropout(0.5)
+
+            def forward(self, x):
+                return self.drop(self.conv(x))
+    """,
+}
+
+LIBRARY_USER = """
+    import torch
+    from srlib import Dropping, Plain
+
+    x = torch.randn(1, 3, 8, 8)
+    torch.onnx.export(Plain(), (x,), "plain.onnx")
+    torch.onnx.export(Dropping(), (x,), "dropping.onnx")
+"""
+
+
+def _venv_with(folder: Path, files: dict[str, str]) -> Path:
+    """A real venv (no pip) whose site-packages holds `files`; its interpreter's path."""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    _write(Path(site), files)
+    return python
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+def test_olx201_reads_a_library_model_class_from_the_environment(tmp_path) -> None:
+    """A model class imported from an installed library is judged by its source there (as
+    pyright reads site-packages): the one without Dropout is not reported; without the
+    library both are (unsure)."""
+    python = _venv_with(tmp_path / "env", LIBRARY)
+    config = f'[tool.onnxlint.deep]\npython = "{python}"\n'
+    root = project(_write(tmp_path / "p", {}), {"export.py": LIBRARY_USER}, config)
+    assert codes(check(root), "export.py") == [(6, "OLX201")]
+    bare = project(_write(tmp_path / "bare", {}), {"export.py": LIBRARY_USER})
+    assert codes(check(bare), "export.py") == [(5, "OLX201"), (6, "OLX201")]
+
+
+def test_olx201_reads_library_classes_on_pythonpath(tmp_path) -> None:
+    """onnxlint's own interpreter: its site-packages and PYTHONPATH's folders."""
+    lib = _write(tmp_path / "lib", LIBRARY)
+    root = _write(tmp_path / "p", {"export.py": LIBRARY_USER})
+    r = run_cli(
+        "check", ".", "--format", "json", "--no-cache", cwd=root, env={"PYTHONPATH": str(lib)}
+    )
+    assert codes(json.loads(r.stdout), "export.py") == [(6, "OLX201")]

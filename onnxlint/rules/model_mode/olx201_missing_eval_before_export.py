@@ -20,6 +20,7 @@ from onnxlint.analysis.exporter import (
 )
 from onnxlint.analysis.mode_sensitivity import (
     class_mode_insensitive,
+    imported_class_mode_insensitive,
     made_class_mode_insensitive,
     mode_insensitive,
 )
@@ -72,7 +73,11 @@ class MissingEvalBeforeExport(Rule):
     results at inference; `torch.export` and tracing also record BatchNorm with the batch's
     statistics. (torch 2.13's `torch.onnx.export` writes BatchNorm with its running
     statistics in either mode, so a model whose only mode-dependent layers are BatchNorm,
-    as a torchvision ResNet, is not reported for it.) The `training=` keyword of
+    as a torchvision ResNet, is not reported for it. A model class that changes nothing with
+    the mode is not reported either: one of the project, or one of an installed library,
+    whose source onnxlint reads from the environment's `site-packages`, as pyright does:
+    the interpreter set as `[tool.onnxlint.deep] python`, else the one onnxlint runs in.
+    A class it cannot read is reported.) The `training=` keyword of
     `torch.onnx.export` is ignored by the dynamo exporter, and `with torch.no_grad():` does
     not change the mode either. An `.eval()` in only one branch of an `if` leaves the other
     path in training mode.
@@ -563,9 +568,9 @@ class MissingEvalBeforeExport(Rule):
     ]
 
     def _insensitive_elsewhere(self, ref: ModelRef, batchnorm: bool) -> bool:
-        """The class is defined inside a function, or in another project module, or made
-        by a factory of this file with `type(...)`, and has no mode-dependent layer (the
-        other module's own submodules judged there)."""
+        """The class is defined inside a function, or in another project module, or in an
+        installed library, or made by a factory of this file with `type(...)`, and has no
+        mode-dependent layer (the other module's own submodules judged there)."""
         nested = nested_class(self.ctx, ref)
         if nested is not None:
             bases = tuple(d for d in (dotted(a.value) for a in nested.bases) if d)
@@ -576,6 +581,10 @@ class MissingEvalBeforeExport(Rule):
         if found is not None:
             view, info = found
             return mode_insensitive(analysis_of(view), info.name, batchnorm=batchnorm)
+        if ref.imported_class is not None:  # a library's class, read from its installed source
+            return imported_class_mode_insensitive(
+                self.ctx, ref.imported_class, batchnorm=batchnorm
+            )
         callee = model_callee(ref)
         return callee is not None and made_class_mode_insensitive(
             self.ctx, callee, batchnorm=batchnorm
