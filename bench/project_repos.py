@@ -4,6 +4,7 @@
     python bench/project_repos.py run --label before30 --onnxlint DIR   # an export of a commit
     python bench/project_repos.py report --before before30 --after main
     python bench/project_repos.py report ... --template /tmp/todo.jsonl   # unjudged, to label
+    python bench/project_repos.py libraries    # then `run --libraries`: LIBRARIES on PYTHONPATH
 
 The repositories are the 32 GitHub projects of the export-scripts bench (`SCRIPTS` in
 `export_scripts_github.py`: each pinned to a commit, exported by `export_scripts.py fetch`
@@ -33,6 +34,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -54,6 +57,14 @@ from precision_corpus import (
 
 HERE = Path(__file__).resolve().parent
 LABELS = HERE / "repos_labels.jsonl"
+# The libraries the repositories' code imports a model class from, where a finding depends on
+# that class (OLX201 judges a library class by its source): edgeai-mmdeploy's tests export
+# mmagic's SRCNNNet, whose base is mmengine's BaseModule. A user's environment holds them; the
+# run puts them on PYTHONPATH (`run --libraries`), installed without their own dependencies
+# (`libraries`: pip install --no-deps --target). PackNet01 (packnet-sfm, TensorRT's sample)
+# is not on PyPI and stays unread.
+LIBRARIES = ["mmagic==1.2.0", "mmengine==0.10.7"]
+LIBRARIES_DIR = HERE / "corpus" / "libraries"
 
 
 def repositories() -> dict[str, str]:
@@ -69,8 +80,19 @@ def _results_path(label: str) -> Path:
     return path if path.suffix == ".json" else RESULTS / f"repos-{label}.json"
 
 
+def libraries(args: argparse.Namespace) -> None:
+    """Install LIBRARIES (no dependencies) into LIBRARIES_DIR."""
+    cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--upgrade"]
+    subprocess.run([*cmd, "--target", str(LIBRARIES_DIR), *LIBRARIES], check=True)
+    print(f"{', '.join(LIBRARIES)} in {LIBRARIES_DIR}")
+
+
 def run(args: argparse.Namespace) -> None:
     onnxlint_root, env, probe = onnxlint_env(args.onnxlint)
+    if args.libraries:
+        if not LIBRARIES_DIR.is_dir():
+            sys.exit(f"no {LIBRARIES_DIR} (run `project_repos.py libraries` first)")
+        env["PYTHONPATH"] += os.pathsep + str(LIBRARIES_DIR)
     corpus = Path(args.corpus).resolve() if args.corpus else CORPUS
     out = _results_path(args.label)
     only = set(args.only or [])
@@ -85,6 +107,7 @@ def run(args: argparse.Namespace) -> None:
         "created": time.strftime("%Y-%m-%d %H:%M:%S"),
         "corpus": str(corpus),
         "checkout": args.checkout,
+        "libraries": LIBRARIES if args.libraries else [],
     }
     source = _Source()
     for name, commit in repositories().items():
@@ -226,6 +249,10 @@ def main() -> None:
     )
     p_run.add_argument("--jobs", type=int, default=2)
     p_run.add_argument("--only", action="append", help="only this owner+name (repeatable)")
+    p_run.add_argument(
+        "--libraries", action="store_true", help="LIBRARIES on PYTHONPATH (see `libraries`)"
+    )
+    sub.add_parser("libraries", help=f"install {', '.join(LIBRARIES)} for `run --libraries`")
     p_rep = sub.add_parser("report", help="per rule: before/after, new, gone, cross-file, true")
     p_rep.add_argument("--before", default="before30", help="label or path of the before run")
     p_rep.add_argument("--after", default="main", help="label or path of the after run")
@@ -234,7 +261,7 @@ def main() -> None:
     p_rep.add_argument("--verbose", "-v", action="store_true", help="show the todo's messages")
     p_rep.add_argument("--template", help="write the unlabeled findings as JSONL here")
     args = parser.parse_args()
-    {"run": run, "report": report}[args.command](args)
+    {"run": run, "report": report, "libraries": libraries}[args.command](args)
 
 
 if __name__ == "__main__":

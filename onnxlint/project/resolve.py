@@ -94,6 +94,24 @@ def candidates(importer: str, module_name: str, root: str | None) -> Iterator[st
         yield os.path.join(target, "__init__.py")
         if parts:
             yield target + ".py"
+    if not level and len(parts) > 1:
+        # Last: the importer's own top package under the name it is imported by, which its
+        # folder need not have (a repository that is a package, cloned under another name:
+        # `from models.crnn import CRNN` beside `crnn.py` in the package `models` was).
+        package = _top_package(here)
+        if package is not None and os.path.basename(package) != parts[0]:
+            target = os.path.join(package, *parts[1:])
+            yield os.path.join(target, "__init__.py")
+            yield target + ".py"
+
+
+def _top_package(here: str) -> str | None:
+    """The outermost package folder holding `here` (None when `here` is no package)."""
+    if not os.path.isfile(os.path.join(here, "__init__.py")):
+        return None
+    while os.path.isfile(os.path.join(os.path.dirname(here), "__init__.py")):
+        here = os.path.dirname(here)
+    return here
 
 
 def roots(here: str, root: str | None) -> list[str]:

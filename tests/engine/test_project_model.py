@@ -1005,3 +1005,35 @@ def test_olx201_reads_library_classes_on_pythonpath(tmp_path) -> None:
         "check", ".", "--format", "json", "--no-cache", cwd=root, env={"PYTHONPATH": str(lib)}
     )
     assert codes(json.loads(r.stdout), "export.py") == [(6, "OLX201")]
+
+
+def test_a_repository_that_is_a_package_imports_itself_by_its_own_name(tmp_path) -> None:
+    """`from models.net import Net` in a package cloned as `crnn-repo/`: the class is the
+    package's own `net.py` (the import's last resort); with Dropout in it, it is reported."""
+    net = """
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(1, 4, 3)
+                self.bn = nn.BatchNorm2d(4)
+                self.rnn = nn.LSTM(4, 4, bidirectional=True)
+
+            def forward(self, x):
+                return self.bn(self.conv(x))
+    """
+    script = """
+        import torch
+        from models.net import Net
+
+        model = Net()
+        torch.onnx.export(model, (torch.randn(1, 1, 8, 8),), "net.onnx")
+    """
+    files = {"crnn-repo/__init__.py": "", "crnn-repo/net.py": net, "crnn-repo/convert.py": script}
+    root = project(_write(tmp_path / "a", {}), files)
+    assert codes(check(root), "crnn-repo/convert.py") == []
+    dropping = net.replace("self.bn = nn.BatchNorm2d(4)", "self.bn = nn.Dropout(0.1)")
+    root = project(_write(tmp_path / "b", {}), {**files, "crnn-repo/net.py": dropping})
+    assert codes(check(root), "crnn-repo/convert.py") == [(5, "OLX201")]
