@@ -12,8 +12,9 @@ With `--checkout DIR` (repeatable; a `git worktree` of another commit, say), the
 made with that checkout's extension and server too (driven by this checkout's harness),
 interleaved with this one's, so that load changes hit both alike: before/after side by side in
 one run. The extension host's own log says when it started, when it activated onnxlint (and
-whether the file's open or the window woke it) and when the window's eager activations ended. The server runs with Python's
-bytecode cache, as from a pip install: each checkout's onnxlint is compiled first and
+whether the file's open or the window woke it) and when the window's eager activations ended.
+The server runs with Python's bytecode cache, as from a pip install: each checkout's onnxlint
+is compiled first and
 `PYTHONDONTWRITEBYTECODE` is removed from the environment (`--dont-write-bytecode` keeps it set:
 every onnxlint module is then compiled from source at each server start).
 With `--deep`, each run also times the first deep analysis after opening the export script
@@ -131,7 +132,10 @@ def main() -> None:
             if values:
                 print(f"  {words:<52} {statistics.median(values):>7.0f}")
         opened_first = sum(r.get("by_open", 0) for r in results)
-        print(f"  activated by the file's open (not with the window) in {opened_first} of {len(results)} runs")
+        print(
+            f"  activated by the file's open (not with the window) in {opened_first} "
+            f"of {len(results)} runs"
+        )
         squiggles = [r["squiggles"] for r in results if "squiggles" in r]
         print(f"  first squiggles, each run: {', '.join(str(v) for v in squiggles)}")
     print()
