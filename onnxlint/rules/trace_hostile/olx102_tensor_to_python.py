@@ -17,6 +17,14 @@ from onnxlint.rules.trace_hostile._common import (
 from onnxlint.semantic.kinds import Kind
 
 _CONVERTERS = {"builtins.int": "int", "builtins.float": "float", "builtins.bool": "bool"}
+# torch's random factories: a conversion of what one draws is training-time sampling.
+_RANDOM = frozenset(
+    f"torch.{n}"
+    for n in (
+        "rand", "randn", "randint", "rand_like", "randn_like", "randint_like",
+        "randperm", "bernoulli", "multinomial", "normal", "poisson",
+    )
+)  # fmt: skip
 
 
 class TensorToPython(Rule):
@@ -24,7 +32,9 @@ class TensorToPython(Rule):
     ## What it does
     Flags tensor-to-Python conversions (`.item()`, `.tolist()`, `int(t)`, `float(t)`,
     `bool(t)`) in code reachable from `forward`, rated by where the value goes: a Python
-    branch, a `range()`, a size argument (`torch.zeros(n)`, `x.view(n, -1)`).
+    branch, a `range()`, a size argument (`torch.zeros(n)`, `x.view(n, -1)`). A random
+    draw converted where it is made (`torch.randint(1, n, (1,)).item()`) is training-time
+    sampling (a chunk size, a mask span) that an inference export does not run: not reported.
 
     ## Why is this bad?
     Under the dynamo exporter (the default since torch 2.9) the value becomes a symbol
@@ -64,6 +74,20 @@ class TensorToPython(Rule):
     severity = Severity.ERROR
 
     VALID = [
+        Valid(  # a random draw: training-time sampling (dynamic chunk sizes, masking)
+            dedent(
+                """
+                import torch
+                class M(torch.nn.Module):
+                    def forward(self, x):
+                        chunk = torch.randint(1, x.size(0), (1,)).item()
+                        if chunk > 4:
+                            chunk = x.size(0)
+                        keep = int(torch.rand(1) * x.size(1))
+                        return x[:chunk, :keep]
+                """
+            )
+        ),
         Valid(  # an assert without a message: a runtime assertion in the exported program
             dedent(
                 """
@@ -237,7 +261,7 @@ class TensorToPython(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         what = self._conversion(node)
-        if what is None or not self.ctx.in_forward:
+        if what is None or not self.ctx.in_forward or self._random_draw(node):
             return
         if traced(self.ctx):
             self.report(
@@ -267,6 +291,16 @@ class TensorToPython(Rule):
                 "shapes or keep it a tensor",
                 severity=Severity.WARNING,
             )
+
+    def _random_draw(self, node: cst.Call) -> bool:
+        """The value converted is a random draw made right there (`torch.randint(1, n,
+        (1,)).item()`, `int(torch.rand(1) * k)`): training-time sampling (a random chunk
+        size, a mask span, a drop decision), which an inference export does not run."""
+        func = node.func
+        inner = func.value if isinstance(func, cst.Attribute) else node.args[0].value
+        while isinstance(inner, cst.BinaryOperation):  # `torch.rand(1) * k`
+            inner = inner.left
+        return isinstance(inner, cst.Call) and (self.ctx.qualname(inner.func) or "") in _RANDOM
 
     def _in_bare_assert(self) -> bool:
         """The value is tested by an `assert` without a message: torch.export (2.13)
