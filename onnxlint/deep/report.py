@@ -266,6 +266,9 @@ def _script_words(r: DeepResult) -> str:
         text += f" `{call.get('name')}` in cell {cell}, line {line}"
     elif call:
         text += f" `{call.get('name')}` on line {call.get('line')}"
+    direct = (r.data or {}).get("script_direct")
+    if direct:  # the target's call made directly, without the statements before it
+        text += f"; {direct}"
     skipped = script_skipped(r, r.target.root)
     if skipped:
         text += f"; skipped ({SKIPPED_WHY}): {skipped}"

@@ -385,6 +385,102 @@ def test_a_helper_that_exports_each_model_is_a_target_per_model(
     assert stop.line == line_of(script, "if size.item() > 1")
 
 
+EACH_FILE_READ_BACK = """
+import onnxruntime
+import torch
+import torch.nn as nn
+
+
+class First(nn.Module):
+    def forward(self, x):
+        return x.relu() + 1
+
+
+class Second(nn.Module):
+    def forward(self, x):
+        return x.sigmoid() * 2
+
+
+class Third(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent: fails at step 1/3
+            return x * 2
+        return x
+
+
+def export_onnx(model, output, inputs):
+    torch.onnx.export(model.eval(), inputs, output, dynamo=True)
+    session = onnxruntime.InferenceSession(output)
+    session.run(None, {"x": inputs[0].numpy()})
+
+
+def main():
+    export_onnx(First(), "first.onnx", (torch.randn(2, 4),))
+    export_onnx(Second(), "second.onnx", (torch.randn(2, 4),))
+    export_onnx(Third(), "third.onnx", (torch.randn(2, 4),))
+    x = torch.randn(2, 4)
+    export_onnx(Third(), "local.onnx", (x,))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_call_after_the_run_reads_a_file_it_did_not_write_is_made_directly(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # EfficientSAM's export_to_onnx.py: main() calls one helper per model, and the helper
+    # opens the file it exported in onnxruntime. The analysis writes no file, so every
+    # target after the first was "not reached by this run" (the decoder's real failure was
+    # never found). The caller's statement is made directly, after the script runs as an
+    # imported module; one that needs a local of main() is still not reached.
+    from onnxlint.deep.scripts import script_targets
+
+    root = _project(tmp_path, {"export.py": EACH_FILE_READ_BACK})
+    script = root / "export.py"
+    by_line = {t.script_line: t for t in script_targets(script, root)}
+    second, third, local = (
+        line_of(script, f"export_onnx({n}")
+        for n in ("Second()", 'Third(), "third', 'Third(), "local')
+    )
+    assert sorted(by_line) == [line_of(script, "export_onnx(First()"), second, third, local]
+    session = line_of(script, "onnxruntime.InferenceSession(")
+    export = line_of(script, "torch.onnx.export(")
+    said = (
+        f"directly: the script's run stopped at line {session} reading 'first.onnx', the file "
+        f"the export call at line {export} writes, which the analysis does not write; the "
+        "statements of `main()` before it did not run"
+    )
+
+    res = analyzer.analyze(by_line[second], use_cache=False)
+    assert res.outcome == "ok", (res.outcome, res.violations)
+    data = res.data or {}
+    assert (
+        data["script_direct"] == f"analysed by calling `export_onnx(...)` at line {second} {said}"
+    )
+    assert data["model"]["class"].endswith("Second")
+
+    res = analyzer.analyze(by_line[third], use_cache=False)
+    assert res.outcome == "fails at step 1/3 (torch.export)", (res.outcome, res.violations)
+    assert (res.data or {})["script_direct"].startswith(
+        f"analysed by calling `export_onnx(...)` at line {third} directly"
+    )
+    (stop,) = [v for v in res.violations if v.code == "OLX802"]
+    assert stop.line == line_of(script, "if x.sum() > 0")
+
+    res = analyzer.analyze(by_line[local], use_cache=False)
+    assert res.outcome == "not reached by this run", (res.outcome, res.violations)
+    assert "script_direct" not in (res.data or {})
+    (stop,) = res.violations
+    assert stop.code == "OLX812" and stop.line == local
+    assert stop.message == (
+        f"target 'export.py:{local}': not reached by this run: the script made the export call "
+        f"at line {export}, then stopped at line {session} reading 'first.onnx', the file that "
+        "call writes, which the analysis does not write"
+    )
+
+
 SAVE_INTO_AN_OPEN_FILE = """
 import torch
 

@@ -6,7 +6,9 @@ the project root as working directory, `sys.argv` from the target), under fake t
 that no real weights are allocated. The export functions are replaced for the run by a
 capture: the call the target names (its line in the script, or the first one reached)
 records what it would export (model, args, kwargs, dynamic shapes, options) and ends the
-script; export calls reached before it are skipped (they return an inert stand-in).
+script; export calls reached before it are skipped (they return an inert stand-in). When
+the script then stops on that account (it reads the file a skipped call did not write)
+before the target's call, the call is made directly (`script_direct`).
 
 What does not matter to the analysis is faked and listed in the result (`script_skipped`):
 `torch.load` (a present file's structure on fake tensors, else an empty checkpoint),
@@ -30,7 +32,7 @@ from typing import Any
 
 import torch
 
-from . import frames, load, overlay, script_axes, torch_internals, wire
+from . import frames, load, overlay, script_axes, script_direct, torch_internals, wire
 from .record import Analysis, finding, first_line, place
 from .script_args import required_arguments
 from .script_explain import (
@@ -85,20 +87,12 @@ def run(rec: Analysis) -> bool:
         rec.failed["load"] = "script unreadable"
         return False
     made: dict[int, int] = {}
-    stop: ScriptStop | None = None
-    error: BaseException | None = None
-    exit_code: Any = None
-    for assume in (False, True):
-        made.clear()
-        state.passed.clear()
-        state.skipped.clear()
-        state.captured = None
-        stop, error, exit_code = _run_once(rec, state, code, made, assume=assume)
-        if error is None or not torch_internals.is_fake_limitation(error):
-            break
-        # A value computed in __init__ from tensor data (drop-path rates from
-        # torch.linspace(...).tolist()) does not exist on fake tensors: run again with
-        # placeholders for such values, as a factory's build does.
+    stop, error, exit_code = _runs(rec, state, code, made)
+    own = _own_stop(state, error) if stop is None and error is not None else None
+    if own is not None and error is not None and state.line:
+        again = _call_directly(rec, state, source, code, own, error)
+        if again is not None:
+            state, stop, made = again
     rec.result["script_skipped"] = [
         {"what": what, "file": file, "line": ln, "count": n}
         for (what, file, ln), n in state.skipped.items()
@@ -114,13 +108,73 @@ def run(rec: Analysis) -> bool:
     return False
 
 
-def _run_once(
-    rec: Analysis, state: ScriptRun, code: types.CodeType, made: dict[int, int], *, assume: bool
+def _runs(
+    rec: Analysis,
+    state: ScriptRun,
+    code: types.CodeType,
+    made: dict[int, int],
+    direct: script_direct.Direct | None = None,
 ) -> tuple[ScriptStop | None, BaseException | None, Any]:
-    """One run of the script: (the capture, or the error that stopped it, or the exit code)."""
+    """The script's run (then `direct`'s call), once more with placeholders for values a
+    fake tensor does not have when the first run needs them."""
+    stop: ScriptStop | None = None
+    error: BaseException | None = None
+    exit_code: Any = None
+    for assume in (False, True):
+        made.clear()
+        state.passed.clear()
+        state.skipped.clear()
+        state.captured = None
+        stop, error, exit_code = _run_once(rec, state, code, made, assume=assume, direct=direct)
+        if error is None or not torch_internals.is_fake_limitation(error):
+            break
+        # A value computed in __init__ from tensor data (drop-path rates from
+        # torch.linspace(...).tolist()) does not exist on fake tensors: run again with
+        # placeholders for such values, as a factory's build does.
+    return stop, error, exit_code
+
+
+def _call_directly(
+    rec: Analysis,
+    state: ScriptRun,
+    source: str,
+    code: types.CodeType,
+    own: tuple[str, Captured],
+    error: BaseException,
+) -> tuple[ScriptRun, ScriptStop, dict[int, int]] | None:
+    """The target's call made directly (`script_direct`) when the run stopped on the
+    analysis's own account before it: (the new run's state, its capture, its example
+    lines), with a note on the result saying so; None when that does not reach it."""
+    assert state.line is not None
+    direct = script_direct.direct_call(source, state.script, state.line)
+    if direct is None:
+        return None
+    again = ScriptRun(script=state.script, line=state.line)
+    made: dict[int, int] = {}
+    stop, _error, _exit = _runs(rec, again, code, made, direct)
+    if stop is None:
+        return None
+    doing, writer = own
+    fr, _chain = rec.locate(rec.exception_frames(error))
+    at = f" at line {fr['line']}" if fr and fr.get("file") == state.script else ""
+    stopped = f"stopped{at} " + doing.replace("that call", f"the export call at line {writer.line}")
+    rec.result["script_direct"] = script_direct.note(direct, state.line, stopped)
+    return again, stop, made
+
+
+def _run_once(
+    rec: Analysis,
+    state: ScriptRun,
+    code: types.CodeType,
+    made: dict[int, int],
+    *,
+    assume: bool,
+    direct: script_direct.Direct | None = None,
+) -> tuple[ScriptStop | None, BaseException | None, Any]:
+    """One run of the script: (the capture, or the error that stopped it, or the exit code).
+    With `direct`, the script runs as an imported module, then that call is made."""
     real = bool(rec.target.get(wire.RETRY_REAL_TENSORS))  # a rewrite's proof: real weights
     rec.fake_mode = None if real else torch_internals.fake_mode_class()(allow_non_fake_inputs=True)
-    module = types.ModuleType("__main__")
     notebook = state.script.lower().endswith(".ipynb")
     # a notebook (its code cells as one module, the parent's overlay) runs as Jupyter runs
     # it: no package, in its own folder
@@ -128,6 +182,7 @@ def _run_once(
     top = os.path.dirname(state.script)
     if not notebook:
         package, top = _package_of(state.script, code, rec.root)
+    module = types.ModuleType("__main__" if direct is None else _imported_name(state, package))
     module.__dict__.update(
         {
             "__file__": state.script,
@@ -148,7 +203,7 @@ def _run_once(
         # would shadow packages (`easyocr/easyocr.py` for `import easyocr`); at the end it
         # still serves a script that imports a module beside it by its bare name
         sys.path.append(folder)
-    sys.modules["__main__"] = module
+    sys.modules[module.__name__] = module
     with contextlib.suppress(OSError):
         os.chdir(folder if notebook else rec.root)
     os.environ["ONNXLINT_DEEP"] = "1"
@@ -177,6 +232,8 @@ def _run_once(
                 stack.enter_context(torch_internals.lenient_scalars(rec.fake_mode))
                 stack.enter_context(torch_internals.unbacked_sizes(rec.fake_mode))
             exec(code, module.__dict__)
+            if direct is not None and direct.ready(module):
+                eval(direct.code, module.__dict__)
     except ScriptStop as s:
         return s, None, None
     except KeyboardInterrupt:
@@ -191,6 +248,16 @@ def _run_once(
     if state.captured is not None:
         return ScriptStop(state.captured), None, None
     return None, None, None
+
+
+def _imported_name(state: ScriptRun, package: str | None) -> str:
+    """The name `import` gives the script (`pkg.tools.export`, `export_to_onnx`), unless a
+    module of that name is loaded already: then one of the analysis's own."""
+    stem = os.path.splitext(os.path.basename(state.script))[0]
+    name = f"{package}.{stem}" if package else stem
+    if not all(p.isidentifier() for p in name.split(".")) or name in sys.modules:
+        return "__onnxlint_script__"
+    return name
 
 
 def _package_of(script: str, code: types.CodeType, root: str) -> tuple[str | None, str]:

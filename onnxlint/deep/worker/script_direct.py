@@ -1,0 +1,174 @@
+"""A script target's call made directly, when the script's run cannot reach it.
+
+The analysis writes no file for an export call it skips, so a script that exports several
+models and reads each file it writes (EfficientSAM's `export_onnx` opens it in
+onnxruntime) stops after its first export call, on the analysis's own account: the later
+calls of its `main()` are never reached. When the statement at the target's line is a call
+in a function whose expression needs none of that function's locals
+(`export_onnx_esam_decoder(model=build_efficient_sam_vitt(), output="d.onnx")`), the
+script is run again as an imported module (its `__main__` block does not run) and the
+call alone is evaluated in the module's globals: the target's export call is reached
+without the statements before it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import symtable
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class Direct:
+    """The call at a target's line, as an expression to evaluate in the module's globals."""
+
+    code: types.CodeType  # compiled at its own lines of the script: the capture matches them
+    text: str  # `export_onnx_esam_decoder(...)`, for the note
+    function: str  # the function whose statement it is (`main`)
+    names: frozenset[str]  # the module-level names it reads
+
+    def ready(self, module: types.ModuleType) -> bool:
+        """Whether the module, run, defines every name the call reads."""
+        return all(n in vars(module) or hasattr(builtins, n) for n in self.names)
+
+
+def direct_call(source: str, script: str, line: int) -> Direct | None:
+    """The call statement at `line` inside a function of the script, when its expression
+    reads only module-level names, builtins and literals; else None."""
+    try:
+        tree = ast.parse(source, script)
+        table = symtable.symtable(source, script, "exec")
+    except (SyntaxError, ValueError):
+        return None
+    chain = _functions_around(tree, line)
+    if not chain:
+        return None
+    call = _call_statement(chain[-1], line)
+    if call is None or any(isinstance(n, _UNSAFE) for n in ast.walk(call)):
+        return None
+    scopes = _scopes(table, chain)
+    if scopes is None:
+        return None
+    bound = {
+        a.arg
+        for n in ast.walk(call)
+        if isinstance(n, ast.Lambda)
+        for a in [*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs]
+    } | {
+        t.id
+        for n in ast.walk(call)
+        if isinstance(n, ast.comprehension)
+        for t in ast.walk(n.target)
+        if isinstance(t, ast.Name)
+    }
+    names = {n.id for n in ast.walk(call) if isinstance(n, ast.Name)} - bound
+    for name in names:
+        for scope in scopes:
+            try:
+                sym = scope.lookup(name)
+            except KeyError:
+                continue
+            if sym.is_local() or sym.is_free() or sym.is_parameter():
+                return None  # a local of the function (or of one around it): not callable
+    expression = ast.Expression(body=call)
+    code = compile(expression, script, "eval")
+    callee = ast.unparse(call.func)
+    text = f"{callee}(...)" if call.args or call.keywords else f"{callee}()"
+    return Direct(code, text, chain[-1].name, frozenset(names))
+
+
+# await and yield need their function; `:=` would bind a local of it
+_UNSAFE = (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
+
+
+def _functions_around(tree: ast.Module, line: int) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions whose bodies hold `line`, outermost first (none: a module-level line,
+    or one in a class body outside a method)."""
+    chain: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    node: ast.AST = tree
+    while True:
+        inner = next((n for n in _own(node) if _is_def(n) and _spans(n, line)), None)
+        if inner is None:
+            return chain
+        if isinstance(inner, _FUNCTIONS):
+            chain.append(inner)
+        elif chain:
+            return []  # a class inside a function: its body's names are another scope
+        node = inner
+
+
+def _is_def(n: ast.AST) -> bool:
+    return isinstance(n, (*_FUNCTIONS, ast.ClassDef))
+
+
+def _own(node: ast.AST) -> Iterator[ast.stmt]:
+    """The statements of a module's or a definition's body, at any depth of its compound
+    statements (`if`, `with`, `try`, `for`), not those inside a definition in it."""
+    todo = list(getattr(node, "body", []))
+    while todo:
+        n = todo.pop()
+        yield n
+        if not _is_def(n):
+            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                todo.extend(getattr(n, name, None) or [])
+
+
+def _spans(node: ast.AST, line: int) -> bool:
+    decorators: list[int] = [d.lineno for d in getattr(node, "decorator_list", [])]
+    start = min([int(getattr(node, "lineno", 0)), *decorators])
+    end = int(getattr(node, "end_lineno", None) or start)
+    return start <= line <= end
+
+
+def _call_statement(function: ast.AST, line: int) -> ast.Call | None:
+    """The call a simple statement of the function makes at `line`: `f(...)`, or the value
+    of `x = f(...)` (the call's own lines hold `line`)."""
+    for node in _own(function):
+        value = node.value if isinstance(node, (ast.Expr, ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Call) and value.lineno <= line <= (value.end_lineno or line):
+            return value
+    return None
+
+
+def _scopes(
+    table: symtable.SymbolTable, chain: list[ast.FunctionDef | ast.AsyncFunctionDef]
+) -> list[symtable.SymbolTable] | None:
+    """The symbol tables of the functions around the line (class bodies between them
+    followed through), innermost last; None when one is not found."""
+    out: list[symtable.SymbolTable] = []
+    scope = table
+    for fn in chain:
+        found = _child(scope, fn)
+        if found is None:
+            return None
+        out.append(found)
+        scope = found
+    return out
+
+
+def _child(scope: symtable.SymbolTable, fn: ast.AST) -> symtable.SymbolTable | None:
+    """The table of `fn` (by its name and `def` line) among the scope's, through classes."""
+    name, line = getattr(fn, "name", ""), getattr(fn, "lineno", 0)
+    for child in scope.get_children():
+        if child.get_type() == "function" and (child.get_name(), child.get_lineno()) == (
+            name,
+            line,
+        ):
+            return child
+        found = _child(child, fn) if child.get_type() == "class" else None
+        if found is not None:
+            return found
+    return None
+
+
+def note(direct: Direct, line: int, stopped: str) -> str:
+    """What the result says was done: the call made directly, and why."""
+    return (
+        f"analysed by calling `{direct.text}` at line {line} directly: the script's run "
+        f"{stopped}; the statements of `{direct.function}()` before it did not run"
+    )
