@@ -28,12 +28,7 @@ from onnxlint.source.walker import dotted, iter_descendants
 if TYPE_CHECKING:
     from onnxlint.analysis.file import FileView
 
-__all__ = [
-    "class_mode_insensitive",
-    "imported_class_mode_insensitive",
-    "made_class_mode_insensitive",
-    "mode_insensitive",
-]
+__all__ = ["class_mode_insensitive", "made_class_mode_insensitive", "mode_insensitive"]
 
 
 _MODE_WORDS = (
@@ -184,14 +179,6 @@ def _project_class_insensitive(ctx: FileView, qualname: str, batchnorm: bool) ->
             found[0], found[1].name, batchnorm=batchnorm
         )
     return bool(memo[key])
-
-
-def imported_class_mode_insensitive(
-    ctx: FileView, qualname: str, *, batchnorm: bool = True
-) -> bool:
-    """`mode_insensitive` for a class the file imports (`qualname`), of another project
-    module or of an installed library, judged in its own file. False whenever unsure."""
-    return _project_class_insensitive(ctx, qualname, batchnorm)
 
 
 def _takes_star_args(cls: cst.ClassDef) -> bool:

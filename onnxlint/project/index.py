@@ -146,6 +146,7 @@ class ProjectIndex:
         if module_name.startswith("."):
             return None
         for folder in libraries:
+            # as imported from a file in `folder`: `candidates` then looks in it alone
             for path in candidates(os.path.join(folder, "__main__.py"), module_name, None):
                 found = self.facts(path)
                 if found is not None:
@@ -155,11 +156,15 @@ class ProjectIndex:
     # -- names across files
 
     def find_class(
-        self, importer: str, qualname: str, hops: int = MAX_HOPS
+        self,
+        importer: str,
+        qualname: str,
+        hops: int = MAX_HOPS,
+        libraries: tuple[str, ...] = (),
     ) -> tuple[FileFacts, ClassInfo] | None:
         """The project file defining the class `qualname` names in `importer`, following
-        re-exports; None when it is not a project class."""
-        found = self._definition(importer, qualname, hops, "classes")
+        re-exports (else the `libraries` folders' file); None when it is not found."""
+        found = self._definition(importer, qualname, hops, "classes", libraries)
         return found if found is None or isinstance(found[1], ClassInfo) else None
 
     def find_function(
@@ -208,21 +213,19 @@ class ProjectIndex:
             return None
         key = (importer, qualname)
         if key not in self._library_memo:
-            found = self._definition(importer, qualname, MAX_HOPS, "classes", self.libraries())
-            self._library_memo[key] = (
-                (found[0].analysis, found[1])
-                if found is not None and isinstance(found[1], ClassInfo)
-                else None
-            )
+            found = self.find_class(importer, qualname, libraries=self.libraries())
+            self._library_memo[key] = (found[0].analysis, found[1]) if found else None
         return self._library_memo[key]
 
     def libraries(self) -> tuple[str, ...]:
         """The library folders of the project's interpreter (asked once per configuration)."""
         if self._libraries is None:
             python = self.config.deep.get("python")
-            if isinstance(python, str) and python and self.root and os.sep in python:
+            if not isinstance(python, str):
+                python = None
+            elif python and self.root and os.sep in python:  # a path: from the project root
                 python = os.path.join(self.root, os.path.expanduser(python))
-            self._libraries = library_roots(python if isinstance(python, str) else None)
+            self._libraries = library_roots(python)
         return self._libraries
 
     def export_function(

@@ -120,10 +120,8 @@ def roots(here: str, root: str | None) -> list[str]:
     its own `setup.py`/`setup.cfg`/`pyproject.toml`, as a monorepo's `edgeai-mmdeploy/`,
     installed for its tests and scripts) and its `src/`, the project root and its `src/`."""
     out = [here]
-    top = here
-    while os.path.isfile(os.path.join(top, "__init__.py")):
-        top = os.path.dirname(top)
-    out.append(top)
+    package = _top_package(here)
+    out.append(os.path.dirname(package) if package is not None else here)
     if root:
         sub = _subproject(here, os.path.abspath(root))
         if sub is not None:

@@ -8,6 +8,8 @@ module, the export in a script of another folder, helpers in a third.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,14 @@ from tests.conftest import run_cli
 
 
 def project(root: Path, files: dict[str, str], config: str = "") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
     (root / "pyproject.toml").write_text(f"[tool.onnxlint]\n{config}")
+    return _write(root, files)
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    """`files` (dedented) under `root`, made if absent."""
+    root.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -961,9 +970,6 @@ LIBRARY_USER = """
 
 def _venv_with(folder: Path, files: dict[str, str]) -> Path:
     """A real venv (no pip) whose site-packages holds `files`; its interpreter's path."""
-    import subprocess
-    import sys
-
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     python = folder / "bin" / "python"
     site = subprocess.run(
@@ -976,24 +982,15 @@ def _venv_with(folder: Path, files: dict[str, str]) -> Path:
     return python
 
 
-def _write(root: Path, files: dict[str, str]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip("\n"))
-    return root
-
-
 def test_olx201_reads_a_library_model_class_from_the_environment(tmp_path) -> None:
     """A model class imported from an installed library is judged by its source there (as
     pyright reads site-packages): the one without Dropout is not reported; without the
     library both are (unsure)."""
     python = _venv_with(tmp_path / "env", LIBRARY)
     config = f'[tool.onnxlint.deep]\npython = "{python}"\n'
-    root = project(_write(tmp_path / "p", {}), {"export.py": LIBRARY_USER}, config)
+    root = project(tmp_path / "p", {"export.py": LIBRARY_USER}, config)
     assert codes(check(root), "export.py") == [(6, "OLX201")]
-    bare = project(_write(tmp_path / "bare", {}), {"export.py": LIBRARY_USER})
+    bare = project(tmp_path / "bare", {"export.py": LIBRARY_USER})
     assert codes(check(bare), "export.py") == [(5, "OLX201"), (6, "OLX201")]
 
 
@@ -1032,8 +1029,8 @@ def test_a_repository_that_is_a_package_imports_itself_by_its_own_name(tmp_path)
         torch.onnx.export(model, (torch.randn(1, 1, 8, 8),), "net.onnx")
     """
     files = {"crnn-repo/__init__.py": "", "crnn-repo/net.py": net, "crnn-repo/convert.py": script}
-    root = project(_write(tmp_path / "a", {}), files)
+    root = project(tmp_path / "a", files)
     assert codes(check(root), "crnn-repo/convert.py") == []
     dropping = net.replace("self.bn = nn.BatchNorm2d(4)", "self.bn = nn.Dropout(0.1)")
-    root = project(_write(tmp_path / "b", {}), {**files, "crnn-repo/net.py": dropping})
+    root = project(tmp_path / "b", {**files, "crnn-repo/net.py": dropping})
     assert codes(check(root), "crnn-repo/convert.py") == [(5, "OLX201")]

@@ -155,8 +155,7 @@ def _call_directly(
     if stop is None:
         return None
     doing, writer = own
-    fr, _chain = rec.locate(rec.exception_frames(error))
-    at = f" at line {fr['line']}" if fr and fr.get("file") == state.script else ""
+    at = _stop_line(rec, state, error)
     stopped = f"stopped{at} " + doing.replace("that call", f"the export call at line {writer.line}")
     rec.result["script_direct"] = script_direct.note(direct, state.line, stopped)
     return again, stop, made
@@ -248,6 +247,12 @@ def _run_once(
     if state.captured is not None:
         return ScriptStop(state.captured), None, None
     return None, None, None
+
+
+def _stop_line(rec: Analysis, state: ScriptRun, error: BaseException) -> str:
+    """` at line N` where `error` stopped the run, when that line is the script's own."""
+    fr, _chain = rec.locate(rec.exception_frames(error))
+    return f" at line {fr['line']}" if fr and fr.get("file") == state.script else ""
 
 
 def _imported_name(state: ScriptRun, package: str | None) -> str:
@@ -558,8 +563,7 @@ def _stopped(
         # its run ends there, where a real run goes on; whether the real run reaches this
         # call is not known
         doing, writer = own
-        fr, _chain = rec.locate(rec.exception_frames(error))
-        stop = f" at line {fr['line']}" if fr and fr.get("file") == state.script else ""
+        stop = _stop_line(rec, state, error)
         _not_reached(
             rec,
             state,

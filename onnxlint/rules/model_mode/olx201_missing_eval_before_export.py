@@ -20,7 +20,6 @@ from onnxlint.analysis.exporter import (
 )
 from onnxlint.analysis.mode_sensitivity import (
     class_mode_insensitive,
-    imported_class_mode_insensitive,
     made_class_mode_insensitive,
     mode_insensitive,
 )
@@ -578,13 +577,12 @@ class MissingEvalBeforeExport(Rule):
                 self.ctx, nested.name.value, nested, bases, batchnorm=batchnorm
             )
         found = model_class(self.ctx, ref)
+        if found is None and ref.imported_class is not None and self.ctx.project is not None:
+            # not a project class: an installed library's, read from its source
+            found = self.ctx.project.library_class_at(self.ctx.path, ref.imported_class)
         if found is not None:
             view, info = found
             return mode_insensitive(analysis_of(view), info.name, batchnorm=batchnorm)
-        if ref.imported_class is not None:  # a library's class, read from its installed source
-            return imported_class_mode_insensitive(
-                self.ctx, ref.imported_class, batchnorm=batchnorm
-            )
         callee = model_callee(ref)
         return callee is not None and made_class_mode_insensitive(
             self.ctx, callee, batchnorm=batchnorm
