@@ -27,7 +27,7 @@ import libcst as cst
 from onnxlint.semantic.branches import TARGET_PARAMS, dead_step
 from onnxlint.semantic.frameworks import RUNTIME_BACKENDS
 from onnxlint.semantic.index import FunctionInfo
-from onnxlint.source.walker import children, dotted, iter_descendants
+from onnxlint.source.walker import branch_children, dotted, iter_descendants
 
 if TYPE_CHECKING:
     from onnxlint.analysis.file import FileView
@@ -98,7 +98,7 @@ def _returns_loss(func: FunctionInfo) -> bool:
         return found
     leads: list[bool] = []
     for node in _own_nodes(func.node.body):
-        if isinstance(node, cst.Return) and node.value is not None:
+        if type(node) is cst.Return and node.value is not None:
             value = node.value
             if isinstance(value, cst.Tuple) and value.elements:
                 value = value.elements[0].value
@@ -108,15 +108,19 @@ def _returns_loss(func: FunctionInfo) -> bool:
     return out
 
 
+_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
+
+
 def _own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The nodes under `node` outside nested functions and classes (their `return`s are
-    theirs: HubertModel.compute_loss's inner `compute_correct` returns counts)."""
-    stack = children(node)[::-1]
+    """The compound nodes under `node` outside nested functions and classes (their
+    `return`s are theirs: HubertModel.compute_loss's inner `compute_correct` returns
+    counts)."""
+    stack = branch_children(node)[::-1]
     while stack:
         current = stack.pop()
         yield current
-        if not isinstance(current, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            stack.extend(children(current)[::-1])
+        if type(current) not in _SCOPES:
+            stack.extend(branch_children(current)[::-1])
 
 
 def _is_loss(ctx: FileView, cls: str) -> bool:
@@ -231,10 +235,10 @@ def _is_random_augmentation(ctx: FileView, cls: str) -> bool:
     if info is not None:
         methods += [info.methods[m] for m in fwd.self_calls if m in info.methods]
     for m in methods:
-        for node in iter_descendants(m.node.body):
-            if named and isinstance(node, cst.Call) and _random_call(ctx, node):
+        for node in iter_descendants(m.node.body, leaves=False):
+            if named and type(node) is cst.Call and _random_call(ctx, node):
                 return True
-            if isinstance(node, cst.If) and _draw_against_probability(ctx, node.test):
+            if type(node) is cst.If and _draw_against_probability(ctx, node.test):
                 return True
     return False
 
@@ -285,14 +289,14 @@ def _is_host_transform(ctx: FileView, cls: str) -> bool:
         return False
     assigned: dict[str, list[cst.BaseExpression]] = {}
     returns: list[cst.BaseExpression] = []
-    for node in iter_descendants(fwd.node.body):
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+    for node in iter_descendants(fwd.node.body, leaves=False):
+        if type(node) in _SCOPES:
             return False  # a nested scope: keep it simple
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             for t in node.targets:
                 if isinstance(t.target, cst.Name):
                     assigned.setdefault(t.target.value, []).append(node.value)
-        elif isinstance(node, cst.Return):
+        elif type(node) is cst.Return:
             if node.value is None:
                 return False
             returns.append(node.value)
@@ -336,8 +340,8 @@ def _is_runtime_wrapper(ctx: FileView, cls: str) -> bool:
     if not backend and not (".numpy()" in ctx.text and ".predict" in ctx.text):
         return _uses_runtime_handle(ctx, cls)  # the common case: ".numpy()" absent, no walk
     to_numpy = predictor = False
-    for node in iter_descendants(info.node):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+    for node in iter_descendants(info.node, leaves=False):
+        if type(node) is cst.Call and type(node.func) is cst.Attribute:
             attr = node.func.attr.value
             if backend and attr in ("numpy", "run", "execute_v2", "infer"):
                 return True
@@ -379,8 +383,8 @@ def _uses_runtime_handle(ctx: FileView, cls: str) -> bool:
             handles |= fed.get(name, set())
     if not handles:
         return False
-    for node in iter_descendants(info.node):
-        if isinstance(node, cst.Call) and _self_attr_call(node.func) in handles:
+    for node in iter_descendants(info.node, leaves=False):
+        if type(node) is cst.Call and _self_attr_call(node.func) in handles:
             return True
     return False
 
@@ -402,14 +406,14 @@ def _numpy_fed_attrs(node: cst.ClassDef) -> set[str]:
     `self.A.handle(img_np, ...)` with `img_np = img.cpu().numpy()`): an argument that is
     the array itself, not an expression computed from one."""
     out: set[str] = set()
-    for func in iter_descendants(node.body):
-        if not isinstance(func, cst.FunctionDef):
+    for func in iter_descendants(node.body, leaves=False):
+        if type(func) is not cst.FunctionDef:
             continue
         arrays: set[str] = set()
-        for n in iter_descendants(func.body):
-            if isinstance(n, cst.Assign) and _is_array(n.value):
+        for n in iter_descendants(func.body, leaves=False):
+            if type(n) is cst.Assign and _is_array(n.value):
                 arrays |= {t.target.value for t in n.targets if isinstance(t.target, cst.Name)}
-            elif isinstance(n, cst.Call):
+            elif type(n) is cst.Call:
                 attr = _self_attr_call(n.func, verb=True)
                 if attr is not None and any(
                     _is_array(a.value)

@@ -215,14 +215,14 @@ def _index_statement(
                 idx.functions.append(finfo)
         target = finfo if func is None else func  # nested defs count for their parent
         for node in iter_descendants(stmt, leaves=False):
-            _index_node(node, idx, target, top)
+            if type(node) in _INDEX_TYPES:  # most nodes are not: no call for them
+                _index_node(node, idx, target, top)
         return
     # Any other statement: walk it (module level or class body level).
     _index_node(stmt, idx, func, top)
     for node in iter_descendants(stmt, leaves=False):
-        if type(node) in _DEF_TYPES:
-            continue  # defs nested in if/try at module level: handled below
-        _index_node(node, idx, func, top)
+        if type(node) in _INDEX_TYPES:  # never a def: those nested in if/try come below
+            _index_node(node, idx, func, top)
     if cls is None and func is None:
         for node in _nested_defs(stmt):
             _index_statement(node, idx, None, None, top)

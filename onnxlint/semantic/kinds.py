@@ -339,10 +339,10 @@ class Kinds:
                     self._assign(el.value, elem)
 
     def _learn(self, body: cst.CSTNode) -> None:
-        for node in iter_descendants(body):
+        for node in iter_descendants(body, leaves=False):
             if type(node) not in _LEARN_TYPES:  # cheap skip of most nodes
                 continue
-            if isinstance(node, cst.Assign):
+            if type(node) is cst.Assign:
                 value = node.value
                 for t in node.targets:
                     target = t.target
@@ -356,12 +356,12 @@ class Kinds:
                             self._assign(te.value, self.of(ve.value))
                     else:
                         self._assign(target, self.of(value))
-            elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            elif type(node) is cst.AnnAssign and node.value is not None:
                 self._assign(node.target, annotation_kind(node.annotation) or self.of(node.value))
-            elif isinstance(node, cst.AugAssign):
+            elif type(node) is cst.AugAssign:
                 if self.of(node.value) is Kind.TENSOR:
                     self._assign(node.target, Kind.TENSOR)
-            elif isinstance(node, cst.For):
+            elif type(node) is cst.For:
                 it = self.of(node.iter)
                 if isinstance(node.iter, cst.Call) and self.model.qualname(node.iter.func) in (
                     "builtins.range",

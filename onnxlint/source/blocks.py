@@ -17,14 +17,13 @@ from __future__ import annotations
 import ast
 import re
 from collections import OrderedDict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
 
 from onnxlint.core.violation import line_starts
+from onnxlint.source.fast_nodes import unvalidated_nodes
 
 # Multi-line strings: candidate block starts inside them are not starts. Only triple-quoted
 # strings span lines (a backslash-continued one-line string just causes a merge), and a
@@ -201,37 +200,12 @@ def _detached(exc: BaseException) -> BaseException:
     return exc
 
 
-def _no_validation(self: cst.CSTNode) -> None:
-    pass
-
-
-@contextmanager
-def unvalidated_nodes() -> Iterator[None]:
-    """Within the block, new libcst nodes skip `_validate`.
-
-    Every libcst node checks itself when constructed (`CSTNode.__post_init__` calls
-    `_validate`). That guards trees built by hand; the parser's output is valid by
-    construction (libcst's own comment on `__post_init__` says validation could be skipped
-    when parsing), and the checks are ~15% of `parse_module`'s time (measured on 300
-    benchmark-corpus files). A test checks that trees parsed this way equal validated ones.
-    """
-    original = vars(cst.CSTNode).get("__post_init__")
-    if original is None:  # not the libcst this was written for: leave it alone
-        yield
-        return
-    cst.CSTNode.__post_init__ = _no_validation  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        cst.CSTNode.__post_init__ = original  # type: ignore[method-assign]
-
-
 def split_blocks(text: str, cache: ParseCache) -> list[Block]:
     """Split `text` into parsed top-level blocks (see the module docstring)."""
     if not text:
         return []
     starts = _attach_decorators_and_comments(text, candidate_starts(text))
-    with unvalidated_nodes():  # once per file: switching it is not free (344 subclasses)
+    with unvalidated_nodes():  # once per file, not per block
         blocks = _split(text, starts, cache)
         if any(b.module is None for b in blocks):
             exact = statement_starts(text)

@@ -202,7 +202,7 @@ def test_a_long_bracket_or_string_at_column_0_is_not_a_syntax_error() -> None:
 def test_parsing_without_node_validation_gives_the_validated_tree() -> None:
     from pathlib import Path
 
-    from onnxlint.source.blocks import unvalidated_nodes
+    from onnxlint.source.fast_nodes import unvalidated_nodes
 
     root = Path(__file__).resolve().parents[2]
     sources = [p.read_text(encoding="utf-8") for p in sorted(root.glob("examples/**/*.py"))]
@@ -214,6 +214,14 @@ def test_parsing_without_node_validation_gives_the_validated_tree() -> None:
             fast = cst.parse_module(text)
         assert fast.code == text
         assert fast.deep_equals(validated)
+
+    # Nodes built by hand inside the block take the same defaults (default factories too).
+    def built() -> cst.CSTNode:
+        return cst.Call(cst.Attribute(cst.Name("a"), cst.Name("b")), [cst.Arg(cst.Integer("1"))])
+
+    with unvalidated_nodes():
+        fast_node = built()
+    assert fast_node.deep_equals(built())
     # Outside the block, hand-built nodes are validated again.
     with pytest.raises(cst.CSTValidationError):
         cst.Name("not a name")
