@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -233,7 +233,7 @@ class Engine:
         ctx.function_stack = []
         ctx.class_stack = []
         ctx.found = []
-        enter, leave = _dispatch(ctx, to_run)
+        enter, leave, on_error = _dispatch(ctx, to_run)
         prune = None
         if all(r.forward_only for r in to_run):
             # Only code reachable from forward matters: skip other functions' bodies.
@@ -242,7 +242,7 @@ class Engine:
 
         used: set[Any] = set()
         ctx.semantic.memo[RETURN_KINDS_USED] = used
-        walk(block.module, enter, leave, ctx.ancestors, prune)
+        walk(block.module, enter, leave, ctx.ancestors, prune, on_error)
         del ctx.semantic.memo[RETURN_KINDS_USED]
         found_local: list[Violation] = []
         found_keyed: dict[Rule, list[Violation]] = {r: [] for r in file_keys}
@@ -346,21 +346,42 @@ def words_in_text(text: str) -> frozenset[str]:
     return frozenset(present)
 
 
+_Handlers = dict[type, list[Any]]
+
+
 def _dispatch(
     ctx: Context, rules: Sequence[Rule]
-) -> tuple[dict[type, list[Any]], dict[type, list[Any]]]:
-    enter: dict[type, list[Any]] = {
+) -> tuple[_Handlers, _Handlers, Callable[[Any, Exception], bool]]:
+    """The walk's handler tables for `rules` (those that have not failed on this file), and
+    what the walk does when one raises: the rule is disabled for this file, not the run."""
+    enter: _Handlers = {
         cst.FunctionDef: [ctx.enter_function],
         cst.ClassDef: [ctx.enter_class],
     }
-    leave: dict[type, list[Any]] = {}
+    leave: _Handlers = {}
+    owners: dict[Any, Rule] = {}
     for rule in rules:
+        if rule.failed is not None:
+            continue
         for when, node_type, attr in _handlers(type(rule)):
             table = enter if when == "visit" else leave
-            table.setdefault(node_type, []).append(_guarded(rule, getattr(rule, attr)))
+            handler = getattr(rule, attr)
+            owners[handler] = rule
+            table.setdefault(node_type, []).append(handler)
     leave.setdefault(cst.FunctionDef, []).append(ctx.leave_function)
     leave.setdefault(cst.ClassDef, []).append(ctx.leave_class)
-    return enter, leave
+
+    def on_error(handler: Any, exc: Exception) -> bool:
+        rule = owners.get(handler)
+        if rule is None:  # the engine's own scope handlers: a bug to see
+            return False
+        rule.failed = exc
+        for table in (enter, leave):
+            for node_type in list(table):
+                table[node_type] = [h for h in table[node_type] if owners.get(h) is not rule]
+        return True
+
+    return enter, leave, on_error
 
 
 _HANDLERS: dict[type, list[tuple[str, type[cst.CSTNode], str]]] = {}
@@ -371,20 +392,6 @@ def _handlers(rule_cls: type[Rule]) -> list[tuple[str, type[cst.CSTNode], str]]:
     if h is None:
         h = _HANDLERS[rule_cls] = rule_handlers(rule_cls)
     return h
-
-
-def _guarded(rule: Rule, handler: Any) -> Any:
-    """Run a handler; an exception disables that rule for this file, not the run."""
-
-    def call(node: cst.CSTNode) -> None:
-        if rule.failed is not None:
-            return
-        try:
-            handler(node)
-        except Exception as exc:
-            rule.failed = exc
-
-    return call
 
 
 def active_rules(config: Config) -> list[type[Rule]]:

@@ -209,6 +209,7 @@ def walk(
     leave: dict[type, list[Handler]],
     ancestors: list[cst.CSTNode],
     prune: Callable[[cst.CSTNode], bool] | None = None,
+    on_error: Callable[[Handler, Exception], bool] | None = None,
 ) -> None:
     """Depth-first walk calling `enter[type]` before and `leave[type]` after the children.
 
@@ -216,7 +217,10 @@ def walk(
     `ancestors[-1]`), so handlers can look up the tree without parent metadata. When
     `prune(node)` is true after the enter handlers ran, the node's children are skipped
     (its leave handlers still run). Childless nodes (names, operators, literals) are
-    visited only when a handler asks for one of their types.
+    visited only when a handler asks for one of their types. A handler's exception goes
+    to `on_error`, and the walk goes on when it returns True (it may replace `enter`'s and
+    `leave`'s lists: the next node sees the new ones); the `try` costs nothing when no
+    handler raises, where a wrapper around each handler costs a call per handler.
     """
     needs_leaves = any(is_leaf_type(t) for t in (*enter, *leave))
     table = _CHILDREN if needs_leaves else _BRANCH_CHILDREN
@@ -232,13 +236,21 @@ def walk(
             handlers = leave_get(type(node))
             if handlers:
                 for handler in handlers:
-                    handler(node)
+                    try:
+                        handler(node)
+                    except Exception as exc:
+                        if on_error is None or not on_error(handler, exc):
+                            raise
             continue
         tp = type(node)
         handlers = enter_get(tp)
         if handlers:
             for handler in handlers:
-                handler(node)
+                try:
+                    handler(node)
+                except Exception as exc:
+                    if on_error is None or not on_error(handler, exc):
+                        raise
         apush(node)
         push(_LEAVE)
         if prune is not None and prune(node):
