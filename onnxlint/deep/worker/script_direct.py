@@ -8,17 +8,21 @@ in a function whose expression needs none of that function's locals
 (`export_onnx_esam_decoder(model=build_efficient_sam_vitt(), output="d.onnx")`), the
 script is run again as an imported module (its `__main__` block does not run) and the
 call alone is evaluated in the module's globals: the target's export call is reached
-without the statements before it.
+without the statements before it. The `with` blocks the call is written in whose
+expressions read only module-level names (`with torch.no_grad():`) are entered around it,
+as the autograd mode they set decides what torch traces.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import symtable
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -30,11 +34,23 @@ class Direct:
     code: types.CodeType  # compiled at its own lines of the script: the capture matches them
     text: str  # `export_onnx_esam_decoder(...)`, for the note
     function: str  # the function whose statement it is (`main`)
-    names: frozenset[str]  # the module-level names it reads
+    names: frozenset[str]  # the module-level names it (and its `with` blocks) read
+    # the `with` blocks around it, outermost first: their expressions, compiled, and their
+    # text; those that read more than module-level names are not entered (`left`)
+    contexts: tuple[types.CodeType, ...] = ()
+    entered: tuple[str, ...] = ()  # `torch.no_grad()`
+    left: tuple[str, ...] = ()  # `with open(path)`
 
     def ready(self, module: types.ModuleType) -> bool:
         """Whether the module, run, defines every name the call reads."""
         return all(n in vars(module) or hasattr(builtins, n) for n in self.names)
+
+    def call(self, namespace: dict[str, Any]) -> None:
+        """Make the call in the module's globals, inside the `with` blocks it is in."""
+        with contextlib.ExitStack() as stack:
+            for context in self.contexts:
+                stack.enter_context(eval(context, namespace))
+            eval(self.code, namespace)
 
 
 def direct_call(source: str, script: str, line: int) -> Direct | None:
@@ -49,24 +65,60 @@ def direct_call(source: str, script: str, line: int) -> Direct | None:
     if not chain:
         return None
     call = _call_statement(chain[-1], line)
-    if call is None or any(isinstance(n, _UNSAFE) for n in ast.walk(call)):
-        return None
     scopes = _scopes(table, chain)
-    if scopes is None:
+    if call is None or scopes is None:
+        return None
+    names = _module_names(call, scopes)
+    if names is None:
+        return None
+    contexts: list[types.CodeType] = []
+    entered: list[str] = []
+    left: list[str] = []
+    for block in _withs_around(chain[-1], line):
+        for item in block.items:
+            read = _module_names(item.context_expr, scopes)
+            text = ast.unparse(item.context_expr)
+            if isinstance(block, ast.AsyncWith) or read is None:  # needs the function's frame
+                left.append(f"{'async ' if isinstance(block, ast.AsyncWith) else ''}with {text}")
+                continue
+            contexts.append(_compiled(item.context_expr, script))
+            entered.append(text)
+            names |= read
+    callee = ast.unparse(call.func)
+    text = f"{callee}(...)" if call.args or call.keywords else f"{callee}()"
+    return Direct(
+        _compiled(call, script),
+        text,
+        chain[-1].name,
+        frozenset(names),
+        tuple(contexts),
+        tuple(entered),
+        tuple(left),
+    )
+
+
+# await and yield need their function; `:=` would bind a local of it
+_UNSAFE = (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
+
+
+def _module_names(expression: ast.expr, scopes: list[symtable.SymbolTable]) -> set[str] | None:
+    """The names `expression` reads, when none is a local of the functions around it (or
+    of their scopes) and it needs nothing of their frame (`await`); else None."""
+    if any(isinstance(n, _UNSAFE) for n in ast.walk(expression)):
         return None
     bound = {
         a.arg
-        for n in ast.walk(call)
+        for n in ast.walk(expression)
         if isinstance(n, ast.Lambda)
         for a in [*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs]
     } | {
         t.id
-        for n in ast.walk(call)
+        for n in ast.walk(expression)
         if isinstance(n, ast.comprehension)
         for t in ast.walk(n.target)
         if isinstance(t, ast.Name)
     }
-    names = {n.id for n in ast.walk(call) if isinstance(n, ast.Name)} - bound
+    names = {n.id for n in ast.walk(expression) if isinstance(n, ast.Name)} - bound
     for name in names:
         for scope in scopes:
             try:
@@ -75,15 +127,23 @@ def direct_call(source: str, script: str, line: int) -> Direct | None:
                 continue
             if sym.is_local() or sym.is_free() or sym.is_parameter():
                 return None  # a local of the function (or of one around it): not callable
-    expression = ast.Expression(body=call)
-    code = compile(expression, script, "eval")
-    callee = ast.unparse(call.func)
-    text = f"{callee}(...)" if call.args or call.keywords else f"{callee}()"
-    return Direct(code, text, chain[-1].name, frozenset(names))
+    return names
 
 
-# await and yield need their function; `:=` would bind a local of it
-_UNSAFE = (ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
+def _compiled(expression: ast.expr, script: str) -> types.CodeType:
+    """The expression as code of its own lines of the script."""
+    return compile(ast.Expression(body=expression), script, "eval")
+
+
+def _withs_around(body: ast.AST, line: int) -> list[ast.With | ast.AsyncWith]:
+    """The `with` statements of `body` (not of a definition in it) whose blocks hold
+    `line`, outermost first."""
+    blocks = [
+        n
+        for n in _own(body)
+        if isinstance(n, (ast.With, ast.AsyncWith)) and any(_spans(s, line) for s in n.body)
+    ]
+    return sorted(blocks, key=lambda n: (n.lineno, n.col_offset))
 
 
 def _functions_around(tree: ast.Module, line: int) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -167,8 +227,11 @@ def _child(scope: symtable.SymbolTable, fn: ast.AST) -> symtable.SymbolTable | N
 
 
 def note(direct: Direct, line: int, stopped: str) -> str:
-    """What the result says was done: the call made directly, and why."""
+    """What the result says was done: the call made directly (inside which `with` blocks),
+    and why."""
+    inside = f", inside `with {', '.join(direct.entered)}`" if direct.entered else ""
+    left = "".join(f", nor was `{w}` around it entered" for w in direct.left)
     return (
-        f"analysed by calling `{direct.text}` at line {line} directly: the script's run "
-        f"{stopped}; the statements of `{direct.function}()` before it did not run"
+        f"analysed by calling `{direct.text}` at line {line} directly{inside}: the script's "
+        f"run {stopped}; the statements of `{direct.function}()` before it did not run{left}"
     )
