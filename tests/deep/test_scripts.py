@@ -573,6 +573,79 @@ def test_a_call_made_directly_keeps_the_with_blocks_it_is_written_in(
     ), said
 
 
+EACH_FILE_READ_BACK_IN_THE_MAIN_BLOCK = """
+import onnxruntime
+import torch
+import torch.nn as nn
+
+
+class First(nn.Module):
+    def forward(self, x):
+        return x.relu() + 1
+
+
+class Second(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent: fails at step 1/3
+            return x * 2
+        return x
+
+
+def export_onnx(model, output, inputs):
+    torch.onnx.export(model.eval(), inputs, output, dynamo=True)
+    session = onnxruntime.InferenceSession(output)
+    session.run(None, {"x": inputs[0].numpy()})
+
+
+if __name__ == "__main__":
+    export_onnx(First(), "first.onnx", (torch.randn(2, 4),))
+    with torch.no_grad():
+        export_onnx(Second(), "second.onnx", (torch.randn(2, 4),))
+    x = torch.randn(2, 4)
+    export_onnx(Second(), "local.onnx", (x,))
+"""
+
+
+def test_a_call_in_the_main_block_after_the_run_stopped_is_made_directly(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # As above, with the calls written in the `if __name__ == "__main__":` block: one that
+    # reads only names bound before the block is made after the script runs as an imported
+    # module (the block does not run); one that reads a name the block binds is still not
+    # reached.
+    from onnxlint.deep.scripts import script_targets
+
+    root = _project(tmp_path, {"export.py": EACH_FILE_READ_BACK_IN_THE_MAIN_BLOCK})
+    script = root / "export.py"
+    by_line = {t.script_line: t for t in script_targets(script, root)}
+    second, local = (line_of(script, f"export_onnx(Second(), {n}") for n in ('"s', '"l'))
+    assert sorted(by_line) == [line_of(script, "export_onnx(First()"), second, local]
+    session = line_of(script, "onnxruntime.InferenceSession(")
+    export = line_of(script, "torch.onnx.export(")
+
+    res = analyzer.analyze(by_line[second], use_cache=False)
+    assert res.outcome == "fails at step 1/3 (torch.export)", (res.outcome, res.violations)
+    assert (res.data or {})["script_direct"] == (
+        f"analysed by calling `export_onnx(...)` at line {second} directly, inside `with "
+        f"torch.no_grad()`: the script's run stopped at line {session} reading 'first.onnx', "
+        f"the file the export call at line {export} writes, which the analysis does not "
+        "write; the statements of the `__main__` block before it did not run"
+    )
+    (stop,) = [v for v in res.violations if v.code == "OLX802"]
+    assert stop.line == line_of(script, "if x.sum() > 0")
+
+    res = analyzer.analyze(by_line[local], use_cache=False)
+    assert res.outcome == "not reached by this run", (res.outcome, res.violations)
+    assert "script_direct" not in (res.data or {})
+    (stop,) = res.violations
+    assert stop.code == "OLX812" and stop.line == local
+    assert stop.message == (
+        f"target 'export.py:{local}': not reached by this run: the script made the export call "
+        f"at line {export}, then stopped at line {session} reading 'first.onnx', the file that "
+        "call writes, which the analysis does not write"
+    )
+
+
 SAVE_INTO_AN_OPEN_FILE = """
 import torch
 
