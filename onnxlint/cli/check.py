@@ -222,7 +222,7 @@ def _deep_violations(
         paths,
         root,
         list(config.targets),
-        python=args.python or config.deep.get("python"),
+        python=args.python or config.deep_python(),  # --python: from the working directory
         verify=args.verify,
         use_cache=not args.no_cache,
         messages=messages,

@@ -62,6 +62,10 @@ class Config:
         major, minor = self.target_torch.split(".")[:2]
         return int(major), int(minor)
 
+    def deep_python(self) -> str | None:
+        """`[tool.onnxlint.deep] python`, resolved as `project_python` does."""
+        return project_python(self.deep.get("python"), self.root)
+
     def with_overrides(self, **changes: Any) -> Config:
         return replace(self, **changes)
 
@@ -111,6 +115,20 @@ class Config:
             except ValueError:
                 pass
         return Path(path).as_posix()
+
+
+def project_python(value: Any, root: Path | str | None) -> str | None:
+    """The interpreter `[tool.onnxlint.deep] python` names, for both sides that run or ask it
+    (the static side's library folders, the deep worker): a path in it is from `root`, the
+    folder of the pyproject.toml that set it, not from wherever onnxlint runs, so that both
+    find the same one; a bare name (`python3`) is looked up on PATH, as written."""
+    if not isinstance(value, str) or not value:
+        return None
+    python = os.path.expanduser(value)
+    separators = {os.sep, os.altsep or os.sep}
+    if root is None or not any(s in python for s in separators):
+        return python
+    return os.path.abspath(os.path.join(root, python))
 
 
 def _matches(code: str, prefix: str) -> bool:
@@ -293,6 +311,8 @@ def parse_table(table: dict[str, Any], source: Path | None) -> Config:
             raise ConfigError(
                 f"{where}: unknown key `deep.{unknown[0]}`{did_you_mean(unknown[0], DEEP_KEYS)}"
             )
+        if not isinstance(table["deep"].get("python", ""), str):
+            raise ConfigError(f"{where}: `deep.python` must be a string (an interpreter's path)")
         if not isinstance(table["deep"].get("scripts", True), bool):
             raise ConfigError(f"{where}: `deep.scripts` must be true or false")
         kw["deep"] = dict(table["deep"])

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from onnxlint.core.config import project_python
 from onnxlint.core.violation import Severity, Violation
 from onnxlint.deep import report
 from onnxlint.deep.analyzer import DeepAnalyzer
@@ -301,7 +302,8 @@ def run_analyze(args: argparse.Namespace, config: Any) -> int:
     if not targets and not problems:
         print(f"onnxlint: {NO_TARGETS}", file=sys.stderr)
         return EXIT_USAGE
-    python = getattr(args, "python", None) or deep.get("python")
+    # `--python` as typed, from the working directory; the project's from its pyproject.toml
+    python = getattr(args, "python", None) or project_python(deep.get("python"), root)
     fmt = getattr(args, "format", "text")
     results = run_targets(
         targets,

@@ -66,7 +66,7 @@ class ProjectIndex:
         and its root, where absolute imports start."""
         if config != self.config:
             self._facts.clear()  # their models were built with the old settings
-        if config.deep.get("python") != self.config.deep.get("python"):
+        if config.deep_python() != self.config.deep_python():
             self._libraries = None
         self.config = config
         self.root = str(config.root) if config.root is not None else None
@@ -220,12 +220,7 @@ class ProjectIndex:
     def libraries(self) -> tuple[str, ...]:
         """The library folders of the project's interpreter (asked once per configuration)."""
         if self._libraries is None:
-            python = self.config.deep.get("python")
-            if not isinstance(python, str):
-                python = None
-            elif python and self.root and os.sep in python:  # a path: from the project root
-                python = os.path.join(self.root, os.path.expanduser(python))
-            self._libraries = library_roots(python)
+            self._libraries = library_roots(self.config.deep_python())
         return self._libraries
 
     def export_function(

@@ -126,7 +126,7 @@ class DeepService:
     def python_for(self, uri: str) -> str:
         settings = self.server.settings_for(uri)
         cfg, _, _ = self.server.config_for(uri)
-        return settings.deep.interpreter or cfg.deep.get("python") or sys.executable
+        return settings.deep.interpreter or cfg.deep_python() or sys.executable
 
     def check_allowed(self, uri: str) -> str:
         """The interpreter to use, or DeepUnavailable with the reason."""

@@ -307,6 +307,7 @@ def test_missing_path_is_a_usage_error(cli, tmp_path: Path) -> None:
         ("[[tool.onnxlint.scripts]]\npath = 'export.py'\nargv = '--x'\n", "`argv` must be a list"),
         ("[[tool.onnxlint.scripts]]\npaht = 'export.py'\n", "did you mean 'path'"),
         ("[tool.onnxlint.deep]\nscripts = 'no'\n", "`deep.scripts` must be true or false"),
+        ("[tool.onnxlint.deep]\npython = ['python3']\n", "`deep.python` must be a string"),
     ],
 )
 def test_bad_config_names_the_problem(cli, tmp_path: Path, toml: str, expect: str) -> None:

@@ -481,6 +481,171 @@ def test_a_call_after_the_run_reads_a_file_it_did_not_write_is_made_directly(
     )
 
 
+EACH_IN_ITS_AUTOGRAD_MODE = """
+import onnxruntime
+import torch
+import torch.nn as nn
+
+
+class First(nn.Module):
+    def forward(self, x):
+        return x.relu() + 1
+
+
+class NoGradOnly(nn.Module):
+    def forward(self, x):
+        if torch.is_grad_enabled():
+            raise RuntimeError("NoGradOnly is exported under torch.no_grad() only")
+        return x.sigmoid() * 2
+
+
+class InferenceOnly(nn.Module):
+    def forward(self, x):
+        if not torch.is_inference_mode_enabled():
+            raise RuntimeError("InferenceOnly is exported under torch.inference_mode() only")
+        return x.tanh() * 3
+
+
+def export_onnx(model, output, inputs):
+    torch.onnx.export(model.eval(), inputs, output, dynamo=True)
+    session = onnxruntime.InferenceSession(output)
+    session.run(None, {"x": inputs[0].numpy()})
+
+
+def main():
+    export_onnx(First(), "first.onnx", (torch.randn(2, 4),))
+    with torch.no_grad():
+        export_onnx(NoGradOnly(), "no_grad.onnx", (torch.randn(2, 4),))
+    log = "export.log"
+    with open(log, "w"), torch.inference_mode():
+        export_onnx(InferenceOnly(), "inference.onnx", (torch.randn(2, 4),))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_call_made_directly_keeps_the_with_blocks_it_is_written_in(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # The direct call was made outside `with torch.no_grad():` / `torch.inference_mode()`,
+    # so a model whose forward depends on the autograd mode was analysed in another one
+    # than the script's (here it raised; torch 2.13's real run of the script exports all
+    # three). The blocks made of module-level names are entered around the call; one that
+    # reads a local of main() is not, and the note says so.
+    import subprocess
+    import sys
+
+    from onnxlint.deep.scripts import script_targets
+
+    root = _project(tmp_path, {"export.py": EACH_IN_ITS_AUTOGRAD_MODE})
+    script = root / "export.py"
+    real = subprocess.run(
+        [sys.executable, str(script)], cwd=root, capture_output=True, text=True, timeout=300
+    )
+    assert real.returncode == 0, real.stderr[-3000:]
+    assert (root / "no_grad.onnx").is_file() and (root / "inference.onnx").is_file()
+    for name in ("first.onnx", "no_grad.onnx", "inference.onnx"):
+        for made in root.glob(f"{name}*"):
+            made.unlink()  # the analysis's own run must stop reading them back
+
+    by_line = {t.script_line: t for t in script_targets(script, root)}
+    no_grad, inference = (line_of(script, f"export_onnx({n}") for n in ("NoGrad", "Inference"))
+
+    res = analyzer.analyze(by_line[no_grad], use_cache=False)
+    assert res.outcome == "ok", (res.outcome, res.violations)
+    assert (res.data or {})["script_direct"].startswith(
+        f"analysed by calling `export_onnx(...)` at line {no_grad} directly, inside "
+        "`with torch.no_grad()`: the script's run stopped at line "
+    )
+
+    res = analyzer.analyze(by_line[inference], use_cache=False)
+    assert res.outcome == "ok", (res.outcome, res.violations)
+    said = (res.data or {})["script_direct"]
+    assert said.startswith(
+        f"analysed by calling `export_onnx(...)` at line {inference} directly, inside "
+        "`with torch.inference_mode()`: "
+    ), said
+    assert said.endswith(
+        "the statements of `main()` before it did not run, nor was `with open(log, 'w')` "
+        "around it entered"
+    ), said
+
+
+EACH_FILE_READ_BACK_IN_THE_MAIN_BLOCK = """
+import onnxruntime
+import torch
+import torch.nn as nn
+
+
+class First(nn.Module):
+    def forward(self, x):
+        return x.relu() + 1
+
+
+class Second(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent: fails at step 1/3
+            return x * 2
+        return x
+
+
+def export_onnx(model, output, inputs):
+    torch.onnx.export(model.eval(), inputs, output, dynamo=True)
+    session = onnxruntime.InferenceSession(output)
+    session.run(None, {"x": inputs[0].numpy()})
+
+
+if __name__ == "__main__":
+    export_onnx(First(), "first.onnx", (torch.randn(2, 4),))
+    with torch.no_grad():
+        export_onnx(Second(), "second.onnx", (torch.randn(2, 4),))
+    x = torch.randn(2, 4)
+    export_onnx(Second(), "local.onnx", (x,))
+"""
+
+
+def test_a_call_in_the_main_block_after_the_run_stopped_is_made_directly(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # As above, with the calls written in the `if __name__ == "__main__":` block: one that
+    # reads only names bound before the block is made after the script runs as an imported
+    # module (the block does not run); one that reads a name the block binds is still not
+    # reached.
+    from onnxlint.deep.scripts import script_targets
+
+    root = _project(tmp_path, {"export.py": EACH_FILE_READ_BACK_IN_THE_MAIN_BLOCK})
+    script = root / "export.py"
+    by_line = {t.script_line: t for t in script_targets(script, root)}
+    second, local = (line_of(script, f"export_onnx(Second(), {n}") for n in ('"s', '"l'))
+    assert sorted(by_line) == [line_of(script, "export_onnx(First()"), second, local]
+    session = line_of(script, "onnxruntime.InferenceSession(")
+    export = line_of(script, "torch.onnx.export(")
+
+    res = analyzer.analyze(by_line[second], use_cache=False)
+    assert res.outcome == "fails at step 1/3 (torch.export)", (res.outcome, res.violations)
+    assert (res.data or {})["script_direct"] == (
+        f"analysed by calling `export_onnx(...)` at line {second} directly, inside `with "
+        f"torch.no_grad()`: the script's run stopped at line {session} reading 'first.onnx', "
+        f"the file the export call at line {export} writes, which the analysis does not "
+        "write; the statements of the `__main__` block before it did not run"
+    )
+    (stop,) = [v for v in res.violations if v.code == "OLX802"]
+    assert stop.line == line_of(script, "if x.sum() > 0")
+
+    res = analyzer.analyze(by_line[local], use_cache=False)
+    assert res.outcome == "not reached by this run", (res.outcome, res.violations)
+    assert "script_direct" not in (res.data or {})
+    (stop,) = res.violations
+    assert stop.code == "OLX812" and stop.line == local
+    assert stop.message == (
+        f"target 'export.py:{local}': not reached by this run: the script made the export call "
+        f"at line {export}, then stopped at line {session} reading 'first.onnx', the file that "
+        "call writes, which the analysis does not write"
+    )
+
+
 SAVE_INTO_AN_OPEN_FILE = """
 import torch
 

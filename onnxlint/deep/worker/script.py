@@ -232,7 +232,7 @@ def _run_once(
                 stack.enter_context(torch_internals.unbacked_sizes(rec.fake_mode))
             exec(code, module.__dict__)
             if direct is not None and direct.ready(module):
-                eval(direct.code, module.__dict__)
+                direct.call(module.__dict__)
     except ScriptStop as s:
         return s, None, None
     except KeyboardInterrupt:
