@@ -73,6 +73,9 @@ def summary(result: Any) -> dict[str, Any]:
         filled = (result.data or {}).get("script_filled") or []
         if filled:  # an assumption the user should know of (the report lists the rest)
             message += f"; the script ran with placeholders for {', '.join(filled)}"
+        direct = (result.data or {}).get("script_direct")
+        if direct:  # the statements before the target's call did not run: say so
+            message += f"; {direct}"
     return {
         "status": result.status,
         "findings": n,

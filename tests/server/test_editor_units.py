@@ -17,7 +17,9 @@ def test_every_rule_has_a_short_hover_with_why_use_instead_fix_and_link() -> Non
         assert text.startswith(f"**{rule.code}** `{rule.name}`")
         assert f"# {rule.code}" not in text and "## " not in text  # no page headings
         assert "--" not in text.replace("---", "")  # no CLI flags
-        assert text.endswith(f"[Full rule page](https://onnxlint.github.io/onnxlint/rules/{rule.code}/)")
+        assert text.endswith(
+            f"[Full rule page](https://onnxlint.github.io/onnxlint/rules/{rule.code}/)"
+        )
         assert "**Fix:**" in text or "**Quick fix:**" in text
         if "```" in rule.doc_sections().get("Use instead", ""):
             assert "**Use instead:**\n```" in text, rule.code
@@ -51,3 +53,21 @@ def test_a_cancel_for_an_answered_request_is_not_logged_as_a_warning() -> None:
         if raw.proc.poll() is None:
             raw.proc.kill()
     assert b"Cancel notification" not in err, err.decode()
+
+
+def test_the_end_message_says_when_the_call_was_made_directly(tmp_path) -> None:
+    """The CLI and the report say that a script target's call was made directly (the
+    statements before it did not run); the editor's end notification says it too."""
+    from onnxlint.deep.result import DeepResult
+    from onnxlint.deep.targets import Target
+    from onnxlint.server.deep_service import summary
+
+    note = (
+        "analysed by calling `export_decoder(...)` at line 117 directly: the script's run "
+        "stopped at line 40; the statements of `main()` before it did not run"
+    )
+    target = Target("export.py:117", "export.py", tmp_path)
+    plain = summary(DeepResult(target, "ok"))["message"]
+    assert "directly" not in plain
+    direct = summary(DeepResult(target, "ok", data={"script_direct": note}))["message"]
+    assert direct == f"{plain}; {note}"
