@@ -1,1 +1,2 @@
-"""Source text: files, blocks parsed once, the walk, positions, notebooks, fixes. Imports core."""
+"""Source text: files, blocks parsed once (libcst's nodes built without validation), the walk,
+positions, notebooks, fixes. Imports core."""
