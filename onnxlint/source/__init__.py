@@ -1,2 +1,3 @@
-"""Source text: files, blocks parsed once (libcst's nodes built without validation), the walk,
-positions, notebooks, fixes. Imports core."""
+"""Source text: files, parsed blocks, the walk, positions, notebooks, fixes. Imports core.
+
+Blocks are parsed with libcst's nodes built without validation (`fast_nodes`)."""
