@@ -31,6 +31,19 @@ def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None, env: 
     )
 
 
+def make_venv(folder: Path) -> tuple[Path, Path]:
+    """A real venv (no pip) at `folder`: its interpreter and its site-packages folder."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    return python, Path(purelib)
+
+
 @pytest.fixture
 def cli():
     return run_cli

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import site
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import make_venv, run_cli
 
 from .conftest import line_of
 
@@ -49,15 +47,7 @@ torch.onnx.export(Plain(), (torch.randn(1, 3, 8, 8),), "plain.onnx", dynamo=True
 def _venv(folder: Path) -> Path:
     """A real venv (no pip) with `venvlib` in its site-packages and, through a .pth file,
     this interpreter's (torch, onnx), so that a worker runs under it."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
-    python = folder / "bin" / "python"
-    purelib = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    site_packages = Path(purelib)
+    _python, site_packages = make_venv(folder)
     (site_packages / "venvlib").mkdir(parents=True)
     (site_packages / "venvlib" / "__init__.py").write_text(textwrap.dedent(LIBRARY).lstrip())
     (site_packages / "outer.pth").write_text("\n".join(site.getsitepackages()) + "\n")

@@ -385,7 +385,9 @@ def test_a_helper_that_exports_each_model_is_a_target_per_model(
     assert stop.line == line_of(script, "if size.item() > 1")
 
 
-EACH_FILE_READ_BACK = """
+# The start of the scripts below: an export helper that reads back the file it exports (as
+# EfficientSAM's does), so the analysis's own run stops after the first export call.
+READ_BACK_PRELUDE = """
 import onnxruntime
 import torch
 import torch.nn as nn
@@ -395,6 +397,15 @@ class First(nn.Module):
     def forward(self, x):
         return x.relu() + 1
 
+
+def export_onnx(model, output, inputs):
+    torch.onnx.export(model.eval(), inputs, output, dynamo=True)
+    session = onnxruntime.InferenceSession(output)
+    session.run(None, {"x": inputs[0].numpy()})
+"""
+
+
+EACH_FILE_READ_BACK = f"""{READ_BACK_PRELUDE}
 
 class Second(nn.Module):
     def forward(self, x):
@@ -406,12 +417,6 @@ class Third(nn.Module):
         if x.sum() > 0:  # data-dependent: fails at step 1/3
             return x * 2
         return x
-
-
-def export_onnx(model, output, inputs):
-    torch.onnx.export(model.eval(), inputs, output, dynamo=True)
-    session = onnxruntime.InferenceSession(output)
-    session.run(None, {"x": inputs[0].numpy()})
 
 
 def main():
@@ -481,16 +486,7 @@ def test_a_call_after_the_run_reads_a_file_it_did_not_write_is_made_directly(
     )
 
 
-EACH_IN_ITS_AUTOGRAD_MODE = """
-import onnxruntime
-import torch
-import torch.nn as nn
-
-
-class First(nn.Module):
-    def forward(self, x):
-        return x.relu() + 1
-
+EACH_IN_ITS_AUTOGRAD_MODE = f"""{READ_BACK_PRELUDE}
 
 class NoGradOnly(nn.Module):
     def forward(self, x):
@@ -504,12 +500,6 @@ class InferenceOnly(nn.Module):
         if not torch.is_inference_mode_enabled():
             raise RuntimeError("InferenceOnly is exported under torch.inference_mode() only")
         return x.tanh() * 3
-
-
-def export_onnx(model, output, inputs):
-    torch.onnx.export(model.eval(), inputs, output, dynamo=True)
-    session = onnxruntime.InferenceSession(output)
-    session.run(None, {"x": inputs[0].numpy()})
 
 
 def main():
@@ -573,28 +563,13 @@ def test_a_call_made_directly_keeps_the_with_blocks_it_is_written_in(
     ), said
 
 
-EACH_FILE_READ_BACK_IN_THE_MAIN_BLOCK = """
-import onnxruntime
-import torch
-import torch.nn as nn
-
-
-class First(nn.Module):
-    def forward(self, x):
-        return x.relu() + 1
-
+EACH_FILE_READ_BACK_IN_THE_MAIN_BLOCK = f"""{READ_BACK_PRELUDE}
 
 class Second(nn.Module):
     def forward(self, x):
         if x.sum() > 0:  # data-dependent: fails at step 1/3
             return x * 2
         return x
-
-
-def export_onnx(model, output, inputs):
-    torch.onnx.export(model.eval(), inputs, output, dynamo=True)
-    session = onnxruntime.InferenceSession(output)
-    session.run(None, {"x": inputs[0].numpy()})
 
 
 if __name__ == "__main__":

@@ -8,13 +8,11 @@ module, the export in a script of another folder, helpers in a third.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import run_cli
+from tests.conftest import make_venv, run_cli
 
 
 def project(root: Path, files: dict[str, str], config: str = "") -> Path:
@@ -970,15 +968,8 @@ LIBRARY_USER = """
 
 def _venv_with(folder: Path, files: dict[str, str]) -> Path:
     """A real venv (no pip) whose site-packages holds `files`; its interpreter's path."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
-    python = folder / "bin" / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    _write(Path(site), files)
+    python, site = make_venv(folder)
+    _write(site, files)
     return python
 
 
