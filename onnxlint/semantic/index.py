@@ -260,7 +260,6 @@ def _collect_targets(stmt: cst.CSTNode, out: set[str]) -> None:
 
 
 _INDEX_TYPES = frozenset({cst.Import, cst.ImportFrom, cst.Call, cst.Decorator, cst.Attribute})
-_DEF_TYPES = frozenset({cst.FunctionDef, cst.ClassDef})
 
 
 def _index_node(
