@@ -14,7 +14,7 @@ from lsprotocol import types
 from onnxlint.server import documents
 from onnxlint.server.app import OnnxlintServer
 from onnxlint.server.protocol import ANALYZE_EXPORT
-from onnxlint.server.targets import Lens, cell_lenses, lenses_for
+from onnxlint.server.targets import Lens, cell_lenses, lenses_for, shown_at
 
 
 def _targets_of(ls: OnnxlintServer) -> Callable[[str], list[Any]] | None:
@@ -27,7 +27,7 @@ def _targets_of(ls: OnnxlintServer) -> Callable[[str], list[Any]] | None:
 async def code_lens(ls: OnnxlintServer, params: types.CodeLensParams) -> list[types.CodeLens]:
     uri = params.text_document.uri
     doc = ls.document(uri)
-    text = doc.source
+    text, version = doc.source, doc.version
     if not ls.settings_for(uri).enable:
         return []
     notebook = documents.notebook_of(ls, uri)
@@ -38,6 +38,8 @@ async def code_lens(ls: OnnxlintServer, params: types.CodeLensParams) -> list[ty
         found = await ls.run_check(lambda: lenses_for(ls, uri, text, _targets_of(ls)))
     lines = ls.lines(text)
     out = []
+    if notebook is None:
+        found = shown_at(found, version)
     for lens in found:
         pos = lines.position(lens.line, 1)
         out.append(

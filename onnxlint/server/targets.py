@@ -47,6 +47,37 @@ class Lens:
     argument: dict[str, Any] = field(default_factory=dict)
 
 
+def shown_at(lenses: list[Lens], version: int | None) -> list[Lens]:
+    """The lenses with where they were shown (`shown`: the document's version, the title and
+    its rank among the lenses of that title), so a click on a lens the editor has not yet
+    refreshed after an edit runs the export call it showed, not the one now at its old
+    line (`current_lens`)."""
+    seen: dict[str, int] = {}
+    out = []
+    for lens in lenses:
+        if lens.command != ANALYZE_EXPORT or version is None:
+            out.append(lens)
+            continue
+        nth = seen[lens.title] = seen.get(lens.title, -1) + 1
+        shown = {"version": version, "title": lens.title, "nth": nth}
+        out.append(Lens(lens.line, lens.title, lens.command, {**lens.argument, "shown": shown}))
+    return out
+
+
+def current_lens(spec: dict[str, Any], version: int | None, lenses: list[Lens]) -> Any:
+    """The argument of the lens `spec` was shown as, in the document as it is now: `spec`
+    itself when nothing changed since, the lens of the same title and rank when the document
+    changed, None when that lens is gone."""
+    shown = spec.get("shown")
+    if not isinstance(shown, dict) or shown.get("version") == version:
+        return spec
+    same = [x for x in lenses if x.command == ANALYZE_EXPORT and x.title == shown.get("title")]
+    nth = shown.get("nth")
+    if not isinstance(nth, int) or not 0 <= nth < len(same):
+        return None
+    return {**same[nth].argument, "shown": {**shown, "version": version}}
+
+
 def _real(path: str | Path) -> str:
     return os.path.realpath(str(path))
 

@@ -112,7 +112,13 @@ async def test_the_proven_fix_is_a_code_action_on_the_deep_finding(
     lsp: Client, tmp_path: Path
 ) -> None:
     path, uri = await _open(lsp, tmp_path)
-    await _analyze(lsp, uri, path, EXPORT_LINE)
+    lenses = await lsp.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri))
+    )
+    (lens,) = [x.command for x in lenses if x.command and "runs this script" in x.command.title]
+    assert lens.arguments and lens.arguments[1]["line"] == EXPORT_LINE
+    out = await analyze_export(lsp, lens.arguments)
+    assert out["status"] == "ok" and out["target"] == "m.py:19", out
     await _pushed_finding(lsp, uri, 60)  # the findings first, then the proof
     finding = await _pushed_finding(lsp, uri, 300, fixed=True)
 
@@ -138,7 +144,10 @@ async def test_the_proven_fix_is_a_code_action_on_the_deep_finding(
     lsp.text_document_did_save(
         types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri))
     )
-    out = await _analyze(lsp, uri, path, EXPORT_LINE - 3)
+    # the lens clicked before the editor redraws it after the edit (its argument still
+    # says line 19) runs the export call it showed, now at line 16: clean
+    out = await analyze_export(lsp, lens.arguments)
+    assert out["status"] == "ok" and out["target"] == "m.py:16", out
     assert out["findings"] == 0, out
 
 

@@ -35,9 +35,12 @@ async def _lenses(lsp: Client, path: Path) -> list[tuple[int, str, list[object]]
     out = []
     for lens in lenses:
         assert lens.command is not None
-        out.append(
-            (lens.range.start.line + 1, lens.command.title, list(lens.command.arguments or []))
-        )
+        args = list(lens.command.arguments or [])
+        if len(args) == 2 and isinstance(args[1], dict) and "shown" in args[1]:
+            # where the lens was shown (for a click before the editor redraws it): its title
+            shown = args[1].pop("shown")
+            assert shown["title"] == lens.command.title and shown["version"] == 1, shown
+        out.append((lens.range.start.line + 1, lens.command.title, args))
     return out
 
 

@@ -71,3 +71,27 @@ def test_the_end_message_says_when_the_call_was_made_directly(tmp_path) -> None:
     assert "directly" not in plain
     direct = summary(DeepResult(target, "ok", data={"script_direct": note}))["message"]
     assert direct == f"{plain}; {note}"
+
+
+def test_a_lens_clicked_after_an_edit_runs_the_call_it_showed() -> None:
+    """The editor redraws lenses a moment after an edit; a click in between sends the old
+    argument. It names the lens it was (title and rank at the document's version), so the
+    server runs that lens as the document is now, or says it is gone."""
+    from onnxlint.server.protocol import ANALYZE_EXPORT, CREATE_TARGET
+    from onnxlint.server.targets import Lens, current_lens, shown_at
+
+    def lens(line: int, name: str) -> Lens:
+        return Lens(line, f"Analyze export ({name})", ANALYZE_EXPORT, {"line": line})
+
+    before = shown_at([lens(5, "A"), Lens(5, "Create", CREATE_TARGET), lens(9, "A")], 3)
+    assert before[1].argument == {}  # only the analyze lenses
+    second = before[2].argument
+    assert second["shown"] == {"version": 3, "title": "Analyze export (A)", "nth": 1}
+    assert current_lens(second, 3, []) is second  # nothing changed: as it is
+    now = [lens(4, "A"), lens(7, "A")]
+    assert current_lens(second, 4, now) == {
+        "line": 7,
+        "shown": {"version": 4, "title": "Analyze export (A)", "nth": 1},
+    }
+    assert current_lens(second, 4, now[:1]) is None  # that export call is gone
+    assert current_lens({"line": 9}, 4, now) == {"line": 9}  # an argument from elsewhere
