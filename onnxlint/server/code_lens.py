@@ -27,7 +27,7 @@ def _targets_of(ls: OnnxlintServer) -> Callable[[str], list[Any]] | None:
 async def code_lens(ls: OnnxlintServer, params: types.CodeLensParams) -> list[types.CodeLens]:
     uri = params.text_document.uri
     doc = ls.document(uri)
-    text, version = doc.source, doc.version
+    text, version = doc.source, documents.lens_version(ls, uri)
     if not ls.settings_for(uri).enable:
         return []
     notebook = documents.notebook_of(ls, uri)
@@ -38,9 +38,7 @@ async def code_lens(ls: OnnxlintServer, params: types.CodeLensParams) -> list[ty
         found = await ls.run_check(lambda: lenses_for(ls, uri, text, _targets_of(ls)))
     lines = ls.lines(text)
     out = []
-    if notebook is None:
-        found = shown_at(found, version)
-    for lens in found:
+    for lens in shown_at(found, version):
         pos = lines.position(lens.line, 1)
         out.append(
             types.CodeLens(

@@ -190,9 +190,8 @@ class DeepService:
 
     def resolve_target(self, uri: str, spec: dict[str, Any]) -> Any:
         """The target a code lens / command argument names, or DeepUnavailable."""
-        if isinstance(spec.get("shown"), dict) and documents.notebook_of(self.server, uri) is None:
-            doc = self.server.workspace.text_documents.get(uri)
-            version = doc.version if doc is not None else None
+        if isinstance(spec.get("shown"), dict):
+            version = documents.lens_version(self.server, uri)
             if spec["shown"].get("version") != version:  # the editor's lens predates an edit
                 now = current_lens(spec, version, self._lenses(uri))
                 if now is None:

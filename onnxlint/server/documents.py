@@ -68,6 +68,17 @@ def notebook_of(ls: LanguageServer, uri: str) -> str | None:
     return nb.uri if nb is not None else None
 
 
+def lens_version(ls: LanguageServer, uri: str) -> int | None:
+    """The version the lenses of `uri` are computed at: a cell's notebook's (a cell's lenses
+    name their export call by its line in the notebook's module), else the document's."""
+    nb_uri = notebook_of(ls, uri)
+    if nb_uri is not None:
+        nb = notebooks_of(ls).get(nb_uri)
+        return nb.version if nb is not None else None
+    doc = ls.workspace.text_documents.get(uri)
+    return doc.version if doc is not None else None
+
+
 def cell_document(ls: LanguageServer, uri: str) -> TextDocument | None:
     doc = ls.workspace.text_documents.get(unquote(uri))
     return doc if isinstance(doc, TextDocument) else None

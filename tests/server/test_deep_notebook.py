@@ -130,16 +130,15 @@ async def test_lens_findings_and_proven_fix_in_a_notebook_cell(lsp: Client, tmp_
             notebook_document=types.NotebookDocumentIdentifier(uri=nb.uri)
         )
     )
-    (lens,) = await _lens(lsp, export)
-    assert lens.command is not None
-    out = await analyze_export(
-        lsp,
-        [
-            *(lens.command.arguments or [])[:1],
-            {**(lens.command.arguments or [None, {}])[1], "proveFixes": False},
-        ],
-    )
-    assert out["status"] == "ok" and out["findings"] == 0, out
+    # with the lens as first shown (its notebook line is 3 lines off now: an editor that has
+    # not redrawn it yet), and with the lens as it is now
+    (now,) = await _lens(lsp, export)
+    for shown in (lens, now):
+        assert shown.command is not None
+        uri, argument = shown.command.arguments or [None, {}]
+        out = await analyze_export(lsp, [uri, {**argument, "proveFixes": False}])
+        assert out["status"] == "ok" and out["target"] == "export.ipynb:cell 4:2", out
+        assert out["findings"] == 0, out
 
 
 async def test_lens_on_an_export_in_a_function_no_cell_calls(lsp: Client, tmp_path: Path) -> None:
