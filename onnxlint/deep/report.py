@@ -222,6 +222,14 @@ def _md_target(r: DeepResult) -> list[str]:
 SKIPPED_WHY = "weights, devices and output paths do not matter here"
 
 
+def script_notes(r: DeepResult) -> list[str]:
+    """How the script run reached what it analysed, when a user would not assume it: the
+    target's call made directly (the statements before it did not run), a call in a loop
+    whose passes export several models (each class analysed)."""
+    data = r.data or {}
+    return [n for n in (data.get("script_direct"), data.get("script_loop")) if n]
+
+
 def script_skipped(r: DeepResult, root: Path) -> str:
     """What a script target's run faked, short, one entry per line of the script:
     `required arguments --checkpoint, --out (export.py:8), torch.load, .cuda() (export.py:25)`."""
@@ -266,9 +274,8 @@ def _script_words(r: DeepResult) -> str:
         text += f" `{call.get('name')}` in cell {cell}, line {line}"
     elif call:
         text += f" `{call.get('name')}` on line {call.get('line')}"
-    direct = (r.data or {}).get("script_direct")
-    if direct:  # the target's call made directly, without the statements before it
-        text += f"; {direct}"
+    for said in script_notes(r):
+        text += f"; {said}"
     skipped = script_skipped(r, r.target.root)
     if skipped:
         text += f"; skipped ({SKIPPED_WHY}): {skipped}"

@@ -428,9 +428,8 @@ def _print_text(results: list[DeepResult], problems: list[Violation], root: Path
         skipped = report.script_skipped(r, root)
         if skipped:
             print(f"  skipped ({report.SKIPPED_WHY}): {skipped}")
-        direct = (r.data or {}).get("script_direct")
-        if direct:  # main()'s statements before the target's call did not run
-            print(f"  {direct}")
+        for said in report.script_notes(r):  # a direct call, a loop's several models
+            print(f"  {said}")
         for line in report.memory_lines(r):
             print(f"  memory: {line}" if line.startswith("weights") else f"          {line}")
         for v in r.violations:

@@ -56,6 +56,7 @@ NO_TARGET_HELP = (
 
 def summary(result: Any) -> dict[str, Any]:
     """The counts and one sentence for the end of an analysis."""
+    from onnxlint.deep.report import script_notes
     from onnxlint.deep.result import outcome_of
 
     counts = {"error": 0, "warning": 0, "info": 0}
@@ -73,9 +74,8 @@ def summary(result: Any) -> dict[str, Any]:
         filled = (result.data or {}).get("script_filled") or []
         if filled:  # an assumption the user should know of (the report lists the rest)
             message += f"; the script ran with placeholders for {', '.join(filled)}"
-        direct = (result.data or {}).get("script_direct")
-        if direct:  # the statements before the target's call did not run: say so
-            message += f"; {direct}"
+        for said in script_notes(result):  # a direct call, a loop's several models
+            message += f"; {said}"
     return {
         "status": result.status,
         "findings": n,

@@ -385,6 +385,100 @@ def test_a_helper_that_exports_each_model_is_a_target_per_model(
     assert stop.line == line_of(script, "if size.item() > 1")
 
 
+LOOP_OF_MODELS = """
+import torch
+import torch.nn as nn
+
+
+class Backbone(nn.Module):
+    def forward(self, x):
+        return x.relu()
+
+
+class Head(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent: this model's export fails at step 1/3
+            return x * 2
+        return x
+
+
+def export_onnx(model, inputs, path):
+    torch.onnx.export(model.eval(), inputs, path, dynamo=True)
+
+
+def main():
+    models = {"backbone": Backbone(), "head": Head(), "backbone2": Backbone()}
+    for name, model in models.items():
+        export_onnx(model, (torch.randn(2, 4),), f"{name}.onnx")
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_an_export_call_in_a_loop_is_analysed_for_each_model_class_it_exports(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # One line exports every model of a dict (torch 2.13 writes backbone.onnx, then fails
+    # on Head's `if`). The run captured the first pass only and said "ok, 0 findings": the
+    # later passes' models are analysed too, each class once.
+    root = _project(tmp_path, {"export_all.py": LOOP_OF_MODELS})
+    script = root / "export_all.py"
+    call = line_of(script, "export_onnx(model, (")
+    result = _analyze(analyzer, root, "export_all.py", call)
+    assert result.outcome == "fails at step 1/3 (torch.export)", (result.outcome, result.violations)
+    (stop,) = [v for v in result.violations if v.code == "OLX802"]
+    assert stop.line == line_of(script, "if x.sum() > 0")
+    assert stop.notes[0] == f"in the loop's pass that exports `Head` (line {call})", stop.notes
+    assert (result.data or {})["script_loop"] == (
+        f"the export call at line {call} is in the loop at line {call - 1}: of the 3 passes "
+        "the run made, each model class was analysed (`Backbone`, `Head`)"
+    )
+
+
+SAME_CLASS_LOOP = """
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return x.relu()
+
+
+class Other(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x * 2
+        return x
+
+
+for batch in (1, 2, 4):
+    torch.onnx.export(Net().eval(), (torch.randn(batch, 4),), f"net{batch}.onnx", dynamo=True)
+torch.onnx.export(Other().eval(), (torch.randn(2, 4),), "other.onnx", dynamo=True)
+"""
+
+
+def test_a_loop_over_one_model_class_is_analysed_once_and_ends_at_the_next_call(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # Negative: the loop exports one class (at three batch sizes), so there is nothing more
+    # to analyse and no note; the run ends at the export call after the loop (another
+    # target's line), whose model is not this target's.
+    from onnxlint.deep.worker.script_loop import loop_around
+
+    root = _project(tmp_path, {"export_sizes.py": SAME_CLASS_LOOP})
+    script = root / "export_sizes.py"
+    call = line_of(script, "torch.onnx.export(Net()")
+    assert loop_around(script.read_text(), call) == call - 1
+    assert loop_around(script.read_text(), line_of(script, "torch.onnx.export(Other()")) is None
+    result = _analyze(analyzer, root, "export_sizes.py", call)
+    assert result.outcome == "ok", (result.outcome, result.violations)
+    assert not {"OLX801", "OLX802"} & _codes(result)
+    assert "script_loop" not in (result.data or {})
+
+
 # The start of the scripts below: an export helper that reads back the file it exports (as
 # EfficientSAM's does), so the analysis's own run stops after the first export call.
 READ_BACK_PRELUDE = """

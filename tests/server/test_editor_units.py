@@ -71,6 +71,10 @@ def test_the_end_message_says_when_the_call_was_made_directly(tmp_path) -> None:
     assert "directly" not in plain
     direct = summary(DeepResult(target, "ok", data={"script_direct": note}))["message"]
     assert direct == f"{plain}; {note}"
+    # and that a call in a loop was followed through the loop's models
+    loop = "the export call at line 9 is in the loop at line 8: ... (`A`, `B`)"
+    both = summary(DeepResult(target, "ok", data={"script_direct": note, "script_loop": loop}))
+    assert both["message"] == f"{plain}; {note}; {loop}"
 
 
 def test_a_lens_clicked_after_an_edit_runs_the_call_it_showed() -> None:

@@ -29,6 +29,7 @@ from . import (
     overlay,
     proof,
     script,
+    script_loop,
     torch_internals,
     translate,
     verify,
@@ -90,7 +91,58 @@ def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
             if rec.target.get("verify"):
                 with _Phase(rec, "verify", 90):
                     verify.run(rec)
+        later_passes(rec)
     return _finish(rec)
+
+
+def later_passes(rec: Analysis) -> None:
+    """The models a script's export call in a loop exports in its later passes (one per
+    new class, `script_loop`): analysed as the first one was, up to the ONNX translation;
+    their findings join the first pass's with a note naming the pass's model, and a finding
+    the record has already is not repeated."""
+    if not rec.later:
+        return
+    rec.progress("later passes", 95)
+    seen = {_key(f) for f in rec.findings}
+    for call in rec.later:
+        name = type(script_loop.model_of(call)).__name__
+        sub = Analysis(dict(rec.target), lambda _phase, _percent: None)
+        sub.fake_mode = rec.fake_mode
+        problem = script.take_later(sub, call)
+        if problem is None:
+            state = ModuleState(sub.model)
+            with autograd_mode(sub.autograd), torch_internals.onnx_exporting(sub.onnx_capture):
+                with _Phase(sub, "explain", 10):
+                    explain.run(sub)
+                state.restore()
+                with _Phase(sub, "export", 30):
+                    export.run(sub)
+                if sub.ep is not None:
+                    with _Phase(sub, "decompose", 55):
+                        decompose.run(sub)
+                if sub.decomposed is not None:
+                    with _Phase(sub, "translate", 75):
+                        translate.run(sub)
+        else:
+            sub.add(finding(wire.KIND_TARGET_ERROR, problem))
+        loc = sub.factory_loc or {}
+        for found in sub.findings:
+            if not found.get("file"):
+                found["file"], found["line"] = loc.get("file"), loc.get("line")
+            if _key(found) in seen:
+                continue
+            seen.add(_key(found))
+            at = rec.target.get("script_line") or loc.get("line")
+            found.setdefault("notes", []).insert(
+                0, f"in the loop's pass that exports `{name}` (line {at})"
+            )
+            rec.add(found)
+        for phase, why in sub.failed.items():
+            rec.failed.setdefault(phase, f"{why} (the loop's pass that exports `{name}`)")
+
+
+def _key(found: dict[str, Any]) -> tuple[Any, ...]:
+    return (found.get("kind"), found.get("file"), found.get("line"), found.get("message"))
 
 
 def warm_up(rec: Analysis) -> None:

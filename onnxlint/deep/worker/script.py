@@ -32,7 +32,16 @@ from typing import Any
 
 import torch
 
-from . import frames, load, overlay, script_axes, script_direct, torch_internals, wire
+from . import (
+    frames,
+    load,
+    overlay,
+    script_axes,
+    script_direct,
+    script_loop,
+    torch_internals,
+    wire,
+)
 from .record import Analysis, finding, first_line, place
 from .script_args import required_arguments
 from .script_explain import (
@@ -86,6 +95,8 @@ def run(rec: Analysis) -> bool:
         )
         rec.failed["load"] = "script unreadable"
         return False
+    loop = script_loop.loop_around(source, state.line) if state.line else None
+    state.repeat = script_loop.on_pass if loop is not None else None
     made: dict[int, int] = {}
     stop, error, exit_code = _runs(rec, state, code, made)
     own = _own_stop(state, error) if stop is None and error is not None else None
@@ -102,10 +113,16 @@ def run(rec: Analysis) -> bool:
     rec.result["script_passed"] = [
         {"kind": c.kind, "file": c.file, "line": c.line} for c in state.passed
     ]
-    if stop is not None:
-        return _take(rec, state, stop.call, made, name)
-    _stopped(rec, state, name, error, exit_code)
-    return False
+    if stop is None:
+        _stopped(rec, state, name, error, exit_code)
+        return False
+    if not _take(rec, state, stop.call, made, name):
+        return False
+    if loop is not None and state.later:
+        rec.later = list(state.later)
+        names = [type(script_loop.model_of(c)).__name__ for c in (stop.call, *state.later)]
+        rec.result["script_loop"] = script_loop.note(state.line or 0, loop, state.passes, names)
+    return True
 
 
 def _runs(
@@ -125,6 +142,8 @@ def _runs(
         state.passed.clear()
         state.skipped.clear()
         state.captured = None
+        state.later.clear()
+        state.passes = 0
         stop, error, exit_code = _run_once(rec, state, code, made, assume=assume, direct=direct)
         if error is None or not torch_internals.is_fake_limitation(error):
             break
@@ -149,7 +168,7 @@ def _call_directly(
     direct = script_direct.direct_call(source, state.script, state.line)
     if direct is None:
         return None
-    again = ScriptRun(script=state.script, line=state.line)
+    again = ScriptRun(script=state.script, line=state.line, repeat=state.repeat)
     made: dict[int, int] = {}
     stop, _error, _exit = _runs(rec, again, code, made, direct)
     if stop is None:
@@ -226,6 +245,7 @@ def _run_once(
             stack.enter_context(load.fake_safe_init())
             stack.enter_context(load.ExampleLines(code, made, state.script))
             stack.enter_context(CpuOnly(state))
+            stack.enter_context(script_loop.budget(state))
             if assume and rec.fake_mode is not None:
                 # a dry run's boolean indexing or NMS gets unbacked sizes, as in explain
                 stack.enter_context(torch_internals.lenient_scalars(rec.fake_mode))
@@ -356,6 +376,17 @@ def _take(rec: Analysis, state: ScriptRun, call: Captured, made: dict[int, int],
             rec.input_lines[i] = {"file": state.script, "line": at, "name": "<script>"}
     rec.result["model"] = load.summary(rec)
     return True
+
+
+def take_later(rec: Analysis, call: Captured) -> str | None:
+    """A loop's later pass (`script_loop`) as the model and inputs of `rec`, a record of its
+    own; why not, when its call cannot be analysed."""
+    rec.result["factory_loc"] = {"file": call.file, "line": call.line, "name": "<script>"}
+    rec.autograd = call.mode
+    problem = _unpack_call(rec, call)
+    if problem is None:
+        _real_constants(rec.model)
+    return problem
 
 
 _CONSTANT_LIMIT = 64 * 2**20  # bytes: anchors, grids and masks are small

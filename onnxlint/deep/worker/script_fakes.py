@@ -84,6 +84,12 @@ class ScriptRun:
     # Libraries the worker had imported that a package of the project shadows for the run
     # (`script_shadow.project_first`): a real run imports the project's package there too.
     shadowed: list[str] = field(default_factory=list)
+    # The wanted call is in a loop of the script: called at each of its passes (the first
+    # one too), the run goes on after the capture (`script_loop.on_pass` records the models
+    # later passes export, and ends the run at its limits). None: the capture ends the run.
+    repeat: Callable[[ScriptRun, Captured], None] | None = None
+    passes: int = 0  # how many times the wanted call was reached
+    later: list[Captured] = field(default_factory=list)
 
     def is_checkpoint(self, path: Any) -> bool:
         """Whether `path` names weights the run may fake: a checkpoint argument's value, or
@@ -428,7 +434,15 @@ def _capture(
         call = Captured(kind, name, file, line, args, dict(kwargs), original, _autograd_mode())
         if state.captured is None and state.wanted(caller):
             state.captured = call
-            raise ScriptStop(call)
+            if state.repeat is None:
+                raise ScriptStop(call)
+            state.repeat(state, call)  # the loop's first pass: the run goes on
+            return Inert(call)
+        if state.captured is not None:  # a loop's later pass, or the run is past the loop
+            if state.repeat is None or not state.wanted(caller):
+                raise ScriptStop(state.captured)
+            state.repeat(state, call)
+            return Inert(call)
         state.passed.append(call)
         return Inert(call)
 
