@@ -107,7 +107,7 @@ def later_passes(rec: Analysis) -> None:
     for call in rec.later:
         name = type(script_loop.model_of(call)).__name__
         sub = Analysis(dict(rec.target), lambda _phase, _percent: None)
-        sub.fake_mode = rec.fake_mode
+        sub.fake_mode, sub.module_sites = rec.fake_mode, rec.module_sites
         problem = script.take_later(sub, call)
         if problem is None:
             state = ModuleState(sub.model)
