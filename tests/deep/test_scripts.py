@@ -430,10 +430,50 @@ def test_an_export_call_in_a_loop_is_analysed_for_each_model_class_it_exports(
     assert result.outcome == "fails at step 1/3 (torch.export)", (result.outcome, result.violations)
     (stop,) = [v for v in result.violations if v.code == "OLX802"]
     assert stop.line == line_of(script, "if x.sum() > 0")
-    assert stop.notes[0] == f"in the loop's pass that exports `Head` (line {call})", stop.notes
+    assert stop.notes[0] == f"in the pass of the loop at line {call} that exports `Head`"
     assert (result.data or {})["script_loop"] == (
         f"the export call at line {call} is in the loop at line {call - 1}: of the 3 passes "
-        "the run made, each model class was analysed (`Backbone`, `Head`)"
+        "the run made, each model of another structure was analysed (`Backbone`, `Head`)"
+    )
+
+
+SPLIT_SEQUENTIAL = """
+import torch
+import torch.nn as nn
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        if x.mean() > 0:
+            return x
+        return -x
+
+
+full = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), Gate(), nn.Linear(4, 4)).eval()
+x = torch.randn(1, 4)
+for i, chunk in enumerate([full[:2], full[2:]], 1):
+    torch.onnx.export(chunk, (x,), f"chunk{i}.onnx", dynamo=True)
+    x = chunk(x)
+"""
+
+
+def test_the_chunks_of_a_split_sequential_in_a_loop_are_each_analysed(
+    analyzer: Any, tmp_path: Path
+) -> None:
+    # DNNPartitioning's split_ResNet50.py exports each chunk of a split model in a loop: every
+    # chunk is an nn.Sequential, told apart by its modules. torch 2.13 fails on the second.
+    root = _project(tmp_path, {"split.py": SPLIT_SEQUENTIAL})
+    script = root / "split.py"
+    call = line_of(script, "torch.onnx.export(chunk")
+    result = _analyze(analyzer, root, "split.py", call)
+    assert result.outcome == "fails at step 1/3 (torch.export)", (result.outcome, result.violations)
+    (stop,) = [v for v in result.violations if v.code == "OLX802"]
+    assert stop.line == line_of(script, "if x.mean() > 0")
+    assert stop.notes[0] == (
+        f"in the pass of the loop at line {call} that exports `Sequential` (pass 2)"
+    )
+    assert (result.data or {})["script_loop"].endswith(
+        "(`Sequential` (pass 1), `Sequential` (pass 2))"
     )
 
 

@@ -97,15 +97,15 @@ def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
 
 def later_passes(rec: Analysis) -> None:
     """The models a script's export call in a loop exports in its later passes (one per
-    new class, `script_loop`): analysed as the first one was, up to the ONNX translation;
+    new structure, `script_loop`): analysed as the first one was, up to the ONNX translation;
     their findings join the first pass's with a note naming the pass's model, and a finding
     the record has already is not repeated."""
-    if not rec.later:
+    if len(rec.loop_calls) < 2:
         return
     rec.progress("later passes", 95)
     seen = {_key(f) for f in rec.findings}
-    for call in rec.later:
-        name = type(script_loop.model_of(call)).__name__
+    for call in rec.loop_calls[1:]:
+        name = script_loop.label(call, rec.loop_calls)
         sub = Analysis(dict(rec.target), lambda _phase, _percent: None)
         sub.fake_mode, sub.module_sites = rec.fake_mode, rec.module_sites
         problem = script.take_later(sub, call)
@@ -134,11 +134,11 @@ def later_passes(rec: Analysis) -> None:
             seen.add(_key(found))
             at = rec.target.get("script_line") or loc.get("line")
             found.setdefault("notes", []).insert(
-                0, f"in the loop's pass that exports `{name}` (line {at})"
+                0, f"in the pass of the loop at line {at} that exports {name}"
             )
             rec.add(found)
         for phase, why in sub.failed.items():
-            rec.failed.setdefault(phase, f"{why} (the loop's pass that exports `{name}`)")
+            rec.failed.setdefault(phase, f"{why} (the loop's pass that exports {name})")
 
 
 def _key(found: dict[str, Any]) -> tuple[Any, ...]:

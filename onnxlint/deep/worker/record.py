@@ -113,9 +113,9 @@ class Analysis:
     """flat input index -> the factory's line that made that example tensor."""
     failed: dict[str, str] = field(default_factory=dict)
     """phase -> why it did not succeed (the result's status reads it)."""
-    later: list[Any] = field(default_factory=list)
-    """A script's export call in a loop: the later passes' calls that export other model
-    classes (`script_loop`), analysed after the first one's."""
+    loop_calls: list[Any] = field(default_factory=list)
+    """A script's export call in a loop: the calls of the passes whose models are analysed
+    (`script_loop`), the first pass's first; `analysis.later_passes` analyses the others."""
     module_sites: Any = field(default_factory=weakref.WeakKeyDictionary)
     """torch's own module (`FakeQuantize`, `MultiheadAttention`) -> the user's line that
     built it (load's `module_sites`): where a failure wholly inside torch's code goes."""

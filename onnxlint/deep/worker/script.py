@@ -119,9 +119,8 @@ def run(rec: Analysis) -> bool:
     if not _take(rec, state, stop.call, made, name):
         return False
     if loop is not None and state.later:
-        rec.later = list(state.later)
-        names = [type(script_loop.model_of(c)).__name__ for c in (stop.call, *state.later)]
-        rec.result["script_loop"] = script_loop.note(state.line or 0, loop, state.passes, names)
+        rec.loop_calls = calls = [stop.call, *state.later]
+        rec.result["script_loop"] = script_loop.note(state.line or 0, loop, state.passes, calls)
     return True
 
 

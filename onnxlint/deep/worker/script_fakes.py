@@ -64,6 +64,7 @@ class Captured:
     # `torch.no_grad()` around an export changes what torch traces (an LSTM's sequence dim
     # stays dynamic in inference mode and is specialized outside it).
     mode: str = ""  # "inference", "no_grad" or "" (grad enabled)
+    loop_pass: int = 1  # the call in a loop: which pass of it made this one (`script_loop`)
 
 
 @dataclass
