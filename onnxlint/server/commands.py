@@ -27,6 +27,7 @@ from onnxlint.server.protocol import (
     SHOW_DOCUMENTATION,
     SHOW_REPORT,
 )
+from onnxlint.server.targets import current_lens, lenses_for
 
 log = logging.getLogger("onnxlint.server")
 
@@ -122,6 +123,19 @@ async def create_target(ls: OnnxlintServer, *args: Any) -> Any:
     uri, options = _uri_and_options(args)
     assert uri is not None
     doc = ls.document(uri)
+    if isinstance(options.get("shown"), dict) and options["shown"].get("version") != doc.version:
+        # the editor's lens predates an edit: the lens of the same title as the file is now
+        text, version = doc.source, doc.version
+        deep = ls.deep
+        targets_of = (lambda u: deep.targets(u)[0]) if deep is not None else None
+        lenses = await ls.run_check(lambda: lenses_for(ls, uri, text, targets_of))
+        now = current_lens(options, version, lenses)
+        if now is None:
+            raise JsonRpcInvalidParams(
+                "the file changed since this code lens was shown, and its export call is "
+                "gone; use the lens again once it is redrawn"
+            )
+        options = now
     cls = options.get("class")
     if not isinstance(cls, str) or not cls.isidentifier():
         raise JsonRpcInvalidParams("expected {'class': <the exported class name>}")

@@ -50,12 +50,12 @@ class Lens:
 def shown_at(lenses: list[Lens], version: int | None) -> list[Lens]:
     """The lenses with where they were shown (`shown`: the document's version, the title and
     its rank among the lenses of that title), so a click on a lens the editor has not yet
-    refreshed after an edit runs the export call it showed, not the one now at its old
-    line (`current_lens`)."""
+    refreshed after an edit runs (or builds a target for) the export call it showed, not
+    the one now at its old line (`current_lens`)."""
     seen: dict[str, int] = {}
     out = []
     for lens in lenses:
-        if lens.command != ANALYZE_EXPORT or version is None:
+        if version is None:
             out.append(lens)
             continue
         nth = seen[lens.title] = seen.get(lens.title, -1) + 1
@@ -71,7 +71,7 @@ def current_lens(spec: dict[str, Any], version: int | None, lenses: list[Lens]) 
     shown = spec.get("shown")
     if not isinstance(shown, dict) or shown.get("version") == version:
         return spec
-    same = [x for x in lenses if x.command == ANALYZE_EXPORT and x.title == shown.get("title")]
+    same = [x for x in lenses if x.title == shown.get("title")]
     nth = shown.get("nth")
     if not isinstance(nth, int) or not 0 <= nth < len(same):
         return None

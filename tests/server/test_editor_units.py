@@ -88,7 +88,7 @@ def test_a_lens_clicked_after_an_edit_runs_the_call_it_showed() -> None:
         return Lens(line, f"Analyze export ({name})", ANALYZE_EXPORT, {"line": line})
 
     before = shown_at([lens(5, "A"), Lens(5, "Create", CREATE_TARGET), lens(9, "A")], 3)
-    assert before[1].argument == {}  # only the analyze lenses
+    assert before[1].argument == {"shown": {"version": 3, "title": "Create", "nth": 0}}
     second = before[2].argument
     assert second["shown"] == {"version": 3, "title": "Analyze export (A)", "nth": 1}
     assert current_lens(second, 3, []) is second  # nothing changed: as it is

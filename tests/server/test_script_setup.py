@@ -279,6 +279,25 @@ async def test_create_target_fills_the_call_site_s_arguments_and_marks_the_rest(
     compile(lsp.texts[uri], "export.py", "exec")
 
 
+async def test_a_create_target_lens_clicked_after_an_edit_builds_for_the_call_it_showed(
+    lsp: Client, tmp_path: Path
+) -> None:
+    """Two lines added above the call before the editor redrew the lens: its argument still
+    says the old line, and the target is made for the call it showed, now 2 lines down."""
+    script, uri = await _open_script(lsp, tmp_path, BUILT_FROM_CONFIG)
+    call = _line_of(script, "torch.onnx.export(")
+    (shown,) = [a for at, t, a in await _lenses(lsp, uri) if at == call and "create" in t]
+    change_doc(lsp, uri, "# exports Net\n# (see nets.py)\n" + BUILT_FROM_CONFIG)
+    n = len(lsp.applied)
+    out = await lsp.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="onnxlint.createTarget", arguments=shown)
+    )
+    await wait_for(lambda: len(lsp.applied) > n, what="the edit")
+    assert isinstance(out, dict) and out["created"] == "net", out
+    assert out["rerun"] == {"target": "export:net", "line": call + 2, "call": {"opset": 18}}
+    assert f"The model the export at line {call + 2} exports" in lsp.texts[uri]
+
+
 CLASS_ONLY = """import torch
 
 from nets import Net
