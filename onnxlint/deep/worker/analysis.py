@@ -74,17 +74,7 @@ def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
             with _Phase(rec, "memory", 5):
                 memory.run(rec)
             state.restore()
-            with _Phase(rec, "explain", 10):
-                explain.run(rec)
-            state.restore()
-            with _Phase(rec, "export", 30):
-                export.run(rec)
-            if rec.ep is not None:
-                with _Phase(rec, "decompose", 55):
-                    decompose.run(rec)
-            if rec.decomposed is not None:
-                with _Phase(rec, "translate", 75):
-                    translate.run(rec)
+            _torch_steps(rec, state)
             if "memory" in rec.result:
                 # before verification, which allocates real weights
                 rec.result["memory"]["analysis_peak_bytes"] = memory.self_peak_rss()
@@ -93,6 +83,22 @@ def run(target: dict[str, Any], emit_progress: Emit) -> dict[str, Any]:
                     verify.run(rec)
         later_passes(rec)
     return _finish(rec)
+
+
+def _torch_steps(rec: Analysis, state: ModuleState) -> None:
+    """explain, then torch.onnx.export's three steps, each on the model as the export call
+    sees it (`state` undoes what a forward cached); a step that fails skips the later ones."""
+    with _Phase(rec, "explain", 10):
+        explain.run(rec)
+    state.restore()
+    with _Phase(rec, "export", 30):
+        export.run(rec)
+    if rec.ep is not None:
+        with _Phase(rec, "decompose", 55):
+            decompose.run(rec)
+    if rec.decomposed is not None:
+        with _Phase(rec, "translate", 75):
+            translate.run(rec)
 
 
 def later_passes(rec: Analysis) -> None:
@@ -110,19 +116,8 @@ def later_passes(rec: Analysis) -> None:
         sub.fake_mode, sub.module_sites = rec.fake_mode, rec.module_sites
         problem = script.take_later(sub, call)
         if problem is None:
-            state = ModuleState(sub.model)
             with autograd_mode(sub.autograd), torch_internals.onnx_exporting(sub.onnx_capture):
-                with _Phase(sub, "explain", 10):
-                    explain.run(sub)
-                state.restore()
-                with _Phase(sub, "export", 30):
-                    export.run(sub)
-                if sub.ep is not None:
-                    with _Phase(sub, "decompose", 55):
-                        decompose.run(sub)
-                if sub.decomposed is not None:
-                    with _Phase(sub, "translate", 75):
-                        translate.run(sub)
+                _torch_steps(sub, ModuleState(sub.model))
         else:
             sub.add(finding(wire.KIND_TARGET_ERROR, problem))
         loc = sub.factory_loc or {}
