@@ -623,6 +623,28 @@ interface Ctx {
  * `placeCursor` puts the cursor (false: not yet, try again) until the proven torch.where rewrite
  * is offered; check that its title says what was proven, and return it.
  */
+/**
+ * Double-clicks a row of the Problems panel (the cursor and the focus go to the diagnostic in
+ * the editor). The mouse resting on a row from an earlier click shows the row's hover, which
+ * covers the row and takes the click: the mouse is moved off and hovers closed first, and the
+ * click is tried again if something still covers the row.
+ */
+async function openProblem(page: Page, row: Locator): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+        await page.mouse.move(0, 0);
+        await page.keyboard.press('Escape');
+        await sleep(300);
+        try {
+            await row.dblclick({ timeout: 10_000 });
+            return;
+        } catch (e) {
+            if (attempt >= 3) {
+                throw e;
+            }
+        }
+    }
+}
+
 async function waitForProvenWhere(ctx: Ctx, what: string, placeCursor: () => Promise<boolean>): Promise<Locator> {
     const page = ctx.page;
     const entries = page.locator('.action-widget [role="option"], .context-view [role="menuitem"]');
@@ -776,7 +798,7 @@ async function scenarioQuickFix(ctx: Ctx): Promise<void> {
     const before = rows.filter((r) => r.includes(code)).length;
     // Double-clicking the row moves the cursor and the focus to the diagnostic in the editor, where
     // Ctrl+. opens the editor's quick fix menu (a single click leaves the focus in the panel).
-    await page.locator('.markers-panel .monaco-tl-row', { hasText: code }).first().dblclick();
+    await openProblem(page, page.locator('.markers-panel .monaco-tl-row', { hasText: code }).first());
     await sleep(500);
     await page.keyboard.press('Control+.');
     // The fix for this code, not the "Suppress" and "Show documentation" actions next to it.
@@ -1312,7 +1334,7 @@ async function scenarioSetup(ctx: Ctx): Promise<void> {
     await waitFor('the OLX812 row', async () => ((await row.isVisible().catch(() => false)) ? true : undefined), 30_000, () =>
         describeState(ctx),
     );
-    await row.dblclick();
+    await openProblem(page, row);
     await sleep(500);
     await page.keyboard.press('Control+.');
     const action = page
@@ -1640,7 +1662,7 @@ async function scenarioNotebook(ctx: Ctx): Promise<void> {
         throw new Error(`the OLX401 problem is not at line 2, column 32 of its cell: ${JSON.stringify(rows)}`);
     }
     // the cell's row (export.py, open in another tab, has an OLX401 too)
-    await page.locator('.markers-panel .monaco-tl-row', { hasText: 'OLX401' }).filter({ hasText: '[Ln 2, Col 32]' }).first().dblclick();
+    await openProblem(page, page.locator('.markers-panel .monaco-tl-row', { hasText: 'OLX401' }).filter({ hasText: '[Ln 2, Col 32]' }).first());
     await sleep(500);
     await page.keyboard.press('Control+.');
     const action = page
@@ -1805,7 +1827,7 @@ async function scenarioDeepNotebook(ctx: Ctx): Promise<void> {
             await sleep(1_000);
             return false;
         }
-        await row.dblclick();
+        await openProblem(page, row);
         await sleep(500);
         return true;
     });
