@@ -6,22 +6,12 @@ lenses, with the last analysis's memory figures in their tooltips.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from lsprotocol import types
 
 from onnxlint.server import documents
 from onnxlint.server.app import OnnxlintServer
 from onnxlint.server.protocol import ANALYZE_EXPORT
-from onnxlint.server.targets import Lens, cell_lenses, lenses_for, shown_at
-
-
-def _targets_of(ls: OnnxlintServer) -> Callable[[str], list[Any]] | None:
-    deep = ls.deep
-    if deep is None:
-        return None
-    return lambda uri: deep.targets(uri)[0]
+from onnxlint.server.targets import Lens, cell_lenses, deep_targets_of, lenses_for, shown_at
 
 
 async def code_lens(ls: OnnxlintServer, params: types.CodeLensParams) -> list[types.CodeLens]:
@@ -33,9 +23,9 @@ async def code_lens(ls: OnnxlintServer, params: types.CodeLensParams) -> list[ty
     notebook = documents.notebook_of(ls, uri)
     if notebook is not None:  # a cell: the lenses of its notebook, run as one script
         nb = notebook
-        found = await ls.run_check(lambda: cell_lenses(ls, uri, nb, _targets_of(ls)))
+        found = await ls.run_check(lambda: cell_lenses(ls, uri, nb, deep_targets_of(ls)))
     else:
-        found = await ls.run_check(lambda: lenses_for(ls, uri, text, _targets_of(ls)))
+        found = await ls.run_check(lambda: lenses_for(ls, uri, text, deep_targets_of(ls)))
     lines = ls.lines(text)
     out = []
     for lens in shown_at(found, version):

@@ -27,7 +27,7 @@ from onnxlint.server.protocol import (
     SHOW_DOCUMENTATION,
     SHOW_REPORT,
 )
-from onnxlint.server.targets import current_lens, lenses_for
+from onnxlint.server.targets import LensGone, deep_targets_of, lens_now
 
 log = logging.getLogger("onnxlint.server")
 
@@ -123,19 +123,11 @@ async def create_target(ls: OnnxlintServer, *args: Any) -> Any:
     uri, options = _uri_and_options(args)
     assert uri is not None
     doc = ls.document(uri)
-    if isinstance(options.get("shown"), dict) and options["shown"].get("version") != doc.version:
-        # the editor's lens predates an edit: the lens of the same title as the file is now
-        text, version = doc.source, doc.version
-        deep = ls.deep
-        targets_of = (lambda u: deep.targets(u)[0]) if deep is not None else None
-        lenses = await ls.run_check(lambda: lenses_for(ls, uri, text, targets_of))
-        now = current_lens(options, version, lenses)
-        if now is None:
-            raise JsonRpcInvalidParams(
-                "the file changed since this code lens was shown, and its export call is "
-                "gone; use the lens again once it is redrawn"
-            )
-        options = now
+    try:  # a lens clicked before the editor redrew it after an edit: the lens as it is now
+        shown = options
+        options = await ls.run_check(lambda: lens_now(ls, uri, shown, deep_targets_of(ls)))
+    except LensGone as exc:
+        raise JsonRpcInvalidParams(str(exc)) from None
     cls = options.get("class")
     if not isinstance(cls, str) or not cls.isidentifier():
         raise JsonRpcInvalidParams("expected {'class': <the exported class name>}")

@@ -32,7 +32,7 @@ from onnxlint.server import deep_fixes, documents
 from onnxlint.server.checks import Checks
 from onnxlint.server.progress import Progress
 from onnxlint.server.protocol import ANALYSIS_STATE, ANALYZE_EXPORT, SHOW_RESULT
-from onnxlint.server.targets import cell_lenses, current_lens, lenses_for
+from onnxlint.server.targets import LensGone, lens_now, lenses_of
 from onnxlint.source.notebook import is_notebook
 
 if TYPE_CHECKING:
@@ -190,16 +190,10 @@ class DeepService:
 
     def resolve_target(self, uri: str, spec: dict[str, Any]) -> Any:
         """The target a code lens / command argument names, or DeepUnavailable."""
-        if isinstance(spec.get("shown"), dict):
-            version = documents.lens_version(self.server, uri)
-            if spec["shown"].get("version") != version:  # the editor's lens predates an edit
-                now = current_lens(spec, version, self._lenses(uri))
-                if now is None:
-                    raise DeepUnavailable(
-                        "onnxlint: the file changed since this code lens was shown, and its "
-                        "export call is gone; use the lens again once it is redrawn"
-                    )
-                spec = now
+        try:  # a lens clicked before the editor redrew it after an edit: the lens as it is now
+            spec = lens_now(self.server, uri, spec, self._targets_of)
+        except LensGone as exc:
+            raise DeepUnavailable(f"onnxlint: {exc}") from None
         script = spec.get("script")
         if isinstance(script, str) and isinstance(spec.get("line"), int):
             function = spec.get("function")
@@ -216,7 +210,9 @@ class DeepService:
         # No target named (a bare "Analyze export" from a client without code lenses): the
         # target of the file's lens at `line`, else its first one; the lenses choose what
         # each export call runs (see targets.py).
-        lenses = [x for x in self._lenses(uri) if x.command == ANALYZE_EXPORT]
+        lenses = [
+            x for x in lenses_of(self.server, uri, self._targets_of) if x.command == ANALYZE_EXPORT
+        ]
         line = spec.get("line")
         at_line = [x for x in lenses if x.line == line]
         for lens in at_line or lenses:
@@ -229,14 +225,9 @@ class DeepService:
             f"onnxlint: no analysis target builds a model of this file; {NO_TARGET_HELP}"
         )
 
-    def _lenses(self, uri: str) -> list[Any]:
-        """The lenses of the file (or of the cell's notebook) as its text is now."""
-        notebook = documents.notebook_of(self.server, uri)
-        if notebook is not None:  # a cell: its notebook's lenses there
-            return cell_lenses(self.server, uri, notebook, lambda u: self.targets(u)[0])
-        doc = self.server.workspace.text_documents.get(uri)
-        text = doc.source if doc is not None else Path(self.server.path_of(uri)).read_text()
-        return lenses_for(self.server, uri, text, lambda u: self.targets(u)[0])
+    def _targets_of(self, uri: str) -> list[Any]:
+        """The targets of the project holding `uri` (`lenses_for`'s `targets_of`)."""
+        return list(self.targets(uri)[0])
 
     def _with_call(self, uri: str, target: Any, spec: dict[str, Any]) -> Any:
         """A declared target run for one export call: with the call's opset and dynamic

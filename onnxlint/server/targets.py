@@ -78,6 +78,56 @@ def current_lens(spec: dict[str, Any], version: int | None, lenses: list[Lens]) 
     return {**same[nth].argument, "shown": {**shown, "version": version}}
 
 
+class LensGone(Exception):
+    """The lens a click's stale argument was shown as is not in the document any more."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the file changed since this code lens was shown, and its export call is gone; "
+            "use the lens again once it is redrawn"
+        )
+
+
+def lens_now(
+    ls: Session, uri: str, spec: dict[str, Any], targets_of: Callable[[str], list[Any]] | None
+) -> dict[str, Any]:
+    """On the engine thread: a lens command's argument for the document as it is now
+    (`current_lens`; the lenses are computed again only when it changed since the lens was
+    shown), or LensGone."""
+    from onnxlint.server import documents
+
+    shown = spec.get("shown")
+    version = documents.lens_version(ls, uri)
+    if not isinstance(shown, dict) or shown.get("version") == version:
+        return spec
+    now = current_lens(spec, version, lenses_of(ls, uri, targets_of))
+    if now is None:
+        raise LensGone
+    return dict(now)
+
+
+def lenses_of(ls: Session, uri: str, targets_of: Callable[[str], list[Any]] | None) -> list[Lens]:
+    """On the engine thread: the lenses of the file (or of the cell's notebook) as its text
+    is now (the open document's, else the file's on disk)."""
+    from onnxlint.server import documents
+
+    notebook = documents.notebook_of(ls, uri)
+    if notebook is not None:  # a cell: its notebook's lenses there
+        return cell_lenses(ls, uri, notebook, targets_of)
+    doc = ls.workspace.text_documents.get(uri)
+    text = doc.source if doc is not None else Path(ls.path_of(uri)).read_text()
+    return lenses_for(ls, uri, text, targets_of)
+
+
+def deep_targets_of(ls: Any) -> Callable[[str], list[Any]] | None:
+    """The deep targets of the project holding a file (`lenses_for`'s `targets_of`), None
+    without the deep service."""
+    deep = ls.deep
+    if deep is None:
+        return None
+    return lambda uri: list(deep.targets(uri)[0])
+
+
 def _real(path: str | Path) -> str:
     return os.path.realpath(str(path))
 

@@ -619,11 +619,6 @@ interface Ctx {
 }
 
 /**
- * The proof runs after the findings are shown: ask for the quick fixes (Ctrl+.) where
- * `placeCursor` puts the cursor (false: not yet, try again) until the proven torch.where rewrite
- * is offered; check that its title says what was proven, and return it.
- */
-/**
  * Double-clicks a row of the Problems panel (the cursor and the focus go to the diagnostic in
  * the editor). The mouse resting on a row from an earlier click shows the row's hover, which
  * covers the row and takes the click: the mouse is moved off and hovers closed first, and the
@@ -645,6 +640,11 @@ async function openProblem(page: Page, row: Locator): Promise<void> {
     }
 }
 
+/**
+ * The proof runs after the findings are shown: ask for the quick fixes (Ctrl+.) where
+ * `placeCursor` puts the cursor (false: not yet, try again) until the proven torch.where rewrite
+ * is offered; check that its title says what was proven, and return it.
+ */
 async function waitForProvenWhere(ctx: Ctx, what: string, placeCursor: () => Promise<boolean>): Promise<Locator> {
     const page = ctx.page;
     const entries = page.locator('.action-widget [role="option"], .context-view [role="menuitem"]');

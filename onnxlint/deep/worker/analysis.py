@@ -110,6 +110,7 @@ def later_passes(rec: Analysis) -> None:
         return
     rec.progress("later passes", 95)
     seen = {_key(f) for f in rec.findings}
+    at = rec.target.get("script_line") or rec.loop_calls[0].line
     for call in rec.loop_calls[1:]:
         name = script_loop.label(call, rec.loop_calls)
         sub = Analysis(dict(rec.target), lambda _phase, _percent: None)
@@ -127,7 +128,6 @@ def later_passes(rec: Analysis) -> None:
             if _key(found) in seen:
                 continue
             seen.add(_key(found))
-            at = rec.target.get("script_line") or loc.get("line")
             found.setdefault("notes", []).insert(
                 0, f"in the pass of the loop at line {at} that exports {name}"
             )
